@@ -1,0 +1,67 @@
+//! The response future of a recorded call.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use pin_project_lite::pin_project;
+use tonic::body::Body;
+
+use super::{CallGuard, RecordedBody};
+
+type Inner = <tonic::transport::Channel as tower::Service<http::Request<Body>>>::Future;
+
+pin_project! {
+    /// Resolves to the response headers; records the call's end when tonic
+    /// will report an error from them (transport error, timeout,
+    /// trailers-only status).
+    pub struct ResponseFuture {
+        #[pin]
+        inner: Inner,
+        guard: Option<CallGuard>,
+    }
+}
+
+impl ResponseFuture {
+    pub(crate) fn new(inner: Inner, guard: CallGuard) -> Self {
+        Self {
+            inner,
+            guard: Some(guard),
+        }
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<http::Response<RecordedBody>, tonic::Status>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = ready!(this.inner.poll(cx));
+        let Some(mut guard) = this.guard.take() else {
+            // Polled after completion: tower futures must not be, but a
+            // recorder must not panic either.
+            return Poll::Ready(
+                result
+                    .map(|r| r.map(RecordedBody::finished))
+                    .map_err(|e| tonic::Status::from_error(Box::new(e))),
+            );
+        };
+        Poll::Ready(match result {
+            Err(err) => {
+                // The conversion tonic's client applies to a transport error;
+                // it hands a `Status` error through unchanged, so the caller
+                // sees exactly what it would without the recorder.
+                let status = tonic::Status::from_error(Box::new(err));
+                guard.finish(&status);
+                Err(status)
+            }
+            Ok(response) => {
+                if let Some(status) = tonic::Status::from_header_map(response.headers()) {
+                    // Trailers-only response: the status is in the headers.
+                    guard.finish(&status);
+                }
+                Ok(response.map(|body| RecordedBody::new(body, guard)))
+            }
+        })
+    }
+}

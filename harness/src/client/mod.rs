@@ -1,0 +1,158 @@
+//! The client side of the trace: a tonic channel that records every call it
+//! carries, with the status exactly as tonic will report it.
+
+mod body;
+mod future;
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tonic::body::Body;
+
+pub use body::RecordedBody;
+pub use future::ResponseFuture;
+
+use crate::deadline::parse_grpc_timeout;
+use crate::recorder::event::{CallId, EventKind, Outcome};
+use crate::recorder::{CALL_ID_HEADER, CURRENT_RUN};
+use crate::sim::Shared;
+
+/// A real [`tonic::transport::Channel`] over the simulated network, wrapped
+/// so that every call is recorded: start (path, `grpc-timeout`), end (status
+/// as tonic reports it, and the spec's code), or the caller dropping it.
+///
+/// Use it wherever tonic's generated clients take a transport
+/// (`StoreClient::new(host.channel("store"))`). Code that needs the concrete
+/// `tonic::transport::Channel` type can use
+/// [`Host::tonic_channel`](crate::Host::tonic_channel); calls through it are
+/// seen only on the server side.
+///
+/// Each request gets an `x-grpc-chaos-call` header so the handler it reaches
+/// can be linked to it.
+#[derive(Clone)]
+pub struct Channel {
+    inner: tonic::transport::Channel,
+    call: Arc<CallSite>,
+}
+
+/// Where calls come from and go to.
+pub(crate) struct CallSite {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) from: Arc<str>,
+    pub(crate) target: Arc<str>,
+}
+
+impl Channel {
+    pub(crate) fn new(inner: tonic::transport::Channel, call: CallSite) -> Self {
+        Self {
+            inner,
+            call: Arc::new(call),
+        }
+    }
+
+    /// The unrecorded tonic channel underneath.
+    pub fn into_inner(self) -> tonic::transport::Channel {
+        self.inner
+    }
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("from", &self.call.from)
+            .field("target", &self.call.target)
+            .finish()
+    }
+}
+
+impl tower::Service<http::Request<Body>> for Channel {
+    type Response = http::Response<RecordedBody>;
+    type Error = tonic::Status;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner
+            .poll_ready(cx)
+            .map_err(|e| tonic::Status::from_error(Box::new(e)))
+    }
+
+    fn call(&mut self, mut req: http::Request<Body>) -> Self::Future {
+        let recorder = &self.call.shared.recorder;
+        let id = recorder.next_call();
+        let path = req.uri().path().to_owned();
+        let timeout = req
+            .headers()
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_grpc_timeout);
+        if let Ok(v) = http::HeaderValue::from_str(&id.0.to_string()) {
+            req.headers_mut().insert(CALL_ID_HEADER, v);
+        }
+        recorder.push(
+            &self.call.from,
+            EventKind::CallStarted {
+                call: id,
+                target: self.call.target.to_string(),
+                path: path.clone(),
+                timeout,
+                parent: CURRENT_RUN.try_with(|r| *r).ok(),
+            },
+        );
+        let guard = CallGuard {
+            site: self.call.clone(),
+            id,
+            path,
+            done: false,
+        };
+        ResponseFuture::new(self.inner.call(req), guard)
+    }
+}
+
+/// Records the end of a call exactly once: with a status, or as dropped.
+pub(crate) struct CallGuard {
+    site: Arc<CallSite>,
+    id: CallId,
+    path: String,
+    done: bool,
+}
+
+impl CallGuard {
+    pub(crate) fn finish(&mut self, status: &tonic::Status) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        self.site.shared.recorder.push(
+            &self.site.from,
+            EventKind::CallEnded {
+                call: self.id,
+                path: self.path.clone(),
+                outcome: outcome(status),
+            },
+        );
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            self.site.shared.recorder.push(
+                &self.site.from,
+                EventKind::CallDropped {
+                    call: self.id,
+                    path: std::mem::take(&mut self.path),
+                },
+            );
+        }
+    }
+}
+
+/// The trace's view of a status: tonic's code and message, the spec's code.
+pub(crate) fn outcome(status: &tonic::Status) -> Outcome {
+    let (spec, rule) = crate::spec::classify(status);
+    Outcome {
+        code: crate::spec::code_name(status.code()),
+        message: status.message().to_owned(),
+        spec_code: crate::spec::code_name(spec),
+        rule,
+    }
+}

@@ -1,0 +1,160 @@
+//! Deadline propagation for handlers: the helper tonic does not have.
+//!
+//! gRPC carries a call's deadline as the `grpc-timeout` request header
+//! (`PROTOCOL-HTTP2.md`, "Requests": 1–8 ASCII digits and a unit `H M S m u
+//! n`). grpc-go derives each outgoing call's timeout from the incoming
+//! context, so the budget shrinks hop by hop; tonic does not, and a handler
+//! that calls downstream with `Request::new` sends no deadline at all
+//! (seed 000 §4, the `context.Background()` trap). [`Deadline`] reads the
+//! incoming budget and puts what is left on an outgoing request.
+//!
+//! Time is `tokio::time`, which inside the simulation is *simulated* time.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// When the harness received a request, stored in the request's extensions
+/// by the handler layer so that [`Deadline::from_request`] measures the
+/// budget from arrival, not from when the handler got to it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arrival(pub(crate) Instant);
+
+/// A point in (simulated) time by which a call must finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Deadline {
+    at: Instant,
+}
+
+impl Deadline {
+    /// A deadline `timeout` from now.
+    pub fn after(timeout: Duration) -> Self {
+        Self {
+            at: Instant::now() + timeout,
+        }
+    }
+
+    /// The deadline of an incoming request: its `grpc-timeout`, measured from
+    /// the moment the request reached the server (when served by the
+    /// harness) or from now. `None` when the caller sent no `grpc-timeout`
+    /// or an unparsable one.
+    pub fn from_request<T>(request: &tonic::Request<T>) -> Option<Self> {
+        let timeout = request
+            .metadata()
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_grpc_timeout)?;
+        let start = request
+            .extensions()
+            .get::<Arrival>()
+            .map_or_else(Instant::now, |a| a.0);
+        Some(Self {
+            at: start + timeout,
+        })
+    }
+
+    /// Budget left, saturating at zero.
+    pub fn remaining(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    /// True once the deadline has passed.
+    pub fn is_expired(&self) -> bool {
+        self.remaining().is_zero()
+    }
+
+    /// Sets the remaining budget as the timeout of `outgoing` (tonic then
+    /// sends it as `grpc-timeout` and enforces it on the response headers).
+    pub fn apply<U>(&self, outgoing: &mut tonic::Request<U>) {
+        outgoing.set_timeout(self.remaining());
+    }
+}
+
+/// Copies the incoming request's remaining budget onto `outgoing`; does
+/// nothing when the incoming request carried no deadline. Returns the
+/// deadline it applied.
+///
+/// ```
+/// # async fn handler(incoming: tonic::Request<()>) {
+/// let mut downstream = tonic::Request::new(());
+/// grpc_chaos::deadline::propagate(&incoming, &mut downstream);
+/// # }
+/// ```
+pub fn propagate<T, U>(
+    incoming: &tonic::Request<T>,
+    outgoing: &mut tonic::Request<U>,
+) -> Option<Deadline> {
+    let deadline = Deadline::from_request(incoming)?;
+    deadline.apply(outgoing);
+    Some(deadline)
+}
+
+/// Parses a `grpc-timeout` value (`500m`, `2S`, `100000u`).
+///
+/// Returns `None` for anything the spec does not allow: no digits, more than
+/// 8 digits, or an unknown unit.
+pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_unit() {
+        assert_eq!(parse_grpc_timeout("500m"), Some(Duration::from_millis(500)));
+        assert_eq!(
+            parse_grpc_timeout("500000u"),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(parse_grpc_timeout("2S"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_grpc_timeout("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_grpc_timeout("3M"), Some(Duration::from_secs(180)));
+        assert_eq!(parse_grpc_timeout("7n"), Some(Duration::from_nanos(7)));
+    }
+
+    #[test]
+    fn rejects_what_the_spec_forbids() {
+        for bad in ["", "m", "123456789m", "12x", "-1m", "1.5S"] {
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn remaining_budget_shrinks_with_time() {
+        let mut incoming = tonic::Request::new(());
+        incoming.set_timeout(Duration::from_millis(500));
+        incoming.extensions_mut().insert(Arrival(Instant::now()));
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        let mut out = tonic::Request::new(());
+        let d = propagate(&incoming, &mut out).expect("incoming has a deadline");
+        assert_eq!(d.remaining(), Duration::from_millis(380));
+        let sent = out.metadata().get("grpc-timeout").expect("timeout set");
+        assert_eq!(
+            parse_grpc_timeout(sent.to_str().unwrap()),
+            Some(Duration::from_millis(380))
+        );
+    }
+
+    #[test]
+    fn no_incoming_deadline_means_none() {
+        let incoming = tonic::Request::new(());
+        let mut out = tonic::Request::new(());
+        assert!(propagate(&incoming, &mut out).is_none());
+        assert!(out.metadata().get("grpc-timeout").is_none());
+    }
+}

@@ -1,0 +1,236 @@
+//! The harness's error: what went wrong, what to change, and the seed and
+//! trace of the run it happened in.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::trace::{fmt_duration, Trace, Violation};
+
+/// `Result` with the harness's [`Error`].
+pub type Result<T = (), E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in a run, from a misconfigured scenario to a
+/// failed trace assertion.
+///
+/// The kind is private; ask with the `is_*` methods. When the error comes
+/// from a run, [`Error::seed`] and [`Error::trace`] give what is needed to
+/// reproduce and review it, and `Display` ends with `CHAOS_SEED=<n>`.
+pub struct Error {
+    kind: Kind,
+    seed: Option<u64>,
+    trace: Option<Box<Trace>>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Kind {
+    UnknownHost {
+        host: String,
+        context: String,
+        known: Vec<String>,
+    },
+    DuplicateHost(String),
+    NotAServer {
+        host: String,
+        fault: String,
+    },
+    BadMethodPath {
+        host: String,
+        path: String,
+    },
+    UnknownService {
+        host: String,
+        path: String,
+        served: Vec<String>,
+    },
+    FaultAfterEnd {
+        fault: String,
+        at: Duration,
+        duration: Duration,
+    },
+    BadFault(String),
+    Timeout {
+        duration: Duration,
+        pending: Vec<String>,
+    },
+    ClientFailed {
+        host: String,
+        message: String,
+    },
+    HandlerPanicked {
+        host: String,
+        path: String,
+        message: String,
+    },
+    Violation(Violation),
+    Io(std::io::Error),
+}
+
+impl Error {
+    pub(crate) fn new(kind: Kind) -> Self {
+        Self {
+            kind,
+            seed: None,
+            trace: None,
+        }
+    }
+
+    pub(crate) fn with_run(mut self, seed: u64, trace: Option<Trace>) -> Self {
+        self.seed = Some(seed);
+        self.trace = trace.map(Box::new);
+        self
+    }
+
+    /// The seed of the run, when the error came from one.
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+
+    /// What was recorded before the error, when the run got that far.
+    pub fn trace(&self) -> Option<&Trace> {
+        self.trace.as_deref()
+    }
+
+    /// A host name that no `Sim::server`/`Sim::client` registered.
+    pub fn is_unknown_host(&self) -> bool {
+        matches!(self.kind, Kind::UnknownHost { .. })
+    }
+
+    /// A scenario mistake other than an unknown host: duplicate host name,
+    /// bad method path, unknown service, a fault outside the run.
+    pub fn is_misconfigured(&self) -> bool {
+        matches!(
+            self.kind,
+            Kind::DuplicateHost(_)
+                | Kind::NotAServer { .. }
+                | Kind::BadMethodPath { .. }
+                | Kind::UnknownService { .. }
+                | Kind::FaultAfterEnd { .. }
+                | Kind::BadFault(_)
+        )
+    }
+
+    /// The run reached its duration with clients still pending.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, Kind::Timeout { .. })
+    }
+
+    /// A client body returned an error (or panicked).
+    pub fn is_client_failure(&self) -> bool {
+        matches!(self.kind, Kind::ClientFailed { .. })
+    }
+
+    /// A handler panicked during the run.
+    pub fn is_handler_panic(&self) -> bool {
+        matches!(self.kind, Kind::HandlerPanicked { .. })
+    }
+
+    /// A trace assertion failed; [`Error::violation`] has the details.
+    pub fn is_violation(&self) -> bool {
+        matches!(self.kind, Kind::Violation(_))
+    }
+
+    /// The failed trace assertion, if that is what this is.
+    pub fn violation(&self) -> Option<&Violation> {
+        match &self.kind {
+            Kind::Violation(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl From<Violation> for Error {
+    fn from(v: Violation) -> Self {
+        Self::new(Kind::Violation(v))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Self::new(Kind::Io(e))
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kind::UnknownHost { host, context, known } => write!(
+                f,
+                "unknown host `{host}` in {context}; known hosts: {}",
+                list(known)
+            ),
+            Kind::DuplicateHost(h) => write!(
+                f,
+                "host `{h}` is registered twice; give each server and client its own name"
+            ),
+            Kind::NotAServer { host, fault } => write!(
+                f,
+                "{fault}: `{host}` is a client host; only server hosts can crash or restart"
+            ),
+            Kind::BadMethodPath { host, path } => write!(
+                f,
+                "handler fault on `{host}`: method path `{path}` is not of the form /package.Service/Method"
+            ),
+            Kind::UnknownService { host, path, served } => write!(
+                f,
+                "handler fault on `{host}` for `{path}`: the host does not serve that service; it serves: {}",
+                list(served)
+            ),
+            Kind::FaultAfterEnd { fault, at, duration } => write!(
+                f,
+                "{fault} at {} is after the end of the run ({}); move it earlier or raise SimBuilder::duration",
+                fmt_duration(*at),
+                fmt_duration(*duration)
+            ),
+            Kind::BadFault(why) => f.write_str(why),
+            Kind::Timeout { duration, pending } => write!(
+                f,
+                "the run reached its duration ({}) with clients still running: {}; raise SimBuilder::duration or find what they wait on in the trace",
+                fmt_duration(*duration),
+                pending.join("; ")
+            ),
+            Kind::ClientFailed { host, message } => {
+                write!(f, "client `{host}` failed: {message}")
+            }
+            Kind::HandlerPanicked { host, path, message } => {
+                write!(f, "handler {path} on host `{host}` panicked: {message}")
+            }
+            Kind::Violation(v) => write!(f, "{v}"),
+            Kind::Io(e) => write!(f, "writing the trace failed: {e}"),
+        }
+    }
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "(none)".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.kind)?;
+        if let Some(seed) = self.seed {
+            write!(f, " (reproduce with CHAOS_SEED={seed})")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    // `?` in a test prints Debug: make it the readable message.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            Kind::Io(e) => Some(e),
+            Kind::Violation(v) => Some(v),
+            _ => None,
+        }
+    }
+}

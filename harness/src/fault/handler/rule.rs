@@ -1,0 +1,145 @@
+//! Handler fault rules: which requests they match and what they do.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tonic::Code;
+
+/// What a handler fault does to a matching request.
+#[derive(Debug, Clone)]
+pub(crate) enum Action {
+    Delay(Duration),
+    Abort(Code, String),
+    Hang,
+    FailFirst(u32, Code),
+    ConcurrencyLimit(usize),
+}
+
+/// One handler fault as added to the sim. Clones share their counters and
+/// their semaphore, so "the first N" and "at most N at once" hold across
+/// every connection and every restart of the host.
+#[derive(Debug, Clone)]
+pub(crate) struct HandlerRule {
+    pub(crate) host: String,
+    pub(crate) method: Option<String>,
+    pub(crate) window: Option<(Duration, Duration)>,
+    pub(crate) action: Action,
+    state: Arc<RuleState>,
+}
+
+#[derive(Debug, Default)]
+struct RuleState {
+    matched: AtomicU32,
+    limiter: OnceLock<Arc<Semaphore>>,
+}
+
+impl HandlerRule {
+    pub(crate) fn new(
+        host: String,
+        method: Option<String>,
+        window: Option<(Duration, Duration)>,
+        action: Action,
+    ) -> Self {
+        Self {
+            host,
+            method,
+            window,
+            action,
+            state: Arc::default(),
+        }
+    }
+
+    /// Whether a request for `path` on `host` arriving at `at` matches.
+    pub(crate) fn matches(&self, host: &str, path: &str, at: Duration) -> bool {
+        self.host == host
+            && self.method.as_deref().is_none_or(|m| m == path)
+            && self
+                .window
+                .is_none_or(|(from, until)| from <= at && at < until)
+    }
+
+    /// Counts a match and returns its number (1-based).
+    pub(crate) fn count(&self) -> u32 {
+        self.state.matched.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The semaphore of a concurrency limit of `n` slots.
+    pub(crate) fn limiter(&self, n: usize) -> Arc<Semaphore> {
+        self.state
+            .limiter
+            .get_or_init(|| Arc::new(Semaphore::new(n)))
+            .clone()
+    }
+
+    /// The method path's service part, for checking it against what the host
+    /// serves: `/tt.v1.Store/Save` → `tt.v1.Store`.
+    pub(crate) fn service(&self) -> Option<&str> {
+        let m = self.method.as_deref()?;
+        m.strip_prefix('/')?.split_once('/').map(|(s, _)| s)
+    }
+
+    /// A method path is `/package.Service/Method` with both parts non-empty.
+    pub(crate) fn method_is_well_formed(&self) -> bool {
+        self.method.as_deref().is_none_or(|m| {
+            m.strip_prefix('/')
+                .and_then(|rest| rest.split_once('/'))
+                .is_some_and(|(s, m)| !s.is_empty() && !m.is_empty() && !m.contains('/'))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(method: Option<&str>, window: Option<(u64, u64)>) -> HandlerRule {
+        HandlerRule::new(
+            "store".into(),
+            method.map(str::to_owned),
+            window.map(|(a, b)| (Duration::from_millis(a), Duration::from_millis(b))),
+            Action::Hang,
+        )
+    }
+
+    #[test]
+    fn matches_host_method_and_window() {
+        let r = rule(Some("/tt.v1.Store/Save"), Some((100, 200)));
+        let at = Duration::from_millis;
+        assert!(r.matches("store", "/tt.v1.Store/Save", at(100)));
+        assert!(
+            !r.matches("store", "/tt.v1.Store/Save", at(200)),
+            "window is half-open"
+        );
+        assert!(!r.matches("store", "/tt.v1.Store/Load", at(150)));
+        assert!(!r.matches("gateway", "/tt.v1.Store/Save", at(150)));
+        assert!(rule(None, None).matches("store", "/anything/Else", at(5)));
+    }
+
+    #[test]
+    fn method_paths_are_checked() {
+        assert!(rule(Some("/tt.v1.Store/Save"), None).method_is_well_formed());
+        for bad in [
+            "tt.v1.Store/Save",
+            "/tt.v1.Store",
+            "/tt.v1.Store/",
+            "//Save",
+            "/a/b/c",
+        ] {
+            assert!(!rule(Some(bad), None).method_is_well_formed(), "{bad}");
+        }
+        assert_eq!(
+            rule(Some("/tt.v1.Store/Save"), None).service(),
+            Some("tt.v1.Store")
+        );
+    }
+
+    #[test]
+    fn clones_share_counters() {
+        let a = rule(None, None);
+        let b = a.clone();
+        assert_eq!(a.count(), 1);
+        assert_eq!(b.count(), 2);
+    }
+}

@@ -1,0 +1,188 @@
+//! The life of one handler run: finished with a status, or dropped.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tokio::sync::OwnedSemaphorePermit;
+use tonic::body::Body;
+use tonic::Status;
+
+use crate::recorder::event::{EventKind, RunId};
+use crate::sim::Shared;
+
+/// Records how a run ended, exactly once. Dropped before that (hyper
+/// dropped the handler future or the response body: RST_STREAM from the
+/// peer, connection closed, host crashed) it records `HandlerDropped`.
+pub(crate) struct RunGuard {
+    shared: Arc<Shared>,
+    host: Arc<str>,
+    run: RunId,
+    path: String,
+    started: Duration,
+    /// A concurrency-limit slot, held until the run ends.
+    permit: Option<OwnedSemaphorePermit>,
+    done: bool,
+}
+
+impl RunGuard {
+    pub(crate) fn new(shared: Arc<Shared>, host: Arc<str>, run: RunId, path: String) -> Self {
+        let started = shared.recorder.now();
+        Self {
+            shared,
+            host,
+            run,
+            path,
+            started,
+            permit: None,
+            done: false,
+        }
+    }
+
+    pub(crate) fn run(&self) -> RunId {
+        self.run
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn now(&self) -> Duration {
+        self.shared.recorder.now()
+    }
+
+    fn push(&self, kind: EventKind) {
+        self.shared.recorder.push(&self.host, kind);
+    }
+
+    pub(crate) fn fault_fired(&self, action: String) {
+        self.push(EventKind::FaultFired {
+            run: self.run,
+            path: self.path.clone(),
+            action,
+        });
+    }
+
+    pub(crate) fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit) {
+        let queued = self.now().saturating_sub(queued_at);
+        if !queued.is_zero() {
+            self.push(EventKind::HandlerDequeued {
+                run: self.run,
+                path: self.path.clone(),
+                queued,
+            });
+        }
+        self.permit = Some(permit);
+    }
+
+    pub(crate) fn panicked(&self, message: String) {
+        eprintln!(
+            "grpc-chaos: handler {} on host `{}` panicked: {message} (CHAOS_SEED={})",
+            self.path, self.host, self.shared.seed
+        );
+        self.shared.note_panic(&self.host, &self.path, &message);
+        self.push(EventKind::HandlerPanicked {
+            run: self.run,
+            path: self.path.clone(),
+            message,
+        });
+    }
+
+    pub(crate) fn finish(&mut self, status: &Status) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        self.permit = None;
+        self.push(EventKind::HandlerFinished {
+            run: self.run,
+            path: self.path.clone(),
+            code: crate::spec::code_name(status.code()),
+            message: status.message().to_owned(),
+            ran: self.now().saturating_sub(self.started),
+        });
+    }
+
+    /// Answers with `status` as a trailers-only response.
+    pub(crate) fn respond(mut self, status: Status) -> http::Response<HandlerBody> {
+        self.finish(&status);
+        status
+            .into_http::<Body>()
+            .map(|b| HandlerBody::new(b, self))
+    }
+
+    /// Passes the handler's response on, watching for its status.
+    pub(crate) fn wrap(mut self, response: http::Response<Body>) -> http::Response<HandlerBody> {
+        if let Some(status) = Status::from_header_map(response.headers()) {
+            self.finish(&status); // trailers-only: the status is in the headers
+        }
+        response.map(|b| HandlerBody::new(b, self))
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let ran = self.now().saturating_sub(self.started);
+        let path = std::mem::take(&mut self.path);
+        self.push(EventKind::HandlerDropped {
+            run: self.run,
+            path,
+            ran,
+        });
+    }
+}
+
+pin_project! {
+    /// A handler's response body, recording the run's end when the trailers
+    /// go out.
+    pub(crate) struct HandlerBody {
+        #[pin]
+        inner: Body,
+        guard: RunGuard,
+    }
+}
+
+impl HandlerBody {
+    fn new(inner: Body, guard: RunGuard) -> Self {
+        Self { inner, guard }
+    }
+}
+
+impl HttpBody for HandlerBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = self.project();
+        let frame = ready!(this.inner.poll_frame(cx));
+        match &frame {
+            Some(Ok(f)) => {
+                if let Some(trailers) = f.trailers_ref() {
+                    let status = Status::from_header_map(trailers)
+                        .unwrap_or_else(|| Status::unknown("trailers without grpc-status"));
+                    this.guard.finish(&status);
+                }
+            }
+            Some(Err(status)) => this.guard.finish(status),
+            None => this.guard.finish(&Status::ok("")),
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

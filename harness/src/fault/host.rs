@@ -1,0 +1,38 @@
+//! Host faults: turmoil's own levers, applied between simulation steps.
+
+use std::time::Duration;
+
+/// A host fault and its time.
+#[derive(Debug, Clone)]
+pub(crate) struct HostFault {
+    pub(crate) at: Duration,
+    pub(crate) action: HostAction,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum HostAction {
+    Crash(String),
+    Restart(String),
+    Partition(String, String),
+    Repair(String, String),
+    Latency(String, String, Duration),
+}
+
+impl HostAction {
+    /// Every host the action names.
+    pub(crate) fn hosts(&self) -> Vec<&str> {
+        match self {
+            Self::Crash(h) | Self::Restart(h) => vec![h],
+            Self::Partition(a, b) | Self::Repair(a, b) | Self::Latency(a, b, _) => vec![a, b],
+        }
+    }
+
+    /// Hosts whose software the action stops or starts: they must be
+    /// server hosts (turmoil cannot restart a client body).
+    pub(crate) fn restarted_host(&self) -> Option<&str> {
+        match self {
+            Self::Crash(h) | Self::Restart(h) => Some(h),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Faults: what a scenario breaks, and when.
+//!
+//! | family | acts on | built with |
+//! |---|---|---|
+//! | host | turmoil: crash, restart, partition, repair, link latency | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::repair`], [`Fault::link_latency`] |
+//! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
+//!
+//! Every fault is recorded in the trace when it fires. Times are *simulated*
+//! time since the start of the run.
+
+pub(crate) mod handler;
+mod host;
+
+use std::time::Duration;
+
+use tonic::Code;
+
+pub(crate) use handler::{Action, HandlerRule};
+pub(crate) use host::{HostAction, HostFault};
+
+/// A fault to inject into a run; add it with [`Sim::fault`](crate::Sim::fault).
+#[derive(Debug, Clone)]
+#[must_use = "a fault does nothing until it is added with Sim::fault"]
+pub struct Fault(pub(crate) FaultKind);
+
+#[derive(Debug, Clone)]
+pub(crate) enum FaultKind {
+    Host(HostFault),
+    Handler(HandlerRule),
+}
+
+/// A host fault waiting for its time; finish it with [`HostFaultBuilder::at`].
+#[derive(Debug, Clone)]
+#[must_use = "call .at(time) to get a Fault"]
+pub struct HostFaultBuilder {
+    action: HostAction,
+}
+
+impl HostFaultBuilder {
+    /// Fires at `at`, *simulated* time since the start of the run. A time
+    /// after the end of the run is an error from [`Sim::run`](crate::Sim::run).
+    pub fn at(self, at: Duration) -> Fault {
+        Fault(FaultKind::Host(HostFault {
+            at,
+            action: self.action,
+        }))
+    }
+}
+
+impl Fault {
+    /// Stops the software of server host `host` (turmoil `crash`): its
+    /// connections stop answering and its handlers are dropped. Peers
+    /// dialling it wait (a crashed host does not refuse connections).
+    pub fn crash(host: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Crash(host.into()),
+        }
+    }
+
+    /// Starts server host `host` again (turmoil `bounce`): the server
+    /// closure given to [`Sim::server`](crate::Sim::server) runs again. On a
+    /// running host this is a crash and a restart at the same instant.
+    pub fn restart(host: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Restart(host.into()),
+        }
+    }
+
+    /// Cuts the links between `a` and `b` in both directions (turmoil
+    /// `partition`); messages in flight are lost.
+    pub fn partition(a: impl Into<String>, b: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Partition(a.into(), b.into()),
+        }
+    }
+
+    /// Restores the links between `a` and `b` (turmoil `repair`).
+    pub fn repair(a: impl Into<String>, b: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Repair(a.into(), b.into()),
+        }
+    }
+
+    /// Sets the one-way latency of the links between `a` and `b` (turmoil
+    /// `set_link_latency`), *simulated* time.
+    pub fn link_latency(
+        a: impl Into<String>,
+        b: impl Into<String>,
+        latency: Duration,
+    ) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Latency(a.into(), b.into(), latency),
+        }
+    }
+
+    /// A fault in the handlers of server host `host`: narrow it with
+    /// [`HandlerFault::method`] and [`HandlerFault::during`], then pick what
+    /// it does.
+    pub fn handler(host: impl Into<String>) -> HandlerFault {
+        HandlerFault {
+            host: host.into(),
+            method: None,
+            window: None,
+        }
+    }
+}
+
+/// A handler fault being built: which requests it matches.
+#[derive(Debug, Clone)]
+#[must_use = "pick an action (delay, abort, hang, fail_first, concurrency_limit) to get a Fault"]
+pub struct HandlerFault {
+    host: String,
+    method: Option<String>,
+    window: Option<(Duration, Duration)>,
+}
+
+impl HandlerFault {
+    /// Only requests for this method path, `/package.Service/Method`
+    /// (default: every method of the host). A path of another shape, or of
+    /// a service the host does not serve, is an error from
+    /// [`Sim::run`](crate::Sim::run).
+    pub fn method(mut self, path: impl Into<String>) -> Self {
+        self.method = Some(path.into());
+        self
+    }
+
+    /// Only requests that arrive in `[from, until)`, *simulated* time since
+    /// the start of the run (default: the whole run).
+    pub fn during(mut self, from: Duration, until: Duration) -> Self {
+        self.window = Some((from, until));
+        self
+    }
+
+    /// Holds each matching request for `delay` (*simulated* time) before
+    /// the handler runs. The caller's deadline keeps running meanwhile.
+    pub fn delay(self, delay: Duration) -> Fault {
+        self.action(Action::Delay(delay))
+    }
+
+    /// Answers each matching request with `code` and `message` as a
+    /// trailers-only response, without running the handler.
+    pub fn abort(self, code: Code, message: impl Into<String>) -> Fault {
+        self.action(Action::Abort(code, message.into()))
+    }
+
+    /// Never answers matching requests: the handler is not run and the
+    /// request stays open until the caller gives up or the connection dies.
+    pub fn hang(self) -> Fault {
+        self.action(Action::Hang)
+    }
+
+    /// Answers the first `n` matching requests with `code` (trailers-only,
+    /// message `"injected failure i/n"`); later ones run normally.
+    pub fn fail_first(self, n: u32, code: Code) -> Fault {
+        self.action(Action::FailFirst(n, code))
+    }
+
+    /// Lets at most `n` matching requests run at once; the rest wait in
+    /// arrival order (a worker pool of size `n`). The trace shows how long
+    /// each one queued. `n` must be at least 1.
+    pub fn concurrency_limit(self, n: usize) -> Fault {
+        self.action(Action::ConcurrencyLimit(n))
+    }
+
+    fn action(self, action: Action) -> Fault {
+        Fault(FaultKind::Handler(HandlerRule::new(
+            self.host,
+            self.method,
+            self.window,
+            action,
+        )))
+    }
+}

@@ -1,0 +1,43 @@
+//! Deterministic fault injection for tonic gRPC services.
+//!
+//! `grpc-chaos` runs real tonic servers and clients on a simulated network
+//! ([turmoil]), breaks it on purpose — crash a host, slow a handler, cut a
+//! link — and records what the gRPC stack did in a [`Trace`] you can query,
+//! assert on, and snapshot. Time is *simulated*: a 10-minute story costs
+//! milliseconds, and the same seed gives byte-identical traces.
+//!
+//! ```
+//! use std::time::Duration;
+//! use grpc_chaos::{Fault, Sim};
+//!
+//! let mut sim = Sim::builder().seed(7).build();
+//! sim.server("store", |s| s);
+//! sim.client("player", |_| async { Ok(()) });
+//! sim.fault(Fault::restart("store").at(Duration::ZERO));
+//! let trace = sim.run()?;
+//! assert_eq!(trace.seed(), 7);
+//! # Ok::<(), grpc_chaos::Error>(())
+//! ```
+//!
+//! Data flows one way: [`Sim`] (world) → the wiring of every connection →
+//! [faults](Fault) → the recorder → [`Trace`] → renderers.
+//!
+//! [turmoil]: https://docs.rs/turmoil
+
+mod client;
+pub mod deadline;
+mod error;
+pub mod fault;
+mod net;
+pub mod recorder;
+mod sim;
+pub mod spec;
+pub mod trace;
+
+pub use client::{Channel, RecordedBody, ResponseFuture};
+pub use error::{Error, Result};
+pub use fault::Fault;
+pub use recorder::event::{CallId, Event, EventKind, Outcome, RunId};
+pub use sim::{defaults, ClientResult, Host, ServerHost, Sim, SimBuilder, SEED_ENV};
+pub use spec::spec_code;
+pub use trace::{fmt_duration, Trace};

@@ -1,0 +1,75 @@
+//! The single wiring point: every simulated connection between hosts is
+//! opened or accepted here, so everything that observes or changes bytes on
+//! the wire attaches in one place.
+
+mod conn;
+
+use std::io;
+use std::sync::Arc;
+
+use futures_util::Stream;
+use hyper_util::rt::TokioIo;
+use tonic::transport::{Endpoint, Uri};
+
+pub(crate) use conn::{PeerInfo, SimConn};
+
+use crate::sim::Shared;
+
+/// The port every sim server host listens on (gRPC's customary 50051).
+pub(crate) const PORT: u16 = 50051;
+
+/// Accepts connections on `host`'s listener, forever.
+pub(crate) async fn incoming(
+    host: Arc<str>,
+) -> io::Result<impl Stream<Item = io::Result<SimConn>>> {
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+    Ok(futures_util::stream::unfold(
+        (listener, host),
+        |(listener, host)| async move {
+            let accepted = listener.accept().await.map(|(stream, addr)| {
+                let peer =
+                    turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.ip().to_string());
+                SimConn::new(stream, PeerInfo { peer: peer.into() })
+            });
+            Some((accepted, (listener, host)))
+        },
+    ))
+}
+
+/// A lazily connecting tonic channel from `from` to `to`.
+///
+/// `configure` sees a fresh `Endpoint` for `http://<to>:50051` and may set
+/// any tonic option (keepalive, timeouts, windows). An unknown `to` is
+/// recorded as a configuration error (the run fails with the list of known
+/// hosts) and every connection attempt fails with `NotFound`.
+pub(crate) fn channel(
+    shared: &Arc<Shared>,
+    from: &str,
+    to: &str,
+    configure: impl FnOnce(Endpoint) -> Endpoint,
+) -> tonic::transport::Channel {
+    let known = shared.check_host(to, &format!("channel() on host `{from}`"));
+    let endpoint = configure(
+        Endpoint::from_shared(format!("http://{to}:{PORT}"))
+            .unwrap_or_else(|_| Endpoint::from_static("http://invalid-host-name:50051")),
+    );
+    let target: Arc<str> = to.into();
+    endpoint.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
+        let target = target.clone();
+        async move {
+            if !known {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("unknown host `{target}`"),
+                ));
+            }
+            let stream = turmoil::net::TcpStream::connect((&*target, PORT)).await?;
+            Ok::<_, io::Error>(TokioIo::new(SimConn::new(
+                stream,
+                PeerInfo {
+                    peer: target.clone(),
+                },
+            )))
+        }
+    }))
+}

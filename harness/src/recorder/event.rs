@@ -1,0 +1,218 @@
+//! The event vocabulary of a trace: a fixed set of words, so renders stay
+//! stable and greppable.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Id of a client call, numbered `r1, r2, …` in order of appearance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct CallId(pub u32);
+
+/// Id of one server handler run, numbered `h1, h2, …` in order of arrival.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct RunId(pub u32);
+
+impl std::fmt::Display for CallId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "r{}", self.0)
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "h{}", self.0)
+    }
+}
+
+/// One recorded event: *simulated* time since the start of the run, the
+/// host it happened on, and what happened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    /// Simulated time since the start of the run.
+    #[serde(rename = "at_us", serialize_with = "micros")]
+    pub at: Duration,
+    /// The host the event happened on (for host faults: the host affected).
+    pub host: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// A gRPC status as reported by tonic, next to the code the gRPC
+/// specification requires for the same situation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    /// The code tonic reported, by its gRPC name (`CANCELLED`).
+    pub code: &'static str,
+    /// The message tonic reported (`"Timeout expired"`).
+    pub message: String,
+    /// The code the gRPC specification requires (`DEADLINE_EXCEEDED`).
+    pub spec_code: &'static str,
+    /// Why the two differ, when they do (see [`crate::spec`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<&'static str>,
+}
+
+impl Outcome {
+    /// True when the call succeeded (`OK`).
+    pub fn is_ok(&self) -> bool {
+        self.code == "OK"
+    }
+}
+
+/// What happened. The variant names are the trace's verbs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The host's software was stopped (turmoil `crash`).
+    HostCrashed,
+    /// The host's software was started again (turmoil `bounce`).
+    HostRestarted,
+    /// The links between `host` and `peer` were cut (turmoil `partition`).
+    Partitioned {
+        /// The other side.
+        peer: String,
+    },
+    /// The links between `host` and `peer` were restored (turmoil `repair`).
+    Repaired {
+        /// The other side.
+        peer: String,
+    },
+    /// The one-way latency between `host` and `peer` was set.
+    LinkLatency {
+        /// The other side.
+        peer: String,
+        /// New one-way latency, *simulated* time.
+        #[serde(rename = "latency_us", serialize_with = "micros")]
+        latency: Duration,
+    },
+    /// A handler fault acted on a request.
+    FaultFired {
+        /// The handler run it acted on.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// What it did, in the trace's words (`delay 2000ms`).
+        action: String,
+    },
+    /// A client started a call.
+    CallStarted {
+        /// The call.
+        call: CallId,
+        /// The host called.
+        target: String,
+        /// The method path, `/package.Service/Method`.
+        path: String,
+        /// The `grpc-timeout` sent, if any.
+        #[serde(rename = "timeout_us", serialize_with = "opt_micros")]
+        timeout: Option<Duration>,
+        /// The handler run on this host the call was made from, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent: Option<RunId>,
+    },
+    /// A call ended with a status, as the caller saw it.
+    CallEnded {
+        /// The call.
+        call: CallId,
+        /// The method path.
+        path: String,
+        /// The status reported and the status the spec requires.
+        outcome: Outcome,
+    },
+    /// The caller dropped a call before it ended (its task was cancelled,
+    /// or it stopped reading a response stream).
+    CallDropped {
+        /// The call.
+        call: CallId,
+        /// The method path.
+        path: String,
+    },
+    /// A request reached a handler's queue (before any concurrency limit).
+    HandlerStarted {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// The host the request came from.
+        from: String,
+        /// The client call it belongs to, when the caller used a recorded
+        /// channel.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call: Option<CallId>,
+        /// The incoming `grpc-timeout`, if any.
+        #[serde(rename = "timeout_us", serialize_with = "opt_micros")]
+        timeout: Option<Duration>,
+        /// How many requests for this method this host had received, this
+        /// one included (the server-side attempt number).
+        nth: u32,
+    },
+    /// A queued request got a slot under a concurrency limit.
+    HandlerDequeued {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// How long it waited, *simulated* time.
+        #[serde(rename = "queued_us", serialize_with = "micros")]
+        queued: Duration,
+    },
+    /// A handler returned a status (for streams: its last message and
+    /// trailers were produced).
+    HandlerFinished {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// The gRPC code name.
+        code: &'static str,
+        /// The status message.
+        message: String,
+        /// From start to finish, *simulated* time.
+        #[serde(rename = "ran_us", serialize_with = "micros")]
+        ran: Duration,
+    },
+    /// A handler was dropped before it finished: the peer cancelled the
+    /// stream, the connection closed, or the host crashed.
+    HandlerDropped {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// From start to the drop, *simulated* time.
+        #[serde(rename = "ran_us", serialize_with = "micros")]
+        ran: Duration,
+    },
+    /// A handler panicked; the harness answered INTERNAL.
+    HandlerPanicked {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// A `tracing` event emitted inside a host.
+    Log {
+        /// `ERROR`, `WARN`, `INFO`, `DEBUG` or `TRACE`.
+        level: &'static str,
+        /// The event's target (usually the module path).
+        target: String,
+        /// The message and fields, rendered `message key=value …`.
+        message: String,
+    },
+}
+
+fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+fn opt_micros<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => micros(d, s),
+        None => s.serialize_none(),
+    }
+}

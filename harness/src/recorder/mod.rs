@@ -1,0 +1,106 @@
+//! The recorder: one ordered event log for a run, stamped with *simulated*
+//! time. Every other module writes into it; only [`crate::Trace`] reads it.
+
+mod capture;
+pub mod event;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub(crate) use capture::CaptureLayer;
+use event::{CallId, Event, EventKind, RunId};
+
+/// Shared, append-only event log. Hosts run one at a time on the test's
+/// thread, so the lock is never contended; it exists because tonic needs
+/// `Send + Sync` services.
+#[derive(Default)]
+pub(crate) struct Recorder {
+    state: Mutex<State>,
+    /// Simulated time of the driver loop, used when no host is running
+    /// (host faults applied between steps), in nanoseconds.
+    driver_clock_ns: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    events: Vec<Event>,
+    next_call: u32,
+    next_run: u32,
+    per_method: HashMap<(String, String), u32>,
+}
+
+impl Recorder {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves a consistent Vec; keep going.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Simulated time now: the running host's clock, else the driver's.
+    pub(crate) fn now(&self) -> Duration {
+        turmoil::sim_elapsed()
+            .unwrap_or_else(|| Duration::from_nanos(self.driver_clock_ns.load(Ordering::Relaxed)))
+    }
+
+    /// Sets the time used for events recorded outside any host.
+    pub(crate) fn set_driver_clock(&self, at: Duration) {
+        let ns = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX);
+        self.driver_clock_ns.store(ns, Ordering::Relaxed);
+    }
+
+    pub(crate) fn push(&self, host: &str, kind: EventKind) {
+        let at = self.now();
+        self.push_at(at, host, kind);
+    }
+
+    pub(crate) fn push_at(&self, at: Duration, host: &str, kind: EventKind) {
+        self.state().events.push(Event {
+            at,
+            host: host.to_owned(),
+            kind,
+        });
+    }
+
+    pub(crate) fn next_call(&self) -> CallId {
+        let mut s = self.state();
+        s.next_call += 1;
+        CallId(s.next_call)
+    }
+
+    pub(crate) fn next_run(&self) -> RunId {
+        let mut s = self.state();
+        s.next_run += 1;
+        RunId(s.next_run)
+    }
+
+    /// Counts a request for `path` on `host` and returns its number (1-based).
+    pub(crate) fn count_request(&self, host: &str, path: &str) -> u32 {
+        let mut s = self.state();
+        let n = s
+            .per_method
+            .entry((host.to_owned(), path.to_owned()))
+            .or_default();
+        *n += 1;
+        *n
+    }
+
+    /// The events so far, in time order (stable for events at the same
+    /// instant: hosts run in a fixed order within a tick).
+    pub(crate) fn events(&self) -> Vec<Event> {
+        let mut events = self.state().events.clone();
+        events.sort_by_key(|e| e.at);
+        events
+    }
+}
+
+tokio::task_local! {
+    /// The handler run whose future is being polled, so a call made from a
+    /// handler can name its parent. (A task the handler spawns does not
+    /// inherit it; see `Trace` for how such calls are attributed.)
+    pub(crate) static CURRENT_RUN: RunId;
+}
+
+/// Request header carrying the client call id from a recorded channel to
+/// the handler layer, so the two ends of one call are linked in the trace.
+pub(crate) const CALL_ID_HEADER: &str = "x-grpc-chaos-call";

@@ -1,0 +1,132 @@
+//! What a host's code gets from the harness: channels to other hosts, and
+//! (for servers) a place to register tonic services.
+
+use std::convert::Infallible;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tonic::service::RoutesBuilder;
+use tonic::transport::Endpoint;
+
+use super::Shared;
+use crate::client::{CallSite, Channel};
+
+/// A host in the simulation, as its own code sees it. Client bodies get one;
+/// server closures get a [`ServerHost`], which derefs to it.
+#[derive(Clone)]
+pub struct Host {
+    name: Arc<str>,
+    shared: Arc<Shared>,
+}
+
+impl Host {
+    pub(crate) fn new(name: Arc<str>, shared: Arc<Shared>) -> Self {
+        Self { name, shared }
+    }
+
+    /// This host's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A recorded channel to server host `to` (see [`Channel`]). It
+    /// connects lazily, on the first call, and reconnects by itself as
+    /// tonic's channel does.
+    ///
+    /// An unknown `to` does not panic: every call through the channel fails
+    /// with UNAVAILABLE and [`Sim::run`](crate::Sim::run) returns an error
+    /// listing the known hosts.
+    pub fn channel(&self, to: &str) -> Channel {
+        self.channel_with(to, |e| e)
+    }
+
+    /// Like [`Host::channel`], with tonic's `Endpoint` options
+    /// (`http2_keep_alive_interval`, `connect_timeout`, window sizes …) set
+    /// by `configure`. Timeouts are *simulated* time.
+    pub fn channel_with(&self, to: &str, configure: impl FnOnce(Endpoint) -> Endpoint) -> Channel {
+        Channel::new(
+            self.tonic_channel_with(to, configure),
+            CallSite {
+                shared: self.shared.clone(),
+                from: self.name.clone(),
+                target: to.into(),
+            },
+        )
+    }
+
+    /// A plain `tonic::transport::Channel` to server host `to`, for code
+    /// that needs that concrete type. Calls through it are not recorded on
+    /// the client side (the handler layer still records them on the
+    /// server).
+    pub fn tonic_channel(&self, to: &str) -> tonic::transport::Channel {
+        self.tonic_channel_with(to, |e| e)
+    }
+
+    /// [`Host::tonic_channel`] with `Endpoint` options.
+    pub fn tonic_channel_with(
+        &self,
+        to: &str,
+        configure: impl FnOnce(Endpoint) -> Endpoint,
+    ) -> tonic::transport::Channel {
+        crate::net::channel(&self.shared, &self.name, to, configure)
+    }
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("name", &self.name).finish()
+    }
+}
+
+/// A server host being set up: register tonic services on it.
+///
+/// ```
+/// # use grpc_chaos::ServerHost;
+/// # fn setup<S>(s: ServerHost, svc: S) -> ServerHost
+/// # where S: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>, Error = std::convert::Infallible>
+/// #     + tonic::server::NamedService + Clone + Send + Sync + 'static, S::Future: Send + 'static {
+/// s.add_service(svc)
+/// # }
+/// ```
+pub struct ServerHost {
+    host: Host,
+    pub(crate) routes: RoutesBuilder,
+    pub(crate) services: Vec<&'static str>,
+}
+
+impl ServerHost {
+    pub(crate) fn new(host: Host) -> Self {
+        Self {
+            host,
+            routes: RoutesBuilder::default(),
+            services: Vec::new(),
+        }
+    }
+
+    /// Serves `svc` (any tonic generated server, e.g. `StoreServer::new(..)`)
+    /// on this host, port 50051.
+    pub fn add_service<S>(mut self, svc: S) -> Self
+    where
+        S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+            + NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        self.services.push(S::NAME);
+        self.routes.add_service(svc);
+        self
+    }
+}
+
+impl Deref for ServerHost {
+    type Target = Host;
+
+    fn deref(&self) -> &Host {
+        &self.host
+    }
+}

@@ -1,0 +1,111 @@
+//! The simulated world: a turmoil simulation whose hosts run real tonic
+//! servers and client bodies, wired through the harness.
+
+mod builder;
+mod host;
+mod run;
+mod shared;
+mod validate;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use builder::{defaults, SimBuilder, SEED_ENV};
+pub use host::{Host, ServerHost};
+pub(crate) use shared::Shared;
+
+use crate::fault::Fault;
+
+/// What a client body returns: `Ok(())`, or any error (`?` works on
+/// `tonic::Status` and most others). An error fails the run.
+pub type ClientResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+type ServerSetup = Arc<dyn Fn(ServerHost) -> ServerHost>;
+type ClientBody = Box<dyn FnOnce(Host) -> Pin<Box<dyn Future<Output = ClientResult>>>>;
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Config {
+    pub(crate) seed: u64,
+    pub(crate) duration: Duration,
+    pub(crate) tick: Duration,
+    pub(crate) latency: Duration,
+}
+
+/// A simulated network of tonic servers and clients, the faults to inject
+/// into it, and the recorder that watches it.
+///
+/// ```
+/// use std::time::Duration;
+/// use grpc_chaos::{Fault, Sim};
+///
+/// let mut sim = Sim::builder().seed(7).build();
+/// sim.server("store", |s| s); // add_service(StoreServer::new(..)) here
+/// sim.client("player", |_player| async move {
+///     tokio::time::sleep(Duration::from_millis(10)).await;
+///     Ok(())
+/// });
+/// sim.fault(Fault::crash("store").at(Duration::from_millis(5)));
+/// let trace = sim.run().expect("run");
+/// assert!(trace.render().contains("store crashed"));
+/// ```
+pub struct Sim {
+    config: Config,
+    servers: Vec<(String, ServerSetup)>,
+    clients: Vec<(String, ClientBody)>,
+    faults: Vec<Fault>,
+}
+
+impl Sim {
+    /// A builder with the fixed defaults of [`defaults`].
+    pub fn builder() -> SimBuilder {
+        SimBuilder::default()
+    }
+
+    pub(crate) fn new(config: Config) -> Self {
+        Self {
+            config,
+            servers: Vec::new(),
+            clients: Vec::new(),
+            faults: Vec::new(),
+        }
+    }
+
+    /// The seed this run uses.
+    pub fn seed(&self) -> u64 {
+        self.config.seed
+    }
+
+    /// Adds a server host named `name`. `setup` registers its tonic services
+    /// and runs again each time the host restarts; it gets channels to other
+    /// hosts from its [`ServerHost`]. The host serves on port 50051 behind
+    /// the handler layer (recording and handler faults).
+    pub fn server<F>(&mut self, name: impl Into<String>, setup: F) -> &mut Self
+    where
+        F: Fn(ServerHost) -> ServerHost + 'static,
+    {
+        self.servers.push((name.into(), Arc::new(setup)));
+        self
+    }
+
+    /// Adds a client host named `name` whose `body` runs once, from the
+    /// start of the run. The run ends when every client body has returned.
+    pub fn client<F, Fut>(&mut self, name: impl Into<String>, body: F) -> &mut Self
+    where
+        F: FnOnce(Host) -> Fut + 'static,
+        Fut: Future<Output = ClientResult> + 'static,
+    {
+        self.clients
+            .push((name.into(), Box::new(move |host| Box::pin(body(host)))));
+        self
+    }
+
+    /// Adds a fault. Faults are checked when the run starts: an unknown
+    /// host, a bad method path or a time after the end of the run is an
+    /// error from [`Sim::run`].
+    pub fn fault(&mut self, fault: Fault) -> &mut Self {
+        self.faults.push(fault);
+        self
+    }
+}

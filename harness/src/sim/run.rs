@@ -1,0 +1,192 @@
+//! Running a scenario: register the hosts with turmoil, step the world,
+//! fire host faults on time, and hand back the trace.
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use tracing_subscriber::layer::SubscriberExt;
+
+use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
+use crate::error::{Error, Kind};
+use crate::fault::handler::HandlerLayer;
+use crate::fault::{FaultKind, HostAction, HostFault};
+use crate::recorder::event::EventKind;
+use crate::recorder::CaptureLayer;
+use crate::trace::Trace;
+
+impl Sim {
+    /// Runs the simulation until every client body has returned, and
+    /// returns the trace.
+    ///
+    /// # Errors
+    ///
+    /// A misconfigured scenario (unknown or duplicate host, bad method path,
+    /// a fault after the end), a client body that returned an error, a
+    /// handler that panicked, or a run that reached its duration with
+    /// clients pending. Errors from the run carry its seed and trace.
+    pub fn run(self) -> Result<Trace, Error> {
+        self.validate()?;
+        let Sim {
+            config,
+            servers,
+            clients,
+            faults,
+        } = self;
+        let mut rules = Vec::new();
+        let mut host_faults = Vec::new();
+        for f in faults {
+            match f.0 {
+                FaultKind::Handler(r) => rules.push(r),
+                FaultKind::Host(h) => host_faults.push(h),
+            }
+        }
+        // Stable sort: faults at the same instant fire in the order added.
+        host_faults.sort_by_key(|f| f.at);
+        let shared = Arc::new(Shared::new(
+            config.seed,
+            servers.iter().map(|(n, _)| n.clone()).collect(),
+            clients.iter().map(|(n, _)| n.clone()).collect(),
+            rules,
+        ));
+        let mut world = turmoil::Builder::new()
+            .rng_seed(config.seed)
+            .epoch(UNIX_EPOCH + Duration::from_secs(defaults::EPOCH_SECS))
+            // turmoil's own limit stays out of the way; ours names the
+            // pending clients.
+            .simulation_duration(config.duration + config.tick * 2)
+            .tick_duration(config.tick)
+            .min_message_latency(config.latency)
+            .max_message_latency(config.latency)
+            .build();
+        for (name, setup) in servers {
+            register_server(&mut world, &shared, name, setup);
+        }
+        for (name, body) in clients {
+            let host = Host::new(name.as_str().into(), shared.clone());
+            let shared = shared.clone();
+            world.client(name.clone(), async move {
+                let result = body(host).await;
+                shared.client_finished(&name, result.as_ref().err().map(|e| e.to_string()));
+                result
+            });
+        }
+        let outcome = drive(&mut world, &shared, host_faults, config.duration);
+        drop(world); // drops every host: handlers still running are recorded as dropped
+        let trace = Trace::new(config.seed, shared.known_hosts(), shared.recorder.events());
+        let problem = shared.take_problem();
+        match (problem, outcome) {
+            (Some(e), _) | (None, Err(e)) => Err(e.with_run(config.seed, Some(trace))),
+            (None, Ok(())) => Ok(trace),
+        }
+    }
+}
+
+fn register_server(
+    world: &mut turmoil::Sim<'static>,
+    shared: &Arc<Shared>,
+    name: String,
+    setup: ServerSetup,
+) {
+    let shared = shared.clone();
+    let host: Arc<str> = name.as_str().into();
+    world.host(name, move || {
+        let (shared, host, setup) = (shared.clone(), host.clone(), setup.clone());
+        async move {
+            let server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
+            shared.check_services(&host, &server.services);
+            let routes = server.routes.routes();
+            let incoming = crate::net::incoming(host.clone()).await?;
+            tonic::transport::Server::builder()
+                .layer(HandlerLayer::new(host, shared))
+                .serve_with_incoming(routes, incoming)
+                .await?;
+            Ok(())
+        }
+    });
+}
+
+/// Steps the world until the clients are done, firing host faults on time.
+fn drive(
+    world: &mut turmoil::Sim<'static>,
+    shared: &Arc<Shared>,
+    faults: Vec<HostFault>,
+    duration: Duration,
+) -> Result<(), Error> {
+    let subscriber =
+        tracing_subscriber::registry().with(CaptureLayer::new(shared.recorder.clone()));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let mut faults = faults.into_iter().peekable();
+    loop {
+        let now = world.elapsed();
+        shared.recorder.set_driver_clock(now);
+        while let Some(fault) = faults.next_if(|f| f.at <= now) {
+            apply(world, shared, &fault.action);
+        }
+        if now >= duration {
+            return Err(timeout(shared, duration));
+        }
+        match world.step() {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => return Err(client_failure(shared, &e.to_string())),
+        }
+    }
+}
+
+fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction) {
+    let rec = &shared.recorder;
+    match action {
+        HostAction::Crash(h) => {
+            rec.push(h, EventKind::HostCrashed);
+            world.crash(h.as_str());
+        }
+        HostAction::Restart(h) => {
+            rec.push(h, EventKind::HostRestarted);
+            world.bounce(h.as_str());
+        }
+        HostAction::Partition(a, b) => {
+            rec.push(a, EventKind::Partitioned { peer: b.clone() });
+            world.partition(a.as_str(), b.as_str());
+        }
+        HostAction::Repair(a, b) => {
+            rec.push(a, EventKind::Repaired { peer: b.clone() });
+            world.repair(a.as_str(), b.as_str());
+        }
+        HostAction::Latency(a, b, latency) => {
+            rec.push(
+                a,
+                EventKind::LinkLatency {
+                    peer: b.clone(),
+                    latency: *latency,
+                },
+            );
+            world.set_link_latency(a.as_str(), b.as_str(), *latency);
+        }
+    }
+}
+
+fn timeout(shared: &Shared, duration: Duration) -> Error {
+    let events = shared.recorder.events();
+    let pending = shared
+        .pending_clients()
+        .into_iter()
+        .map(|host| {
+            let waiting = crate::trace::open_calls(&events, &host);
+            if waiting.is_empty() {
+                format!("`{host}` (no call open)")
+            } else {
+                format!("`{host}` waiting on {}", waiting.join(", "))
+            }
+        })
+        .collect();
+    Error::new(Kind::Timeout { duration, pending })
+}
+
+/// turmoil reports a failed client without its name: a client that returned
+/// an error was noted as a problem already, so what is left is a panic.
+fn client_failure(shared: &Shared, message: &str) -> Error {
+    Error::new(Kind::ClientFailed {
+        host: shared.pending_clients().join(" or "),
+        message: message.to_owned(),
+    })
+}

@@ -1,0 +1,133 @@
+//! State every host of a run shares with the harness: the recorder, the
+//! host list, the handler fault rules, and problems found while running.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Kind};
+use crate::fault::HandlerRule;
+use crate::recorder::Recorder;
+
+pub(crate) struct Shared {
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) seed: u64,
+    servers: Vec<String>,
+    clients: Vec<String>,
+    rules: Vec<HandlerRule>,
+    problems: Mutex<Vec<Error>>,
+    finished: Mutex<BTreeSet<String>>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        seed: u64,
+        servers: Vec<String>,
+        clients: Vec<String>,
+        rules: Vec<HandlerRule>,
+    ) -> Self {
+        Self {
+            recorder: Arc::default(),
+            seed,
+            servers,
+            clients,
+            rules,
+            problems: Mutex::default(),
+            finished: Mutex::default(),
+        }
+    }
+
+    fn known(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.servers.iter().chain(&self.clients).cloned().collect();
+        all.sort();
+        all
+    }
+
+    fn problem(&self, e: Error) {
+        self.problems
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e);
+    }
+
+    /// Whether `host` is a server host one can connect to; records an
+    /// unknown-host problem if not.
+    pub(crate) fn check_host(&self, host: &str, context: &str) -> bool {
+        let ok = self.servers.iter().any(|s| s == host);
+        if !ok {
+            self.problem(Error::new(Kind::UnknownHost {
+                host: host.to_owned(),
+                context: context.to_owned(),
+                known: self.servers.clone(),
+            }));
+        }
+        ok
+    }
+
+    /// Checks the host's handler faults against the services it serves
+    /// (known only once its server closure has run).
+    pub(crate) fn check_services(&self, host: &str, served: &[&'static str]) {
+        for rule in self.rules.iter().filter(|r| r.host == host) {
+            if let Some(service) = rule.service() {
+                if !served.contains(&service) {
+                    self.problem(Error::new(Kind::UnknownService {
+                        host: host.to_owned(),
+                        path: rule.method.clone().unwrap_or_default(),
+                        served: served.iter().map(|s| (*s).to_owned()).collect(),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// The handler faults matching a request for `path` on `host` now.
+    pub(crate) fn handler_rules(&self, host: &str, path: &str) -> Vec<HandlerRule> {
+        let now = self.recorder.now();
+        self.rules
+            .iter()
+            .filter(|r| r.matches(host, path, now))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn note_panic(&self, host: &str, path: &str, message: &str) {
+        self.problem(Error::new(Kind::HandlerPanicked {
+            host: host.to_owned(),
+            path: path.to_owned(),
+            message: message.to_owned(),
+        }));
+    }
+
+    /// Notes that a client body returned, with its error if it failed.
+    pub(crate) fn client_finished(&self, host: &str, error: Option<String>) {
+        if let Some(message) = error {
+            self.problem(Error::new(Kind::ClientFailed {
+                host: host.to_owned(),
+                message,
+            }));
+        }
+        self.finished
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(host.to_owned());
+    }
+
+    /// Client hosts whose body has not returned yet.
+    pub(crate) fn pending_clients(&self) -> Vec<String> {
+        let finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        self.clients
+            .iter()
+            .filter(|c| !finished.contains(*c))
+            .cloned()
+            .collect()
+    }
+
+    /// The first problem found while running, if any.
+    pub(crate) fn take_problem(&self) -> Option<Error> {
+        let mut problems = self.problems.lock().unwrap_or_else(|p| p.into_inner());
+        (!problems.is_empty()).then(|| problems.remove(0))
+    }
+
+    pub(crate) fn known_hosts(&self) -> Vec<String> {
+        self.known()
+    }
+}

@@ -1,0 +1,109 @@
+//! Checks a scenario before it runs, so a typo is a clear error, not a
+//! silent no-op or a hang.
+
+use std::collections::BTreeSet;
+
+use super::Sim;
+use crate::error::{Error, Kind};
+use crate::fault::{Action, FaultKind, HostFault};
+
+impl Sim {
+    /// Every check that does not need the run itself.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        let mut names = BTreeSet::new();
+        let all = self
+            .servers
+            .iter()
+            .map(|(n, _)| n)
+            .chain(self.clients.iter().map(|(n, _)| n));
+        for name in all {
+            if !names.insert(name.as_str()) {
+                return Err(Error::new(Kind::DuplicateHost(name.clone())));
+            }
+        }
+        let known: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
+        let unknown = |host: &str, context: String| {
+            Error::new(Kind::UnknownHost {
+                host: host.to_owned(),
+                context,
+                known: known.clone(),
+            })
+        };
+        for fault in &self.faults {
+            match &fault.0 {
+                FaultKind::Host(h) => self.check_host_fault(h, &names, &unknown)?,
+                FaultKind::Handler(rule) => {
+                    if !self.servers.iter().any(|(n, _)| *n == rule.host) {
+                        return Err(unknown(&rule.host, "a handler fault".to_owned()));
+                    }
+                    if !rule.method_is_well_formed() {
+                        return Err(Error::new(Kind::BadMethodPath {
+                            host: rule.host.clone(),
+                            path: rule.method.clone().unwrap_or_default(),
+                        }));
+                    }
+                    self.check_window(rule.window)?;
+                    if matches!(rule.action, Action::ConcurrencyLimit(0)) {
+                        return Err(Error::new(Kind::BadFault(format!(
+                            "concurrency_limit(0) on `{}` would never run a handler; use hang() for that",
+                            rule.host
+                        ))));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_host_fault(
+        &self,
+        fault: &HostFault,
+        names: &BTreeSet<&str>,
+        unknown: &dyn Fn(&str, String) -> Error,
+    ) -> Result<(), Error> {
+        let what = format!("{:?}", fault.action);
+        for host in fault.action.hosts() {
+            if !names.contains(host) {
+                return Err(unknown(host, format!("fault {what}")));
+            }
+        }
+        if let Some(host) = fault.action.restarted_host() {
+            if !self.servers.iter().any(|(n, _)| n == host) {
+                return Err(Error::new(Kind::NotAServer {
+                    host: host.to_owned(),
+                    fault: what,
+                }));
+            }
+        }
+        if fault.at > self.config.duration {
+            return Err(Error::new(Kind::FaultAfterEnd {
+                fault: what,
+                at: fault.at,
+                duration: self.config.duration,
+            }));
+        }
+        Ok(())
+    }
+
+    fn check_window(
+        &self,
+        window: Option<(std::time::Duration, std::time::Duration)>,
+    ) -> Result<(), Error> {
+        let Some((from, until)) = window else {
+            return Ok(());
+        };
+        if from >= until {
+            return Err(Error::new(Kind::BadFault(format!(
+                "handler fault window [{from:?}, {until:?}) is empty; `during(from, until)` needs from < until"
+            ))));
+        }
+        if from > self.config.duration {
+            return Err(Error::new(Kind::FaultAfterEnd {
+                fault: "handler fault window".to_owned(),
+                at: from,
+                duration: self.config.duration,
+            }));
+        }
+        Ok(())
+    }
+}

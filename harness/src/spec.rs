@@ -1,0 +1,125 @@
+//! What tonic reports versus what the gRPC specification requires.
+//!
+//! tonic maps some failures to codes the spec does not use for them
+//! (measured with tonic 0.14.9; see the rules below). The trace keeps both:
+//! the status exactly as tonic reported it, and the spec's code with the
+//! rule that maps one to the other. A difference is a *finding* about the
+//! stack under test, not a harness failure.
+
+use tonic::{Code, Status};
+
+/// The rules the harness applies, each with its source.
+pub mod rules {
+    /// tonic reports an expired client deadline as CANCELLED "Timeout
+    /// expired"; gRPC `doc/statuscodes.md` and `PROTOCOL-HTTP2.md` (Client
+    /// Cancellation) require DEADLINE_EXCEEDED.
+    pub const DEADLINE: &str = "deadline expired: spec DEADLINE_EXCEEDED (statuscodes.md)";
+    /// tonic reports an I/O failure on an open stream (connection reset,
+    /// peer crashed, keepalive timeout on a flowing stream) as UNKNOWN; the
+    /// spec lists connection failures under UNAVAILABLE (statuscodes.md).
+    pub const CONNECTION: &str = "connection failed: spec UNAVAILABLE (statuscodes.md)";
+    /// tonic reports a stream refused by GOAWAY (above last-stream-id) as
+    /// INTERNAL; RFC 9113 §6.8 says such a stream was not processed and is
+    /// safe to retry, which gRPC maps to UNAVAILABLE.
+    pub const GOAWAY: &str = "stream not processed before GOAWAY: spec UNAVAILABLE (RFC 9113 §6.8)";
+}
+
+/// The gRPC name of a code, as in `doc/statuscodes.md` (`DEADLINE_EXCEEDED`).
+pub fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// The code the gRPC specification requires for the situation `status`
+/// describes, and the rule used when it differs from `status.code()`.
+///
+/// ```
+/// use tonic::{Code, Status};
+/// let tonic_said = Status::cancelled("Timeout expired");
+/// assert_eq!(grpc_chaos::spec::classify(&tonic_said).0, Code::DeadlineExceeded);
+/// ```
+pub fn classify(status: &Status) -> (Code, Option<&'static str>) {
+    let message = status.message();
+    match status.code() {
+        // tonic's `TimeoutExpired` error becomes this exact status.
+        Code::Cancelled if message == "Timeout expired" => {
+            (Code::DeadlineExceeded, Some(rules::DEADLINE))
+        }
+        Code::Unknown if is_connection_failure(message) => {
+            (Code::Unavailable, Some(rules::CONNECTION))
+        }
+        Code::Internal if message.contains("GOAWAY") || message.contains("go away") => {
+            (Code::Unavailable, Some(rules::GOAWAY))
+        }
+        code => (code, None),
+    }
+}
+
+/// The code the gRPC specification requires where tonic reported `status`.
+///
+/// Use it in assertions so a test states the behaviour the spec asks for,
+/// while the trace still shows what tonic said.
+pub fn spec_code(status: &Status) -> Code {
+    classify(status).0
+}
+
+/// tonic's messages for transport failures on an open stream
+/// (`Status::from_error` on hyper/h2 errors).
+fn is_connection_failure(message: &str) -> bool {
+    [
+        "h2 protocol error",
+        "transport error",
+        "connection",
+        "broken pipe",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_expired_is_deadline_exceeded() {
+        let (code, rule) = classify(&Status::cancelled("Timeout expired"));
+        assert_eq!(code, Code::DeadlineExceeded);
+        assert_eq!(rule, Some(rules::DEADLINE));
+    }
+
+    #[test]
+    fn user_cancellation_stays_cancelled() {
+        assert_eq!(
+            classify(&Status::cancelled("user gave up")),
+            (Code::Cancelled, None)
+        );
+    }
+
+    #[test]
+    fn io_failure_on_open_stream_is_unavailable() {
+        let s = Status::unknown("h2 protocol error: error reading a body from connection");
+        assert_eq!(classify(&s).0, Code::Unavailable);
+    }
+
+    #[test]
+    fn application_unknown_is_kept() {
+        assert_eq!(classify(&Status::unknown("bad score")).0, Code::Unknown);
+    }
+}

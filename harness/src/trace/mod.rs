@@ -1,0 +1,163 @@
+//! The trace of a run: the recorded events, views over them (calls, handler
+//! runs), assertions, and renderers.
+
+mod assert;
+mod render;
+mod views;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use assert::{Orphan, Violation};
+pub use render::RenderOptions;
+pub use views::{Call, CallEnd, HandlerRun, RunEnd};
+
+use crate::recorder::event::{CallId, Event, RunId};
+
+/// Everything recorded in one run, in *simulated*-time order.
+///
+/// Render it with [`Trace::render`] (the text timeline users snapshot), export
+/// it with [`Trace::to_json`], query it ([`Trace::calls`],
+/// [`Trace::handler_runs`], [`Trace::attempts`]) or check it
+/// ([`Trace::assert_deadline_propagated`], [`Trace::assert_no_orphan_work`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Trace {
+    seed: u64,
+    hosts: Vec<String>,
+    events: Vec<Event>,
+    #[serde(skip)]
+    calls: Vec<Call>,
+    #[serde(skip)]
+    runs: Vec<HandlerRun>,
+}
+
+impl Trace {
+    pub(crate) fn new(seed: u64, hosts: Vec<String>, events: Vec<Event>) -> Self {
+        let (calls, runs) = views::build(&events);
+        Self {
+            seed,
+            hosts,
+            events,
+            calls,
+            runs,
+        }
+    }
+
+    /// The seed of the run.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Every host of the run, sorted by name.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// Every event, in time order.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The events that happened on `host`.
+    pub fn events_on<'a>(&'a self, host: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
+        self.events.iter().filter(move |e| e.host == host)
+    }
+
+    /// Every client call made through a recorded channel, in start order.
+    pub fn calls(&self) -> &[Call] {
+        &self.calls
+    }
+
+    /// The calls `host` made.
+    pub fn calls_from<'a>(&'a self, host: &'a str) -> impl Iterator<Item = &'a Call> + 'a {
+        self.calls.iter().filter(move |c| c.host == host)
+    }
+
+    /// One call by id.
+    pub fn call(&self, id: CallId) -> Option<&Call> {
+        self.calls.iter().find(|c| c.id == id)
+    }
+
+    /// Every handler run (one per request that reached a sim server), in
+    /// arrival order.
+    pub fn handler_runs(&self) -> &[HandlerRun] {
+        &self.runs
+    }
+
+    /// The handler runs of `host`.
+    pub fn runs_on<'a>(&'a self, host: &'a str) -> impl Iterator<Item = &'a HandlerRun> + 'a {
+        self.runs.iter().filter(move |r| r.host == host)
+    }
+
+    /// One handler run by id.
+    pub fn run(&self, id: RunId) -> Option<&HandlerRun> {
+        self.runs.iter().find(|r| r.id == id)
+    }
+
+    /// How many requests for `path` reached `host`: the server-side attempt
+    /// count, retries included.
+    pub fn attempts(&self, host: &str, path: &str) -> usize {
+        self.runs_on(host).filter(|r| r.path == path).count()
+    }
+
+    /// The trace as pretty-printed JSON: `{"seed", "hosts", "events"}`, each
+    /// event with `at_us` (*simulated* µs), `host`, `event` and its fields.
+    pub fn to_json(&self) -> String {
+        // Serializing plain data with string keys cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Writes `<dir>/<name>.txt` (the full render) and `<dir>/<name>.json`,
+    /// creating `dir`. Returns the two paths.
+    ///
+    /// # Errors
+    /// Any I/O error creating the directory or writing the files.
+    pub fn write_to(&self, dir: impl AsRef<Path>, name: &str) -> std::io::Result<[PathBuf; 2]> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir)?;
+        let txt = dir.join(format!("{name}.txt"));
+        let json = dir.join(format!("{name}.json"));
+        std::fs::write(&txt, self.render_with(&RenderOptions::everything()))?;
+        std::fs::write(&json, self.to_json() + "\n")?;
+        Ok([txt, json])
+    }
+}
+
+/// Formats a *simulated* duration in milliseconds with up to three
+/// decimals, trailing zeros dropped: `500ms`, `488.8ms`, `0.25ms`.
+pub fn fmt_duration(d: Duration) -> String {
+    let micros = d.as_micros();
+    let (ms, frac) = (micros / 1000, micros % 1000);
+    if frac == 0 {
+        return format!("{ms}ms");
+    }
+    let frac = format!("{frac:03}");
+    format!("{ms}.{}ms", frac.trim_end_matches('0'))
+}
+
+/// The calls `host` has open (started, not ended): `r3 /tt.v1.Store/Save
+/// to store`. Used to say what a client that never finished waits on.
+pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
+    let (calls, _) = views::build(events);
+    calls
+        .iter()
+        .filter(|c| c.host == host && matches!(c.end, CallEnd::Open))
+        .map(|c| format!("{} {} to {}", c.id, c.path, c.target))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_render_in_ms() {
+        assert_eq!(fmt_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(fmt_duration(Duration::from_micros(488_800)), "488.8ms");
+        assert_eq!(fmt_duration(Duration::from_micros(250)), "0.25ms");
+        assert_eq!(fmt_duration(Duration::ZERO), "0ms");
+    }
+}

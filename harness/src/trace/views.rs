@@ -1,0 +1,279 @@
+//! Calls and handler runs, derived from the event log.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId};
+
+/// One client call as its caller saw it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Call {
+    /// The call's id (`r1`).
+    pub id: CallId,
+    /// The calling host.
+    pub host: String,
+    /// The called host.
+    pub target: String,
+    /// The method path.
+    pub path: String,
+    /// When it started, *simulated* time since the start of the run.
+    pub started: Duration,
+    /// The `grpc-timeout` it carried.
+    pub timeout: Option<Duration>,
+    /// The handler run on the calling host it was made from. Recorded when
+    /// the call was made inside the handler's own task; otherwise inferred
+    /// when exactly one handler run was active on the calling host at that
+    /// instant (see [`Call::parent_inferred`]).
+    pub parent: Option<RunId>,
+    /// True when [`Call::parent`] was inferred, not recorded (the handler
+    /// made the call from a task it spawned).
+    pub parent_inferred: bool,
+    /// How it ended.
+    pub end: CallEnd,
+    /// When it ended or was dropped.
+    pub ended_at: Option<Duration>,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallEnd {
+    /// With a status.
+    Status(Outcome),
+    /// The caller dropped it before it ended.
+    Dropped,
+    /// Still open when the run ended.
+    Open,
+}
+
+impl Call {
+    /// The status, when the call ended with one.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        match &self.end {
+            CallEnd::Status(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// From start to end, *simulated* time.
+    pub fn latency(&self) -> Option<Duration> {
+        self.ended_at.map(|t| t.saturating_sub(self.started))
+    }
+
+    /// The caller's deadline, *simulated* time since the start of the run.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.timeout.map(|t| self.started + t)
+    }
+
+    /// When the caller stopped waiting without a result: it dropped the call
+    /// or it ended with DEADLINE_EXCEEDED or CANCELLED (by the spec's code).
+    pub fn gave_up_at(&self) -> Option<Duration> {
+        match &self.end {
+            CallEnd::Dropped => self.ended_at,
+            CallEnd::Status(o) if matches!(o.spec_code, "DEADLINE_EXCEEDED" | "CANCELLED") => {
+                self.ended_at
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One request's life in a server's handler layer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HandlerRun {
+    /// The run's id (`h1`).
+    pub id: RunId,
+    /// The server host.
+    pub host: String,
+    /// The method path.
+    pub path: String,
+    /// The host the request came from.
+    pub from: String,
+    /// The client call it belongs to (when the caller used a recorded
+    /// channel).
+    pub call: Option<CallId>,
+    /// When the request reached the handler layer.
+    pub started: Duration,
+    /// When it got a slot under a concurrency limit, if it had to wait.
+    pub dequeued: Option<Duration>,
+    /// The incoming `grpc-timeout`.
+    pub timeout: Option<Duration>,
+    /// The server-side attempt number for this method on this host.
+    pub nth: u32,
+    /// How it ended.
+    pub end: RunEnd,
+    /// When it ended.
+    pub ended_at: Option<Duration>,
+}
+
+/// How a handler run ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum RunEnd {
+    /// It returned a status (`code` is the gRPC name).
+    Finished {
+        /// The gRPC code name.
+        code: &'static str,
+        /// The status message.
+        message: String,
+    },
+    /// hyper dropped it before it finished.
+    Dropped,
+    /// It panicked.
+    Panicked(String),
+    /// Still running when the run ended.
+    Running,
+}
+
+impl HandlerRun {
+    /// The deadline the caller gave it, *simulated* time since the start of
+    /// the run (measured from arrival).
+    pub fn deadline(&self) -> Option<Duration> {
+        self.timeout.map(|t| self.started + t)
+    }
+
+    /// When the handler actually began work (after any queueing).
+    pub fn began(&self) -> Duration {
+        self.dequeued.unwrap_or(self.started)
+    }
+
+    /// Whether it was running (started, not ended) at `at`.
+    pub fn active_at(&self, at: Duration) -> bool {
+        self.started <= at && self.ended_at.is_none_or(|end| at < end)
+    }
+}
+
+/// Folds the event log into calls and runs.
+pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
+    let mut calls: Vec<Call> = Vec::new();
+    let mut runs: Vec<HandlerRun> = Vec::new();
+    let mut call_ix: HashMap<CallId, usize> = HashMap::new();
+    let mut run_ix: HashMap<RunId, usize> = HashMap::new();
+    for e in events {
+        match &e.kind {
+            EventKind::CallStarted {
+                call,
+                target,
+                path,
+                timeout,
+                parent,
+            } => {
+                call_ix.insert(*call, calls.len());
+                calls.push(Call {
+                    id: *call,
+                    host: e.host.clone(),
+                    target: target.clone(),
+                    path: path.clone(),
+                    started: e.at,
+                    timeout: *timeout,
+                    parent: *parent,
+                    parent_inferred: false,
+                    end: CallEnd::Open,
+                    ended_at: None,
+                });
+            }
+            EventKind::CallEnded { call, outcome, .. } => {
+                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+                    c.end = CallEnd::Status(outcome.clone());
+                    c.ended_at = Some(e.at);
+                }
+            }
+            EventKind::CallDropped { call, .. } => {
+                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+                    c.end = CallEnd::Dropped;
+                    c.ended_at = Some(e.at);
+                }
+            }
+            EventKind::HandlerStarted {
+                run,
+                path,
+                from,
+                call,
+                timeout,
+                nth,
+            } => {
+                run_ix.insert(*run, runs.len());
+                runs.push(HandlerRun {
+                    id: *run,
+                    host: e.host.clone(),
+                    path: path.clone(),
+                    from: from.clone(),
+                    call: *call,
+                    started: e.at,
+                    dequeued: None,
+                    timeout: *timeout,
+                    nth: *nth,
+                    end: RunEnd::Running,
+                    ended_at: None,
+                });
+            }
+            EventKind::HandlerDequeued { run, .. } => {
+                if let Some(r) = run_ix.get(run).map(|&i| &mut runs[i]) {
+                    r.dequeued = Some(e.at);
+                }
+            }
+            EventKind::HandlerFinished {
+                run, code, message, ..
+            } => {
+                end_run(
+                    &mut runs,
+                    &run_ix,
+                    *run,
+                    e.at,
+                    RunEnd::Finished {
+                        code,
+                        message: message.clone(),
+                    },
+                );
+            }
+            EventKind::HandlerDropped { run, .. } => {
+                end_run(&mut runs, &run_ix, *run, e.at, RunEnd::Dropped);
+            }
+            EventKind::HandlerPanicked { run, message, .. } => {
+                end_run(
+                    &mut runs,
+                    &run_ix,
+                    *run,
+                    e.at,
+                    RunEnd::Panicked(message.clone()),
+                );
+            }
+            _ => {}
+        }
+    }
+    infer_parents(&mut calls, &runs);
+    (calls, runs)
+}
+
+/// The first end of a run wins: a panic is followed by the INTERNAL status
+/// the harness answers with, which must not overwrite it.
+fn end_run(
+    runs: &mut [HandlerRun],
+    ix: &HashMap<RunId, usize>,
+    run: RunId,
+    at: Duration,
+    end: RunEnd,
+) {
+    if let Some(r) = ix.get(&run).map(|&i| &mut runs[i]) {
+        if r.ended_at.is_none() {
+            r.end = end;
+            r.ended_at = Some(at);
+        }
+    }
+}
+
+/// A call made from a task the handler spawned has no recorded parent; when
+/// exactly one handler run was active on the calling host, it is the parent.
+fn infer_parents(calls: &mut [Call], runs: &[HandlerRun]) {
+    for call in calls.iter_mut().filter(|c| c.parent.is_none()) {
+        let mut active = runs
+            .iter()
+            .filter(|r| r.host == call.host && r.active_at(call.started));
+        if let (Some(only), None) = (active.next(), active.next()) {
+            call.parent = Some(only.id);
+            call.parent_inferred = true;
+        }
+    }
+}

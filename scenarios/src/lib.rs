@@ -1,0 +1,3 @@
+//! The reference services, the scenario catalog and the `grpc-chaos` CLI.
+
+pub mod services;
