@@ -1,3 +1,4 @@
 //! The reference services, the scenario catalog and the `grpc-chaos` CLI.
 
+pub mod catalog;
 pub mod services;

@@ -1,0 +1,301 @@
+//! How fast grpc-chaos runs a story, each figure next to an anchor measured
+//! in the same process, so the numbers mean something on any machine.
+//!
+//! Run with `cargo bench -p grpc-chaos-scenarios --bench sim_speed` (a
+//! release build). It prints one table:
+//!
+//! 1. **Idle story, simulated seconds per wall second.** The reference
+//!    services (Scoreboard gateway in front of Store), a player that makes
+//!    one `Hit` and then sleeps 10 simulated minutes on a channel with a
+//!    30 s keepalive (so a few PINGs cross the wire), at a tick of 1 ms and
+//!    of 10 ms. turmoil steps every host by a fixed tick whether or not
+//!    anything happens, so an idle minute costs as many steps as a busy one;
+//!    the tick is the lever (`SimBuilder::tick`).
+//!    *Anchor:* bare turmoil at the same tick — one host and one client that
+//!    only sleep for the same simulated time. That is the floor the harness
+//!    cannot go below; the ratio harness/anchor (1.0 = as fast as bare
+//!    turmoil) is what the harness and tonic add per step.
+//! 2. **Unary calls per wall second.** A client calling `Store/Load`
+//!    sequentially through `Host::channel` (the recorded channel), default
+//!    tick and latency. *Anchor:* the same Store service and a tonic client
+//!    over an in-memory `tokio::io::duplex` pipe in one ordinary
+//!    current-thread tokio runtime — tonic's own cost with no network, no
+//!    simulation and no recording. The ratio anchor/harness is the overhead
+//!    factor of running a call inside grpc-chaos.
+//!
+//! Both figures of a row are end to end: building the world, connecting,
+//! the calls, and (for the harness) handing back the trace.
+//!
+//! Sizes: `BENCH_CALLS` (default 10000) and `BENCH_IDLE_SECS` (default 600)
+//! make a quick run possible, e.g. `BENCH_CALLS=1000 BENCH_IDLE_SECS=60`.
+//!
+//! Wall time is measured with `std::time::Instant`. That is fine here, and
+//! only here: it is read outside the simulation, around `Sim::run` and
+//! `turmoil::Sim::run`, never by code running on a simulated host.
+
+use std::cell::Cell;
+use std::io;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use grpc_chaos::Sim;
+use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
+use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+use grpc_chaos_scenarios::services::pb::{LoadRequest, Rally};
+use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store};
+use hyper_util::rt::TokioIo;
+use tonic::transport::{Endpoint, Server, Uri};
+
+/// Ticks the idle story runs at.
+const IDLE_TICKS: [Duration; 2] = [Duration::from_millis(1), Duration::from_millis(10)];
+/// The player's keepalive interval in the idle story.
+const KEEPALIVE: Duration = Duration::from_secs(30);
+/// Seed of every harness run (any fixed value; the bench is not about it).
+const SEED: u64 = 1;
+
+fn main() {
+    let calls = env_u64("BENCH_CALLS", 10_000);
+    let idle = Duration::from_secs(env_u64("BENCH_IDLE_SECS", 600));
+
+    println!("grpc-chaos sim_speed (wall clock: std::time::Instant around each run)");
+    println!();
+    println!(
+        "{:<44} {:>14} {:>14} {:>8}",
+        "measure", "grpc-chaos", "anchor", "ratio"
+    );
+    for tick in IDLE_TICKS {
+        let harness = harness_idle(tick, idle);
+        let anchor = turmoil_idle(tick, idle);
+        println!(
+            "{:<44} {:>14.0} {:>14.0} {:>7.2}x",
+            format!(
+                "idle {}s story, tick {}ms: sim s / wall s",
+                idle.as_secs(),
+                tick.as_millis()
+            ),
+            harness.per_wall_second(),
+            anchor.per_wall_second(),
+            // harness / anchor: 1.0 means as fast as bare turmoil.
+            harness.per_wall_second() / anchor.per_wall_second(),
+        );
+        detail("  grpc-chaos", &harness, "sim s");
+        detail("  bare turmoil", &anchor, "sim s");
+    }
+    let harness = harness_calls(calls);
+    let anchor = duplex_calls(calls);
+    println!(
+        "{:<44} {:>14.0} {:>14.0} {:>7.2}x",
+        format!("{calls} unary Store/Load: calls / wall s"),
+        harness.per_wall_second(),
+        anchor.per_wall_second(),
+        // anchor / harness: how many times slower a call is in the harness.
+        anchor.per_wall_second() / harness.per_wall_second(),
+    );
+    detail("  grpc-chaos (tick 1ms)", &harness, "calls");
+    detail("  tonic over tokio::io::duplex", &anchor, "calls");
+    println!();
+    println!("ratio: idle rows = grpc-chaos / bare turmoil (1.00x = no overhead);");
+    println!("       calls row = tonic over duplex / grpc-chaos (overhead factor).");
+}
+
+/// One measured run: `amount` units (simulated seconds, or calls) in `wall`.
+struct Figure {
+    amount: f64,
+    wall: Duration,
+    note: String,
+}
+
+impl Figure {
+    fn per_wall_second(&self) -> f64 {
+        self.amount / self.wall.as_secs_f64()
+    }
+}
+
+fn detail(label: &str, f: &Figure, unit: &str) {
+    println!(
+        "{label:<44} {:.1} {unit} in {:.3} s wall{}",
+        f.amount,
+        f.wall.as_secs_f64(),
+        f.note
+    );
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!("sim_speed: ignoring {name}={v:?}: not an unsigned integer");
+            default
+        }),
+        Err(_) => default,
+    }
+}
+
+/// The simulated time between two points of a client body, measured with
+/// tokio's clock (which turmoil drives), shared out of the `!Send` body.
+#[derive(Clone, Default)]
+struct SimSpan(Rc<Cell<Duration>>);
+
+/// The reference services and a player: one `Hit`, then `idle` asleep with
+/// the channel (and its 30 s keepalive) held open.
+fn harness_idle(tick: Duration, idle: Duration) -> Figure {
+    let span = SimSpan::default();
+    let mut sim = Sim::builder()
+        .seed(SEED)
+        .tick(tick)
+        .duration(idle + Duration::from_secs(60))
+        .build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.server("gateway", |s| {
+        let store = s.channel("store");
+        s.add_service(Gateway::new(store, DeadlineMode::Propagate, Duration::ZERO).into_server())
+    });
+    let out = span.clone();
+    sim.client("player", move |c| async move {
+        let start = tokio::time::Instant::now();
+        let channel = c.channel_with("gateway", |e| {
+            e.http2_keep_alive_interval(KEEPALIVE)
+                .keep_alive_while_idle(true)
+        });
+        let mut client = ScoreboardClient::new(channel);
+        client
+            .hit(Rally {
+                match_id: "m1".into(),
+                player: "a".into(),
+                shots: 1,
+            })
+            .await?;
+        tokio::time::sleep(idle).await;
+        drop(client);
+        out.0.set(start.elapsed());
+        Ok(())
+    });
+    let wall = Instant::now();
+    let trace = sim.run().unwrap_or_else(|e| panic!("idle story failed: {e}"));
+    let wall = wall.elapsed();
+    Figure {
+        amount: span.0.get().as_secs_f64(),
+        wall,
+        note: format!(", {} trace events", trace.events().len()),
+    }
+}
+
+/// Bare turmoil: a host and a client that only sleep for `idle`.
+fn turmoil_idle(tick: Duration, idle: Duration) -> Figure {
+    let span = SimSpan::default();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(SEED)
+        .tick_duration(tick)
+        .simulation_duration(idle + Duration::from_secs(60))
+        .build();
+    sim.host("server", move || async move {
+        tokio::time::sleep(idle * 2).await;
+        Ok(())
+    });
+    let out = span.clone();
+    sim.client("client", async move {
+        let start = tokio::time::Instant::now();
+        tokio::time::sleep(idle).await;
+        out.0.set(start.elapsed());
+        Ok(())
+    });
+    let wall = Instant::now();
+    sim.run()
+        .unwrap_or_else(|e| panic!("bare turmoil idle run failed: {e}"));
+    Figure {
+        amount: span.0.get().as_secs_f64(),
+        wall: wall.elapsed(),
+        note: String::new(),
+    }
+}
+
+/// `calls` sequential `Store/Load` calls through the recorded channel.
+fn harness_calls(calls: u64) -> Figure {
+    let span = SimSpan::default();
+    // Each call takes a few simulated ms; leave plenty of room.
+    let room = Duration::from_millis(10) * u32::try_from(calls).unwrap_or(u32::MAX);
+    let mut sim = Sim::builder()
+        .seed(SEED)
+        .duration(room + Duration::from_secs(60))
+        .build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    let out = span.clone();
+    sim.client("bench", move |c| async move {
+        let start = tokio::time::Instant::now();
+        let mut client = StoreClient::new(c.channel("store"));
+        for _ in 0..calls {
+            client
+                .load(LoadRequest {
+                    match_id: "m1".into(),
+                })
+                .await?;
+        }
+        out.0.set(start.elapsed());
+        Ok(())
+    });
+    let wall = Instant::now();
+    let trace = sim.run().unwrap_or_else(|e| panic!("calls story failed: {e}"));
+    let wall = wall.elapsed();
+    let recorded = trace.calls_from("bench").count();
+    assert_eq!(
+        recorded as u64, calls,
+        "the trace should hold every call the client made"
+    );
+    Figure {
+        amount: calls as f64,
+        wall,
+        note: format!(
+            " ({:.1} sim s, {} trace events)",
+            span.0.get().as_secs_f64(),
+            trace.events().len()
+        ),
+    }
+}
+
+/// The anchor for calls: Store served by tonic on one half of an in-memory
+/// pipe, a tonic `Channel` on the other, one current-thread runtime (turmoil
+/// also runs every host on one thread).
+fn duplex_calls(calls: u64) -> Figure {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
+    let wall = Instant::now();
+    rt.block_on(async {
+        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+        // One connection, then an incoming stream that never ends, so the
+        // server keeps running for as long as the runtime does.
+        let incoming = futures_util::stream::once(async { Ok::<_, io::Error>(server_io) })
+            .chain(futures_util::stream::pending());
+        tokio::spawn(
+            Server::builder()
+                .add_service(Store::default().into_server())
+                .serve_with_incoming(incoming),
+        );
+        let mut client_io = Some(client_io);
+        let channel = Endpoint::from_static("http://in-memory.invalid")
+            .connect_with_connector(tower::service_fn(move |_: Uri| {
+                let io = client_io.take();
+                async move {
+                    io.map(TokioIo::new)
+                        .ok_or_else(|| io::Error::other("the in-memory pipe is used up"))
+                }
+            }))
+            .await
+            .unwrap_or_else(|e| panic!("connect over duplex: {e}"));
+        let mut client = StoreClient::new(channel);
+        for _ in 0..calls {
+            client
+                .load(LoadRequest {
+                    match_id: "m1".into(),
+                })
+                .await
+                .unwrap_or_else(|e| panic!("Load over duplex: {e}"));
+        }
+    });
+    Figure {
+        amount: calls as f64,
+        wall: wall.elapsed(),
+        note: String::new(),
+    }
+}

@@ -1,0 +1,64 @@
+//! The scenario catalog: field stories (seed articles 000 and 003) run
+//! against the reference services, each judged on its trace.
+//!
+//! A story's verdict says whether the trace shows what the story must show.
+//! Behaviour of tonic itself that differs from the gRPC spec (such as
+//! CANCELLED for an expired deadline) is reported as a *finding*: visible,
+//! not hidden, and not a failure.
+
+mod deadline_chain;
+mod fresh_request;
+mod queueing;
+mod report;
+mod slow_dependency;
+mod store_restart;
+pub(crate) mod world;
+
+use grpc_chaos::Trace;
+
+pub use report::{Report, Verdict};
+
+/// One story in the catalog.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    /// Short name used on the command line (`deadline-chain`).
+    pub name: &'static str,
+    /// Where the story comes from (seed article and section).
+    pub source: &'static str,
+    /// What the trace must show, in one line.
+    pub checks: &'static str,
+    /// Runs the simulation with a seed.
+    pub simulate: fn(u64) -> grpc_chaos::Result<Trace>,
+    /// Judges a trace of this story.
+    pub judge: fn(&Trace) -> Report,
+}
+
+impl Scenario {
+    /// Simulates with `seed` and judges the trace. A run that fails to
+    /// complete is a failed verdict that carries the error.
+    pub fn run(&self, seed: u64) -> (Report, Option<Trace>) {
+        match (self.simulate)(seed) {
+            Ok(trace) => ((self.judge)(&trace), Some(trace)),
+            Err(e) => {
+                let trace = e.trace().cloned();
+                (Report::failed(format!("run failed: {e}")), trace)
+            }
+        }
+    }
+}
+
+/// Every story, in the order the CLI runs them.
+pub fn all() -> Vec<Scenario> {
+    vec![
+        deadline_chain::SCENARIO,
+        fresh_request::SCENARIO,
+        store_restart::SCENARIO,
+        slow_dependency::SCENARIO,
+        queueing::SCENARIO,
+    ]
+}
+
+/// The story named `name`.
+pub fn find(name: &str) -> Option<Scenario> {
+    all().into_iter().find(|s| s.name == name)
+}
