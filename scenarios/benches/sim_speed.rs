@@ -171,7 +171,9 @@ fn harness_idle(tick: Duration, idle: Duration) -> Figure {
         Ok(())
     });
     let wall = Instant::now();
-    let trace = sim.run().unwrap_or_else(|e| panic!("idle story failed: {e}"));
+    let trace = sim
+        .run()
+        .unwrap_or_else(|e| panic!("idle story failed: {e}"));
     let wall = wall.elapsed();
     Figure {
         amount: span.0.get().as_secs_f64(),
@@ -234,7 +236,9 @@ fn harness_calls(calls: u64) -> Figure {
         Ok(())
     });
     let wall = Instant::now();
-    let trace = sim.run().unwrap_or_else(|e| panic!("calls story failed: {e}"));
+    let trace = sim
+        .run()
+        .unwrap_or_else(|e| panic!("calls story failed: {e}"));
     let wall = wall.elapsed();
     let recorded = trace.calls_from("bench").count();
     assert_eq!(

@@ -14,7 +14,11 @@ use clap::{Args, Parser, Subcommand};
 use grpc_chaos_scenarios::catalog::{self, Scenario, Verdict};
 
 #[derive(Parser)]
-#[command(name = "grpc-chaos", version, about = "Deterministic gRPC failure stories on a simulated network")]
+#[command(
+    name = "grpc-chaos",
+    version,
+    about = "Deterministic gRPC failure stories on a simulated network"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -61,7 +65,10 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(unknown) => {
             let names: Vec<_> = catalog::all().iter().map(|s| s.name).collect();
-            eprintln!("unknown story `{unknown}`; the catalog has: {}", names.join(", "));
+            eprintln!(
+                "unknown story `{unknown}`; the catalog has: {}",
+                names.join(", ")
+            );
             return ExitCode::from(2);
         }
     };

@@ -48,7 +48,7 @@ pub(crate) struct Config {
 /// });
 /// sim.fault(Fault::crash("store").at(Duration::from_millis(5)));
 /// let trace = sim.run().expect("run");
-/// assert!(trace.render().contains("store crashed"));
+/// assert!(trace.render().contains("store                host crashed"));
 /// ```
 pub struct Sim {
     config: Config,

@@ -11,17 +11,11 @@ use crate::recorder::event::{Event, EventKind, Outcome};
 /// The default hides `DEBUG` and `TRACE` log events from user code, so that
 /// snapshots change only when behaviour does; [`RenderOptions::everything`]
 /// shows every event.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct RenderOptions {
     /// Show `DEBUG`/`TRACE` events captured from user code. Default: false.
     pub debug_logs: bool,
-}
-
-impl Default for RenderOptions {
-    fn default() -> Self {
-        Self { debug_logs: false }
-    }
 }
 
 impl RenderOptions {

@@ -33,17 +33,29 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 }
 
 fn judge(trace: &Trace) -> Report {
-    let store_budget = trace.runs_on("store").find(|r| r.path == SAVE).and_then(|r| r.timeout);
+    let store_budget = trace
+        .runs_on("store")
+        .find(|r| r.path == SAVE)
+        .and_then(|r| r.timeout);
     let happened = match store_budget {
-        Some(t) => format!("store saw grpc-timeout={} after the gateway spent 120ms", fmt_duration(t)),
+        Some(t) => format!(
+            "store saw grpc-timeout={} after the gateway spent 120ms",
+            fmt_duration(t)
+        ),
         None => "store saw no grpc-timeout".to_owned(),
     };
     let propagated = trace.assert_deadline_propagated(["player", "gateway", "store"]);
     Report::from_checks(
         happened,
         &[
-            (store_budget.is_some_and(|t| t <= ms(380)), "store budget above 380ms".into()),
-            (propagated.is_ok(), propagated.err().map(|e| e.to_string()).unwrap_or_default()),
+            (
+                store_budget.is_some_and(|t| t <= ms(380)),
+                "store budget above 380ms".into(),
+            ),
+            (
+                propagated.is_ok(),
+                propagated.err().map(|e| e.to_string()).unwrap_or_default(),
+            ),
         ],
     )
     .with_findings(trace)

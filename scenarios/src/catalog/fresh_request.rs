@@ -36,8 +36,13 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 }
 
 fn judge(trace: &Trace) -> Report {
-    let orphan = trace.orphans().into_iter().find(|o| o.run.host == "store" && o.run.path == SAVE);
-    let no_deadline = trace.runs_on("store").any(|r| r.path == SAVE && r.timeout.is_none());
+    let orphan = trace
+        .orphans()
+        .into_iter()
+        .find(|o| o.run.host == "store" && o.run.path == SAVE);
+    let no_deadline = trace
+        .runs_on("store")
+        .any(|r| r.path == SAVE && r.timeout.is_none());
     let happened = match &orphan {
         Some(o) => format!(
             "store kept working {} after the player gave up at {}",

@@ -35,7 +35,12 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
         let mut calls = tokio::task::JoinSet::new();
         for n in 0..CALLS {
             let mut scoreboard = scoreboard.clone();
-            calls.spawn(async move { scoreboard.hit(with_timeout(rally(n), ms(5000))).await.map(drop) });
+            calls.spawn(async move {
+                scoreboard
+                    .hit(with_timeout(rally(n), ms(5000)))
+                    .await
+                    .map(drop)
+            });
         }
         while let Some(done) = calls.join_next().await {
             done??;
@@ -75,10 +80,19 @@ fn judge(trace: &Trace) -> Report {
     Report::from_checks(
         happened,
         &[
-            (latencies.len() == CALLS as usize, "not every call succeeded".into()),
-            (max_queued >= ms(800), "saves did not queue behind the 2 workers".into()),
+            (
+                latencies.len() == CALLS as usize,
+                "not every call succeeded".into(),
+            ),
+            (
+                max_queued >= ms(800),
+                "saves did not queue behind the 2 workers".into(),
+            ),
             // 20 calls through 2 workers: the last wave waits for 9 others.
-            (p99 >= fastest * 5, "latency did not climb with the queue".into()),
+            (
+                p99 >= fastest * 5,
+                "latency did not climb with the queue".into(),
+            ),
         ],
     )
     .with_findings(trace)

@@ -41,13 +41,18 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 
 fn judge(trace: &Trace) -> Report {
     let player = trace.calls_from("player").next();
-    let spec = player.and_then(|c| c.outcome()).map_or("none", |o| o.spec_code);
+    let spec = player
+        .and_then(|c| c.outcome())
+        .map_or("none", |o| o.spec_code);
     let store = trace.runs_on("store").find(|r| r.path == SAVE);
     let dropped = store.filter(|r| r.end == RunEnd::Dropped);
     let happened = format!(
         "player ended {spec}; store handler {}",
         match dropped {
-            Some(r) => format!("dropped after {}", fmt_duration(r.ended_at.unwrap_or_default() - r.started)),
+            Some(r) => format!(
+                "dropped after {}",
+                fmt_duration(r.ended_at.unwrap_or_default() - r.started)
+            ),
             None => "not dropped".to_owned(),
         }
     );
@@ -55,9 +60,18 @@ fn judge(trace: &Trace) -> Report {
     Report::from_checks(
         happened,
         &[
-            (spec == "DEADLINE_EXCEEDED", format!("player ended {spec}, not DEADLINE_EXCEEDED")),
-            (dropped.is_some(), "the cancellation did not reach the store handler".into()),
-            (orphans.is_ok(), orphans.err().map(|e| e.to_string()).unwrap_or_default()),
+            (
+                spec == "DEADLINE_EXCEEDED",
+                format!("player ended {spec}, not DEADLINE_EXCEEDED"),
+            ),
+            (
+                dropped.is_some(),
+                "the cancellation did not reach the store handler".into(),
+            ),
+            (
+                orphans.is_ok(),
+                orphans.err().map(|e| e.to_string()).unwrap_or_default(),
+            ),
         ],
     )
     .with_findings(trace)

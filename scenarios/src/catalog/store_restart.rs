@@ -29,7 +29,7 @@ pub(super) const SCENARIO: Scenario = Scenario {
 const CRASH: Duration = ms(1000);
 const RESTART: Duration = ms(3000);
 /// The direct call made during the outage, and its deadline.
-const PROBE_AT: Duration = ms(2000);
+const PROBE_AT: Duration = ms(1500);
 const PROBE_DEADLINE: Duration = ms(300);
 
 fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
@@ -55,7 +55,9 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
             if ms(100) * n == PROBE_AT {
                 let mut store = store.clone();
                 calls.spawn(async move {
-                    let req = LoadRequest { match_id: "final".into() };
+                    let req = LoadRequest {
+                        match_id: "final".into(),
+                    };
                     let _ = store.load(with_timeout(req, PROBE_DEADLINE)).await;
                 });
             }
@@ -68,7 +70,10 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 }
 
 fn judge(trace: &Trace) -> Report {
-    let hits: Vec<&Call> = trace.calls_from("player").filter(|c| c.target == "gateway").collect();
+    let hits: Vec<&Call> = trace
+        .calls_from("player")
+        .filter(|c| c.target == "gateway")
+        .collect();
     // Calls that ended while the store was down (calls started late in the
     // outage may still succeed after the restart).
     let during: Vec<&Call> = hits
@@ -83,7 +88,9 @@ fn judge(trace: &Trace) -> Report {
         .filter_map(|c| c.ended_at)
         .min()
         .map(|t| t.saturating_sub(RESTART));
-    let probe = trace.calls_from("player").find(|c| c.path == LOAD && c.started >= PROBE_AT);
+    let probe = trace
+        .calls_from("player")
+        .find(|c| c.path == LOAD && c.started >= PROBE_AT);
     let probe_waited = probe.and_then(Call::latency);
     let happened = format!(
         "during the outage: {}; recovered {} after the restart; a {} Load issued at {} waited {}",
@@ -96,8 +103,14 @@ fn judge(trace: &Trace) -> Report {
     Report::from_checks(
         happened,
         &[
-            (!during.is_empty() && codes.keys().all(|c| c != "OK"), "a call ended OK while the store was down".into()),
-            (recovered.is_some(), "no call succeeded after the restart".into()),
+            (
+                !during.is_empty() && codes.keys().all(|c| c != "OK"),
+                "a call ended OK while the store was down".into(),
+            ),
+            (
+                recovered.is_some(),
+                "no call succeeded after the restart".into(),
+            ),
             (
                 probe_waited.is_some_and(|w| w > PROBE_DEADLINE),
                 "the probe call did not outlive its deadline".into(),
@@ -118,5 +131,9 @@ fn code_counts(calls: &[&Call]) -> BTreeMap<String, usize> {
 }
 
 fn fmt_codes(counts: &BTreeMap<String, usize>) -> String {
-    counts.iter().map(|(c, n)| format!("{n}× {c}")).collect::<Vec<_>>().join(", ")
+    counts
+        .iter()
+        .map(|(c, n)| format!("{n}× {c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -21,7 +21,9 @@ pub(crate) struct Setup {
 pub(crate) fn sim(builder: SimBuilder, setup: Setup) -> Sim {
     let mut sim = builder.build();
     let work = setup.work;
-    sim.server("store", move |s| s.add_service(Store::with_work(work).into_server()));
+    sim.server("store", move |s| {
+        s.add_service(Store::with_work(work).into_server())
+    });
     sim.server("gateway", move |s| {
         let store = s.channel("store");
         s.add_service(Gateway::new(store, setup.mode, setup.think).into_server())

@@ -1,0 +1,300 @@
+//! Request bodies that can be replayed, and response bodies that report a
+//! successful call to the token bucket.
+//!
+//! The request body is *not* read ahead: the first attempt starts at once
+//! and streams it, while every frame pulled from the caller's body is
+//! recorded (grpc-go `stream.go` `replayBuffer`). A retry replays the
+//! recorded frames and then keeps pulling from the caller's body. This keeps
+//! client-streaming and bidi calls working (a request stream that waits for
+//! the response never deadlocks), and costs nothing more for unary calls.
+//!
+//! Once more than the buffer limit of DATA bytes has been pulled, the call is
+//! committed: recording stops and no further attempt is started.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tonic::Status;
+
+use super::throttle::Throttler;
+
+/// A recorded request frame.
+#[derive(Clone)]
+enum Recorded {
+    Data(Bytes),
+    Trailers(HeaderMap),
+}
+
+impl Recorded {
+    fn to_frame(&self) -> Frame<Bytes> {
+        match self {
+            Recorded::Data(b) => Frame::data(b.clone()),
+            Recorded::Trailers(t) => Frame::trailers(t.clone()),
+        }
+    }
+}
+
+struct ReplayState {
+    /// The caller's body; `None` once it has ended or failed.
+    source: Option<tonic::body::Body>,
+    /// Frames pulled so far, up to the commit point.
+    frames: Vec<Recorded>,
+    /// DATA bytes pulled from the source so far.
+    bytes: u64,
+    limit: u64,
+    committed: bool,
+    /// The source's error, replayed to later attempts.
+    error: Option<Status>,
+    /// The attempt allowed to read; older attempts' bodies fail.
+    generation: u32,
+}
+
+/// The call's side of the replay buffer.
+#[derive(Clone)]
+pub(crate) struct Replay {
+    state: Arc<Mutex<ReplayState>>,
+}
+
+impl Replay {
+    pub(crate) fn new(source: tonic::body::Body, limit: u64) -> Self {
+        Replay {
+            state: Arc::new(Mutex::new(ReplayState {
+                source: Some(source),
+                frames: Vec::new(),
+                bytes: 0,
+                limit,
+                committed: false,
+                error: None,
+                generation: 0,
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ReplayState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A body for the next attempt: replays from the start. Bodies handed
+    /// out earlier stop working, so only the live attempt pulls the source
+    /// (and its waker is the one registered there).
+    pub(crate) fn body_for_next_attempt(&self) -> tonic::body::Body {
+        let generation = {
+            let mut s = self.lock();
+            s.generation += 1;
+            s.generation
+        };
+        tonic::body::Body::new(ReplayBody {
+            replay: self.clone(),
+            generation,
+            pos: 0,
+        })
+    }
+
+    /// DATA bytes pulled from the caller's body so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.lock().bytes
+    }
+}
+
+/// One attempt's view of the replay buffer.
+struct ReplayBody {
+    replay: Replay,
+    generation: u32,
+    /// Next recorded frame to replay.
+    pos: usize,
+}
+
+impl Body for ReplayBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = &mut *self;
+        let mut s = this.replay.lock();
+        if s.generation != this.generation {
+            return Poll::Ready(Some(Err(Status::cancelled(
+                "request body superseded by a retry attempt",
+            ))));
+        }
+        if this.pos < s.frames.len() {
+            this.pos += 1;
+            return Poll::Ready(Some(Ok(s.frames[this.pos - 1].to_frame())));
+        }
+        if let Some(err) = &s.error {
+            return Poll::Ready(Some(Err(err.clone())));
+        }
+        let Some(source) = s.source.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(source).poll_frame(cx);
+        match polled {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => {
+                s.source = None;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Err(err))) => {
+                s.source = None;
+                s.error = Some(err.clone());
+                Poll::Ready(Some(Err(err)))
+            }
+            Poll::Ready(Some(Ok(frame))) => {
+                let recorded = match frame.data_ref() {
+                    Some(data) => {
+                        s.bytes += data.len() as u64;
+                        Recorded::Data(data.clone())
+                    }
+                    None => match frame.trailers_ref() {
+                        Some(t) => Recorded::Trailers(t.clone()),
+                        // Unknown frame kinds are passed on but cannot be replayed.
+                        None => return Poll::Ready(Some(Ok(frame))),
+                    },
+                };
+                if !s.committed && s.bytes > s.limit {
+                    // Past the limit: stop recording; no attempt will replay.
+                    s.committed = true;
+                    s.frames = Vec::new();
+                }
+                if !s.committed {
+                    s.frames.push(recorded);
+                }
+                this.pos = s.frames.len();
+                Poll::Ready(Some(Ok(frame)))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        let s = self.replay.lock();
+        s.generation == self.generation
+            && self.pos >= s.frames.len()
+            && s.source.is_none()
+            && s.error.is_none()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+pin_project! {
+    /// A committed response's body: passes every frame on, and reports the
+    /// call as successful to the token bucket when the trailers say
+    /// `grpc-status: 0` (grpc-go calls `successfulRPC` once per call that
+    /// ends with OK).
+    pub(crate) struct CountSuccess<B> {
+        #[pin]
+        inner: B,
+        throttler: Option<Throttler>,
+    }
+}
+
+impl<B> CountSuccess<B> {
+    pub(crate) fn new(inner: B, throttler: Throttler) -> Self {
+        CountSuccess {
+            inner,
+            throttler: Some(throttler),
+        }
+    }
+}
+
+impl<B: Body> Body for CountSuccess<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let this = self.project();
+        let polled = this.inner.poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            let ok = frame
+                .trailers_ref()
+                .and_then(|t| t.get("grpc-status"))
+                .is_some_and(|v| v.as_bytes() == b"0");
+            if ok {
+                if let Some(t) = this.throttler.take() {
+                    t.successful_rpc();
+                }
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::{BodyExt, StreamBody};
+
+    fn chunks(parts: &[&'static [u8]]) -> tonic::body::Body {
+        let frames: Vec<Result<Frame<Bytes>, Status>> = parts
+            .iter()
+            .map(|p| Ok(Frame::data(Bytes::from_static(p))))
+            .collect();
+        tonic::body::Body::new(StreamBody::new(futures_util::stream::iter(frames)))
+    }
+
+    async fn collect(body: tonic::body::Body) -> Result<Vec<u8>, Status> {
+        Ok(body.collect().await?.to_bytes().to_vec())
+    }
+
+    #[tokio::test]
+    async fn replays_byte_identically() {
+        let replay = Replay::new(chunks(&[b"hello ", b"world"]), 1024);
+        let first = collect(replay.body_for_next_attempt()).await.unwrap();
+        let second = collect(replay.body_for_next_attempt()).await.unwrap();
+        assert_eq!(first, b"hello world");
+        assert_eq!(second, first);
+        assert_eq!(replay.bytes(), 11);
+    }
+
+    #[tokio::test]
+    async fn a_retry_mid_stream_replays_then_continues() {
+        let replay = Replay::new(chunks(&[b"a", b"b", b"c"]), 1024);
+        let mut first = replay.body_for_next_attempt();
+        let f = first.frame().await.unwrap().unwrap();
+        assert_eq!(f.into_data().unwrap(), "a");
+        let second = collect(replay.body_for_next_attempt()).await.unwrap();
+        assert_eq!(second, b"abc");
+        // The superseded body fails rather than stealing frames.
+        assert!(first.frame().await.unwrap().is_err());
+    }
+
+    #[tokio::test]
+    async fn over_the_limit_commits_and_still_streams_everything() {
+        let replay = Replay::new(chunks(&[b"1234", b"5678", b"9"]), 8);
+        let first = collect(replay.body_for_next_attempt()).await.unwrap();
+        assert_eq!(first, b"123456789");
+        assert_eq!(replay.bytes(), 9);
+        assert!(replay.lock().committed);
+    }
+
+    #[tokio::test]
+    async fn exactly_at_the_limit_is_not_committed() {
+        let replay = Replay::new(chunks(&[b"1234", b"5678"]), 8);
+        collect(replay.body_for_next_attempt()).await.unwrap();
+        assert!(!replay.lock().committed);
+        assert_eq!(
+            collect(replay.body_for_next_attempt()).await.unwrap(),
+            b"12345678"
+        );
+    }
+}

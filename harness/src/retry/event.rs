@@ -1,0 +1,115 @@
+//! What the retry layer tells an observer about each attempt.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tonic::Code;
+
+use super::config::code_name;
+use super::decide::{fmt_ms, Decision, Pushback};
+
+/// The observer hook: called synchronously, in order, for every
+/// [`AttemptEvent`] of every call through the layer. Keep it cheap; it runs
+/// inside the call's future.
+pub type Observer = Arc<dyn Fn(&AttemptEvent) + Send + Sync>;
+
+/// One step of one call through the retry layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AttemptEvent {
+    /// The request path, `/package.Service/Method`.
+    pub path: Arc<str>,
+    /// The attempt this event is about, 1-based (1 is the original call).
+    pub attempt: u32,
+    /// What happened.
+    pub kind: AttemptEventKind,
+}
+
+/// What happened to an attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttemptEventKind {
+    /// The attempt is about to be sent.
+    Started {
+        /// The delay waited before it (zero for attempt 1); simulated time in
+        /// the harness.
+        delay_before: Duration,
+    },
+    /// The attempt finished.
+    Ended(AttemptOutcome),
+    /// The retry decision taken after it.
+    Decided(Decision),
+}
+
+/// How an attempt finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AttemptOutcome {
+    /// A trailers-only response: the status arrived in the response headers.
+    TrailersOnly {
+        /// The `grpc-status`.
+        code: Code,
+        /// The `grpc-retry-pushback-ms` it carried.
+        pushback: Pushback,
+    },
+    /// Response headers without a status: the server answered, the call is
+    /// committed and the response is passed on; its status comes later in
+    /// the trailers.
+    Headers,
+    /// The inner service failed without a response (connect error, reset
+    /// stream …); `code` is what tonic maps the error to.
+    Error {
+        /// `tonic::Status::from_error` of the error.
+        code: Code,
+    },
+    /// The call's deadline passed while the attempt was in flight; the
+    /// attempt was dropped (its stream cancelled).
+    DeadlineExceeded,
+}
+
+impl AttemptOutcome {
+    /// The attempt's status code, when it is known at this point.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            AttemptOutcome::TrailersOnly { code, .. } | AttemptOutcome::Error { code } => {
+                Some(*code)
+            }
+            AttemptOutcome::Headers => None,
+            AttemptOutcome::DeadlineExceeded => Some(Code::DeadlineExceeded),
+        }
+    }
+}
+
+impl fmt::Display for AttemptOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttemptOutcome::TrailersOnly { code, pushback } => {
+                write!(f, "trailers-only {}", code_name(*code))?;
+                match pushback {
+                    Pushback::Absent => Ok(()),
+                    Pushback::Wait(d) => write!(f, " pushback={}ms", d.as_millis()),
+                    Pushback::Stop => write!(f, " pushback=stop"),
+                }
+            }
+            AttemptOutcome::Headers => f.write_str("response headers (committed)"),
+            AttemptOutcome::Error { code } => write!(f, "error {}", code_name(*code)),
+            AttemptOutcome::DeadlineExceeded => f.write_str("deadline exceeded in flight"),
+        }
+    }
+}
+
+impl fmt::Display for AttemptEvent {
+    /// One stable line: `/tt.v1.Scoreboard/Hit attempt 2 started after 93.117ms`,
+    /// `… attempt 2 ended: trailers-only UNAVAILABLE`, `… attempt 2 decided: stop: max_attempts`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} attempt {} ", self.path, self.attempt)?;
+        match &self.kind {
+            AttemptEventKind::Started { delay_before } => {
+                write!(f, "started after {}", fmt_ms(*delay_before))
+            }
+            AttemptEventKind::Ended(outcome) => write!(f, "ended: {outcome}"),
+            AttemptEventKind::Decided(decision) => write!(f, "decided: {decision}"),
+        }
+    }
+}

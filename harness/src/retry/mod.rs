@@ -1,0 +1,103 @@
+//! gRPC client retries (gRFC A6) for tonic channels, as grpc-go does them.
+//!
+//! tonic has no retry policy, no service config and no
+//! `grpc-retry-pushback-ms` support. [`RetryLayer`] is a tower layer that
+//! puts grpc-go's retry behaviour in front of a tonic client channel,
+//! configured by the `retryPolicy` / `retryThrottling` parts of an A6
+//! service config ([`RetryConfig`]).
+//!
+//! ```
+//! use grpc_chaos::retry::{RetryConfig, RetryLayer, StopReason};
+//!
+//! let config: RetryConfig = r#"{
+//!   "methodConfig": [{"name": [{"service": "tt.v1.Scoreboard", "method": "Hit"}],
+//!                     "retryPolicy": {"maxAttempts": 9, "initialBackoff": "0.1s",
+//!                                     "maxBackoff": "1s", "backoffMultiplier": 2,
+//!                                     "retryableStatusCodes": ["UNAVAILABLE"]}}],
+//!   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}"#.parse()?;
+//! let policy = config.policy_for("/tt.v1.Scoreboard/Hit").unwrap();
+//! assert_eq!((policy.requested_max_attempts(), policy.max_attempts()), (9, 5));
+//! assert!(config.policy_for("/tt.v1.Scoreboard/Miss").is_none());
+//!
+//! let layer = RetryLayer::new(config, 7)
+//!     .observer(std::sync::Arc::new(|event| println!("{event}")));
+//! // Then: tower::ServiceBuilder::new().layer(layer).service(channel),
+//! // and hand that to the generated client instead of the channel.
+//! # let _ = (layer, StopReason::Throttled);
+//! # Ok::<(), grpc_chaos::retry::ConfigError>(())
+//! ```
+//!
+//! # What is emulated, and where each rule comes from
+//!
+//! | rule | source |
+//! |---|---|
+//! | config shape, field validation, `maxAttempts` ≥ 2, capped at 5 | gRFC A6 "Integration with Service Config"; grpc-go `service_config.go` (`convertRetryPolicy`), `dialoptions.go` (`defaultMaxCallAttempts`) |
+//! | method entry beats service entry beats default entry | grpc-go `service_config.go` / `clientconn.go` `getMethodConfig` |
+//! | backoff `min(initial × mult^n, max)` × uniform[0.8, 1.2) (or A6's uniform[0, b)) | grpc-go `stream.go` `csAttempt.shouldRetry`; gRFC A6 "Exponential Backoff" ([`backoff`]) |
+//! | retry only while not committed: trailers-only responses; ≤ 256 KiB of request sent | grpc-go `stream.go` `shouldRetry`, `bufferForRetryLocked`; `rpc_util.go` ([`mod@decide`]) |
+//! | `grpc-retry-pushback-ms`: ≥ 0 waits exactly that and resets the backoff; negative, unparsable or repeated stops | grpc-go `stream.go` `shouldRetry`; gRFC A6 "Pushback" |
+//! | token bucket: −1 per retryable failure or pushback stop, +tokenRatio per OK call, throttled at ≤ half | grpc-go `clientconn.go` `retryThrottler`; gRFC A6 "Throttling" ([`throttle`]) |
+//! | `grpc-previous-rpc-attempts` on attempts ≥ 2 | gRFC A6 "Exposed Retry Metadata"; grpc-go `http2_client.go` |
+//! | `grpc-timeout` is the whole call's deadline; each attempt carries what is left (rounded up); a call that runs out ends with DEADLINE_EXCEEDED | grpc-go `stream.go` (context deadline), `internal/grpcutil` `EncodeDuration` (rounds up) |
+//!
+//! The order in which the stop rules are checked, and which of them take a
+//! token, is grpc-go's; [`mod@decide`] lists it.
+//!
+//! # Differences from grpc-go, and what is not modelled
+//!
+//! - **Hedging** (`hedgingPolicy`) is out of scope: a config with one is
+//!   rejected ([`ConfigError::Hedging`]).
+//! - **Transparent retry** (a request that provably never reached the server
+//!   is resent regardless of policy) is not modelled: such failures are
+//!   ordinary attempts here.
+//! - An illegal `retryPolicy` is an error here; grpc-go logs and ignores it.
+//! - Token counts are exact thousandths, not `f64` (see [`throttle`]).
+//! - When the next retry's delay would reach the deadline, [`decide()`] says
+//!   [`StopReason::Deadline`] at once; the call still ends *at* the deadline
+//!   with DEADLINE_EXCEEDED, as in grpc-go, which sleeps into it.
+//! - A deadline that expires while an attempt is in flight ends the call with
+//!   DEADLINE_EXCEEDED (grpc-go's code); plain tonic would report
+//!   `CANCELLED "Timeout expired"`.
+//! - Methods without a retry policy pass through untouched (no events, no
+//!   deadline handling); only their successes feed the token bucket.
+//! - A response with headers but a non-200 HTTP status and no `grpc-status`
+//!   counts as committed and is passed on for tonic to map.
+//!
+//! # Units and time
+//!
+//! Durations are `std::time::Duration`; trace text prints milliseconds with 3
+//! decimals. All waiting uses `tokio::time` (`sleep`, `sleep_until`,
+//! `timeout_at`, `Instant::now`), so inside the harness every delay is
+//! *simulated* time and a 5-attempt story costs no wall time. All randomness
+//! comes from one `SmallRng` per target seeded by [`RetryLayer::new`]'s
+//! `seed`: the same seed and call order give the same delays. (`SmallRng`'s
+//! algorithm may change between `rand` releases; pinned versions keep it.)
+
+pub mod backoff;
+mod body;
+pub mod config;
+pub mod decide;
+mod event;
+mod future;
+mod layer;
+mod service;
+pub mod throttle;
+mod timeout;
+
+pub use backoff::{base_delay, delay_window, jittered_delay, DelayWindow, Jitter};
+pub use config::{
+    code_from_name, code_name, ConfigError, RetryConfig, RetryPolicy, ThrottlingPolicy,
+    MAX_ATTEMPTS_CAP,
+};
+pub use decide::{
+    decide, DecideInput, Decision, Pushback, RetryReason, StopReason, DEFAULT_BUFFER_LIMIT,
+    PUSHBACK_HEADER,
+};
+pub use event::{AttemptEvent, AttemptEventKind, AttemptOutcome, Observer};
+pub use future::ResponseFuture;
+pub use layer::RetryLayer;
+pub use service::Retry;
+pub use throttle::Throttler;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,192 @@
+//! Every catalog story, run against the reference services: the behaviour
+//! each one must show, pinned with numbers, plus a snapshot of its trace.
+
+use std::time::Duration;
+
+use grpc_chaos::trace::{CallEnd, RunEnd};
+use grpc_chaos::Trace;
+use grpc_chaos_scenarios::catalog::{self, Report};
+use grpc_chaos_scenarios::services::{HIT, LOAD, SAVE};
+
+const SEED: u64 = 0;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Runs a story, checks that its verdict passed, returns trace and report.
+fn story(name: &str) -> (Trace, Report) {
+    let scenario = catalog::find(name).expect("story in the catalog");
+    let trace = (scenario.simulate)(SEED).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let report = (scenario.judge)(&trace);
+    assert!(report.passed(), "{name}: {:?}", report.verdict);
+    (trace, report)
+}
+
+#[test]
+fn deadline_chain_store_sees_the_remaining_380ms() {
+    let (trace, report) = story("deadline-chain");
+    let gateway = trace.runs_on("gateway").next().expect("gateway ran");
+    let store = trace.runs_on("store").next().expect("store ran");
+    assert_eq!(gateway.timeout, Some(ms(500)));
+    assert_eq!(
+        store.timeout,
+        Some(ms(380)),
+        "500ms minus the gateway's 120ms"
+    );
+    assert!(matches!(store.end, RunEnd::Finished { code: "OK", .. }));
+    assert!(trace
+        .calls_from("player")
+        .all(|c| c.outcome().is_some_and(|o| o.is_ok())));
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    insta::assert_snapshot!(trace.render());
+}
+
+#[test]
+fn fresh_request_leaves_the_store_working_after_the_player_gave_up() {
+    let (trace, report) = story("fresh-request");
+    let store = trace.runs_on("store").next().expect("store ran");
+    assert_eq!(store.timeout, None, "the fresh request carries no deadline");
+    assert!(matches!(store.end, RunEnd::Finished { code: "OK", .. }));
+    let gateway = trace.runs_on("gateway").next().expect("gateway ran");
+    assert_eq!(gateway.end, RunEnd::Dropped);
+    let orphans = trace.orphans();
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(orphans[0].run.host, "store");
+    assert_eq!(orphans[0].abandoned_at, ms(500), "the player's deadline");
+    assert!(orphans[0].ran_on > ms(1500), "{:?}", orphans[0].ran_on);
+    let violation = trace.assert_no_orphan_work().expect_err("orphan work");
+    assert!(violation.detail().contains("store"), "{violation}");
+    assert!(trace
+        .assert_deadline_propagated(["player", "gateway", "store"])
+        .is_err());
+    assert_eq!(
+        report.findings.len(),
+        1,
+        "CANCELLED for an expired deadline"
+    );
+    insta::assert_snapshot!(trace.render());
+}
+
+#[test]
+fn store_restart_fails_calls_then_recovers() {
+    let (trace, _) = story("store-restart");
+    let crash_to_restart = ms(1000)..ms(3000);
+    let ended_in_outage: Vec<_> = trace
+        .calls_from("player")
+        .filter(|c| c.path == HIT && c.ended_at.is_some_and(|t| crash_to_restart.contains(&t)))
+        .collect();
+    assert!(ended_in_outage.len() >= 10, "{}", ended_in_outage.len());
+    for call in &ended_in_outage {
+        let o = call.outcome().expect("ended with a status");
+        // A crashed turmoil host black-holes its connections: no reset, so
+        // every call runs into its deadline.
+        assert_eq!(
+            (o.code, o.spec_code),
+            ("CANCELLED", "DEADLINE_EXCEEDED"),
+            "{}",
+            call.id
+        );
+    }
+    // The probe: a 300ms Load straight to the dead store, through a channel
+    // with a 1s connect timeout, waits for the connect timeout (FACTS.md).
+    let probe = trace
+        .calls_from("player")
+        .find(|c| c.path == LOAD)
+        .expect("probe");
+    assert_eq!(probe.timeout, Some(ms(300)));
+    assert_eq!(probe.latency(), Some(ms(1000)));
+    let o = probe.outcome().expect("probe ended");
+    assert_eq!(
+        (o.code, o.message.as_str(), o.spec_code),
+        ("UNKNOWN", "transport error", "UNAVAILABLE")
+    );
+    // The store answers again right after the restart.
+    let first_ok_after = trace
+        .runs_on("store")
+        .filter(|r| r.started >= ms(3000))
+        .find(|r| matches!(r.end, RunEnd::Finished { code: "OK", .. }))
+        .expect("store serves after the restart");
+    assert!(
+        first_ok_after.started < ms(3100),
+        "{:?}",
+        first_ok_after.started
+    );
+    insta::assert_snapshot!(trace.render());
+}
+
+#[test]
+fn slow_dependency_cancels_the_store_handler() {
+    let (trace, _) = story("slow-dependency");
+    let player = trace.calls_from("player").next().expect("player called");
+    let o = player.outcome().expect("ended");
+    assert_eq!(
+        (o.code, o.message.as_str()),
+        ("CANCELLED", "Timeout expired")
+    );
+    assert_eq!(o.spec_code, "DEADLINE_EXCEEDED");
+    assert!(player
+        .latency()
+        .is_some_and(|l| l >= ms(500) && l <= ms(502)));
+    let store = trace
+        .runs_on("store")
+        .find(|r| r.path == SAVE)
+        .expect("store ran");
+    assert_eq!(store.end, RunEnd::Dropped);
+    assert!(
+        store.ended_at.is_some_and(|t| t <= ms(505)),
+        "{:?}",
+        store.ended_at
+    );
+    let save = trace
+        .calls_from("gateway")
+        .next()
+        .expect("gateway called the store");
+    assert_eq!(
+        save.end,
+        CallEnd::Dropped,
+        "the gateway's call was cancelled with it"
+    );
+    trace
+        .assert_no_orphan_work()
+        .expect("cancellation reached every handler");
+    trace
+        .assert_deadline_propagated(["player", "gateway", "store"])
+        .expect("propagated");
+    insta::assert_snapshot!(trace.render());
+}
+
+#[test]
+fn queueing_runs_two_saves_at_a_time() {
+    let (trace, report) = story("queueing");
+    let saves: Vec<_> = trace.runs_on("store").filter(|r| r.path == SAVE).collect();
+    assert_eq!(saves.len(), 20);
+    assert_eq!(
+        saves.iter().filter(|r| r.dequeued.is_some()).count(),
+        18,
+        "2 start at once"
+    );
+    for r in &saves {
+        let busy = saves
+            .iter()
+            .filter(|o| o.began() <= r.began() && o.ended_at.is_some_and(|e| e > r.began()))
+            .count();
+        assert!(busy <= 2, "{} began with {busy} saves running", r.id);
+    }
+    assert!(
+        report.happened.contains("p50 506ms p99 1006ms"),
+        "{}",
+        report.happened
+    );
+    insta::assert_snapshot!(trace.render());
+}
+
+#[test]
+fn every_story_renders_the_same_twice_in_one_process() {
+    for scenario in catalog::all() {
+        let a = (scenario.simulate)(SEED).expect("first run");
+        let b = (scenario.simulate)(SEED).expect("second run");
+        assert_eq!(a.render(), b.render(), "{}", scenario.name);
+        assert_eq!(a.to_json(), b.to_json(), "{}", scenario.name);
+    }
+}
