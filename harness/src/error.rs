@@ -61,6 +61,10 @@ pub(crate) enum Kind {
         path: String,
         message: String,
     },
+    ServerFailed {
+        host: String,
+        message: String,
+    },
     Violation(Violation),
     Io(std::io::Error),
 }
@@ -164,7 +168,7 @@ impl fmt::Display for Kind {
             ),
             Kind::NotAServer { host, fault } => write!(
                 f,
-                "{fault}: `{host}` is a client host; only server hosts can crash or restart"
+                "{fault}: `{host}` is a client host; only server hosts have handlers and can crash or restart"
             ),
             Kind::BadMethodPath { host, path } => write!(
                 f,
@@ -194,6 +198,10 @@ impl fmt::Display for Kind {
             Kind::HandlerPanicked { host, path, message } => {
                 write!(f, "handler {path} on host `{host}` panicked: {message}")
             }
+            Kind::ServerFailed { host, message } => write!(
+                f,
+                "server host `{host}` failed: {message}; its Sim::server closure or serve loop must not panic or return an error"
+            ),
             Kind::Violation(v) => write!(f, "{v}"),
             Kind::Io(e) => write!(f, "writing the trace failed: {e}"),
         }

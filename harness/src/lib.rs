@@ -35,6 +35,7 @@ pub mod retry;
 mod sim;
 pub mod spec;
 pub mod trace;
+pub mod wire;
 
 pub use client::{Channel, RecordedBody, ResponseFuture};
 pub use error::{Error, Result};

@@ -3,11 +3,13 @@
 //! | family | acts on | built with |
 //! |---|---|---|
 //! | host | turmoil: crash, restart, partition, repair, link latency | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::repair`], [`Fault::link_latency`] |
+//! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold, inject | [`Fault::frames`], [`Fault::inject`] |
 //! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
 //!
 //! Every fault is recorded in the trace when it fires. Times are *simulated*
 //! time since the start of the run.
 
+mod frame;
 pub(crate) mod handler;
 mod host;
 
@@ -15,6 +17,8 @@ use std::time::Duration;
 
 use tonic::Code;
 
+pub(crate) use frame::{FrameAction, FrameInfo, FrameRule, Injection};
+pub use frame::{FrameFault, Inject, InjectAt};
 pub(crate) use handler::{Action, HandlerRule};
 pub(crate) use host::{HostAction, HostFault};
 
@@ -27,6 +31,8 @@ pub struct Fault(pub(crate) FaultKind);
 pub(crate) enum FaultKind {
     Host(HostFault),
     Handler(HandlerRule),
+    Frame(FrameRule),
+    Inject(Injection),
 }
 
 /// A host fault waiting for its time; finish it with [`HostFaultBuilder::at`].
@@ -91,6 +97,27 @@ impl Fault {
         HostFaultBuilder {
             action: HostAction::Latency(a.into(), b.into(), latency),
         }
+    }
+
+    /// A frame fault: narrow it with [`FrameFault::from`], [`FrameFault::to`],
+    /// [`FrameFault::kind`], [`FrameFault::ack`], [`FrameFault::stream`],
+    /// [`FrameFault::nth`], [`FrameFault::during`], then pick what it does.
+    ///
+    /// ```
+    /// use grpc_chaos::Fault;
+    /// use grpc_chaos::wire::FrameType;
+    /// // The store never answers a PING: a dead peer for keepalive.
+    /// let fault = Fault::frames().from("store").kind(FrameType::Ping).ack(true).drop();
+    /// # let _ = fault;
+    /// ```
+    pub fn frames() -> FrameFault {
+        FrameFault::default()
+    }
+
+    /// Writes a frame into every connection from `from` to `to` at a time,
+    /// as if `from` had sent it.
+    pub fn inject(from: impl Into<String>, to: impl Into<String>) -> Inject {
+        Inject::new(from.into(), to.into())
     }
 
     /// A fault in the handlers of server host `host`: narrow it with

@@ -1,12 +1,19 @@
-//! One simulated TCP connection, as tonic sees it.
+//! One simulated TCP connection, as tonic sees it: reads come straight from
+//! the turmoil socket; writes go through the wire tap's writer task.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
+
+use super::tap::{spawn_writer, DirectionTap};
+use crate::sim::Shared;
+use crate::wire::Direction;
 
 /// What a server handler learns about its connection (available as a request
 /// extension, like tonic's `TcpConnectInfo`).
@@ -18,13 +25,35 @@ pub(crate) struct PeerInfo {
 
 /// A turmoil TCP stream wrapped at the wiring point.
 pub(crate) struct SimConn {
-    stream: turmoil::net::TcpStream,
+    read: turmoil::net::tcp::OwnedReadHalf,
+    write: PollSender<Bytes>,
     info: PeerInfo,
 }
 
+/// Which end of a connection this is.
+pub(crate) struct End {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) me: Arc<str>,
+    pub(crate) peer: Arc<str>,
+    pub(crate) direction: Direction,
+}
+
 impl SimConn {
-    pub(crate) fn new(stream: turmoil::net::TcpStream, info: PeerInfo) -> Self {
-        Self { stream, info }
+    /// Wraps `stream` and starts the tap of the direction this end writes.
+    pub(crate) fn new(stream: turmoil::net::TcpStream, end: End) -> io::Result<Self> {
+        let (local, remote) = (stream.local_addr()?, stream.peer_addr()?);
+        let (client, server) = match end.direction {
+            Direction::ClientToServer => (local, remote),
+            Direction::ServerToClient => (remote, local),
+        };
+        let conn = end.shared.conns().id(client, server);
+        let (read, write) = stream.into_split();
+        let tap = DirectionTap::new(end.shared, conn, end.direction, end.me, end.peer.clone());
+        Ok(Self {
+            read,
+            write: PollSender::new(spawn_writer(tap, write)),
+            info: PeerInfo { peer: end.peer },
+        })
     }
 }
 
@@ -42,8 +71,12 @@ impl AsyncRead for SimConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        Pin::new(&mut self.read).poll_read(cx, buf)
     }
+}
+
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "connection closed")
 }
 
 impl AsyncWrite for SimConn {
@@ -52,14 +85,21 @@ impl AsyncWrite for SimConn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        ready!(self.write.poll_reserve(cx)).map_err(|_| closed())?;
+        self.write
+            .send_item(Bytes::copy_from_slice(buf))
+            .map_err(|_| closed())?;
+        Poll::Ready(Ok(buf.len()))
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // The writer task writes as soon as bytes are due.
+        Poll::Ready(Ok(()))
     }
 
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+    fn poll_shutdown(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Closing the channel lets the writer task drain, then shut down.
+        self.write.close();
+        Poll::Ready(Ok(()))
     }
 }

@@ -1,8 +1,9 @@
 //! The single wiring point: every simulated connection between hosts is
-//! opened or accepted here, so everything that observes or changes bytes on
-//! the wire attaches in one place.
+//! opened or accepted here, and every byte a host writes passes through the
+//! wire tap ([`tap`]) on its way out.
 
 mod conn;
+mod tap;
 
 use std::io;
 use std::sync::Arc;
@@ -11,27 +12,36 @@ use futures_util::Stream;
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Endpoint, Uri};
 
+use conn::End;
 pub(crate) use conn::{PeerInfo, SimConn};
 
 use crate::sim::Shared;
+use crate::wire::Direction;
 
 /// The port every sim server host listens on (gRPC's customary 50051).
 pub(crate) const PORT: u16 = 50051;
 
 /// Accepts connections on `host`'s listener, forever.
 pub(crate) async fn incoming(
+    shared: Arc<Shared>,
     host: Arc<str>,
 ) -> io::Result<impl Stream<Item = io::Result<SimConn>>> {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
     Ok(futures_util::stream::unfold(
-        (listener, host),
-        |(listener, host)| async move {
-            let accepted = listener.accept().await.map(|(stream, addr)| {
+        (listener, shared, host),
+        |(listener, shared, host)| async move {
+            let accepted = listener.accept().await.and_then(|(stream, addr)| {
                 let peer =
                     turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.ip().to_string());
-                SimConn::new(stream, PeerInfo { peer: peer.into() })
+                let end = End {
+                    shared: shared.clone(),
+                    me: host.clone(),
+                    peer: peer.into(),
+                    direction: Direction::ServerToClient,
+                };
+                SimConn::new(stream, end)
             });
-            Some((accepted, (listener, host)))
+            Some((accepted, (listener, shared, host)))
         },
     ))
 }
@@ -54,22 +64,22 @@ pub(crate) fn channel(
             .unwrap_or_else(|_| Endpoint::from_static("http://invalid-host-name:50051")),
     );
     let target: Arc<str> = to.into();
+    let me: Arc<str> = from.into();
+    let shared = shared.clone();
     endpoint.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
-        let target = target.clone();
+        let end = End {
+            shared: shared.clone(),
+            me: me.clone(),
+            peer: target.clone(),
+            direction: Direction::ClientToServer,
+        };
         async move {
             if !known {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("unknown host `{target}`"),
-                ));
+                let msg = format!("unknown host `{}`", end.peer);
+                return Err(io::Error::new(io::ErrorKind::NotFound, msg));
             }
-            let stream = turmoil::net::TcpStream::connect((&*target, PORT)).await?;
-            Ok::<_, io::Error>(TokioIo::new(SimConn::new(
-                stream,
-                PeerInfo {
-                    peer: target.clone(),
-                },
-            )))
+            let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT)).await?;
+            Ok::<_, io::Error>(TokioIo::new(SimConn::new(stream, end)?))
         }
     }))
 }

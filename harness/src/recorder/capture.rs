@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tracing::field::{Field, Visit};
 use tracing::span::Attributes;
+use tracing::subscriber::Interest;
 use tracing::{Event as TracingEvent, Id, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
@@ -15,7 +16,8 @@ use super::event::EventKind;
 use super::Recorder;
 
 /// Targets of the libraries under test: their own logs are noise in a trace
-/// (the wire tap records what they do on the wire instead).
+/// (the wire tap records what they do on the wire instead). `loona_hpack` is
+/// the wire tap's own HPACK decoder.
 const DEPENDENCY_TARGETS: &[&str] = &[
     "turmoil",
     "h2",
@@ -24,7 +26,16 @@ const DEPENDENCY_TARGETS: &[&str] = &[
     "tonic",
     "tower",
     "grpc_chaos",
+    "loona_hpack",
 ];
+
+fn is_dependency(target: &str) -> bool {
+    DEPENDENCY_TARGETS.iter().any(|t| {
+        target
+            .strip_prefix(t)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+    })
+}
 
 /// turmoil enters a span named `node` with field `name` while it runs a host.
 const TURMOIL_HOST_SPAN: &str = "node";
@@ -46,6 +57,16 @@ impl<S> Layer<S> for CaptureLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    /// Dependencies log at DEBUG/TRACE on every frame: turn their events
+    /// off at the call site, once, instead of filtering each one.
+    fn register_callsite(&self, meta: &'static tracing::Metadata<'static>) -> Interest {
+        if meta.is_event() && is_dependency(meta.target()) {
+            Interest::never()
+        } else {
+            Interest::always()
+        }
+    }
+
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         if attrs.metadata().name() != TURMOIL_HOST_SPAN {
             return;
@@ -60,10 +81,7 @@ where
     fn on_event(&self, event: &TracingEvent<'_>, ctx: Context<'_, S>) {
         let meta = event.metadata();
         let target = meta.target();
-        if DEPENDENCY_TARGETS
-            .iter()
-            .any(|t| target == *t || target.starts_with(&format!("{t}::")))
-        {
+        if is_dependency(target) {
             return;
         }
         let Some(host) = ctx.event_scope(event).and_then(|scope| {

@@ -63,6 +63,25 @@ impl Outcome {
     }
 }
 
+/// What the frame faults did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "fate", rename_all = "snake_case")]
+pub enum Fate {
+    /// Sent on as written.
+    Passed,
+    /// Removed from the byte stream.
+    Dropped,
+    /// Kept back until `until` (*simulated* time since the start of the
+    /// run); every later byte in that direction waits behind it.
+    Delayed {
+        /// When it is released.
+        #[serde(rename = "until_us", serialize_with = "micros")]
+        until: Duration,
+    },
+    /// Written by the harness, not by the sender's HTTP/2 stack.
+    Injected,
+}
+
 /// What happened. The variant names are the trace's verbs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -195,6 +214,52 @@ pub enum EventKind {
         /// The panic payload, when it was a string.
         message: String,
     },
+    /// An HTTP/2 frame a host wrote on a connection (recorded once, at the
+    /// sender, when it was written), and what the frame faults did with it.
+    Frame {
+        /// The connection (`c1, c2, …` in order of appearance).
+        conn: u32,
+        /// The receiving host.
+        to: String,
+        /// The stream id (0 for connection-level frames).
+        stream: u32,
+        /// The RFC 9113 frame type name (`HEADERS`, `RST_STREAM`).
+        frame: String,
+        /// The decoded payload, in the trace's words (`POST /tt.v1.Store/Save
+        /// grpc-timeout=380m`, `CANCEL`, `ack`).
+        detail: String,
+        /// What the frame faults did with it.
+        fate: Fate,
+        /// Connection-level noise the default render hides (SETTINGS ACK,
+        /// small WINDOW_UPDATEs) unless a fault touched it.
+        #[serde(skip)]
+        noise: bool,
+    },
+    /// A delayed or held frame left the sender.
+    FrameReleased {
+        /// The connection.
+        conn: u32,
+        /// The receiving host.
+        to: String,
+        /// The stream id.
+        stream: u32,
+        /// The frame type name.
+        frame: String,
+        /// How long it was kept back, *simulated* time.
+        #[serde(rename = "kept_us", serialize_with = "micros")]
+        kept: Duration,
+    },
+    /// Bytes on a connection that break RFC 9113; passed through untouched.
+    ProtocolError {
+        /// The connection.
+        conn: u32,
+        /// The receiving host.
+        to: String,
+        /// Byte offset in the sender's stream.
+        offset: u64,
+        /// What was wrong, naming the RFC 9113 section.
+        reason: String,
+    },
     /// A `tracing` event emitted inside a host.
     Log {
         /// `ERROR`, `WARN`, `INFO`, `DEBUG` or `TRACE`.
@@ -206,7 +271,7 @@ pub enum EventKind {
     },
 }
 
-fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 

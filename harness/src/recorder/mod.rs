@@ -21,6 +21,8 @@ pub(crate) struct Recorder {
     /// Simulated time of the driver loop, used when no host is running
     /// (host faults applied between steps), in nanoseconds.
     driver_clock_ns: AtomicU64,
+    /// Set when the run is over: nothing more is recorded.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -54,7 +56,15 @@ impl Recorder {
         self.push_at(at, host, kind);
     }
 
+    /// Stops recording: the world is being torn down.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
     pub(crate) fn push_at(&self, at: Duration, host: &str, kind: EventKind) {
+        if self.stopped.load(Ordering::Relaxed) {
+            return;
+        }
         self.state().events.push(Event {
             at,
             host: host.to_owned(),

@@ -2,6 +2,7 @@
 //! servers and client bodies, wired through the harness.
 
 mod builder;
+mod conns;
 mod host;
 mod run;
 mod shared;

@@ -1,11 +1,14 @@
 //! Running a scenario: register the hosts with turmoil, step the world,
 //! fire host faults on time, and hand back the trace.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
+use futures_util::FutureExt;
 use tracing_subscriber::layer::SubscriberExt;
 
+use super::shared::Rules;
 use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::handler::HandlerLayer;
@@ -32,11 +35,13 @@ impl Sim {
             clients,
             faults,
         } = self;
-        let mut rules = Vec::new();
+        let mut rules = Rules::default();
         let mut host_faults = Vec::new();
         for f in faults {
             match f.0 {
-                FaultKind::Handler(r) => rules.push(r),
+                FaultKind::Handler(r) => rules.handler.push(r),
+                FaultKind::Frame(r) => rules.frame.push(r),
+                FaultKind::Inject(i) => rules.inject.push(i),
                 FaultKind::Host(h) => host_faults.push(h),
             }
         }
@@ -71,8 +76,17 @@ impl Sim {
             });
         }
         let outcome = drive(&mut world, &shared, host_faults, config.duration);
-        drop(world); // drops every host: handlers still running are recorded as dropped
-        let trace = Trace::new(config.seed, shared.known_hosts(), shared.recorder.events());
+        // Tearing the world down drops every handler and call still going:
+        // that is the end of the run, not a cancellation, so leave them open.
+        shared.recorder.stop();
+        let ended = world.elapsed();
+        drop(world);
+        let trace = Trace::new(
+            config.seed,
+            shared.known_hosts(),
+            shared.recorder.events(),
+            ended,
+        );
         let problem = shared.take_problem();
         match (problem, outcome) {
             (Some(e), _) | (None, Err(e)) => Err(e.with_run(config.seed, Some(trace))),
@@ -91,16 +105,30 @@ fn register_server(
     let host: Arc<str> = name.as_str().into();
     world.host(name, move || {
         let (shared, host, setup) = (shared.clone(), host.clone(), setup.clone());
+        let serve = {
+            let (shared, host) = (shared.clone(), host.clone());
+            async move {
+                let server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
+                shared.check_services(&host, &server.services);
+                let routes = server.routes.routes();
+                let incoming = crate::net::incoming(shared.clone(), host.clone()).await?;
+                tonic::transport::Server::builder()
+                    .layer(HandlerLayer::new(host, shared))
+                    .serve_with_incoming(routes, incoming)
+                    .await?;
+                Ok::<(), Box<dyn std::error::Error>>(())
+            }
+        };
         async move {
-            let server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
-            shared.check_services(&host, &server.services);
-            let routes = server.routes.routes();
-            let incoming = crate::net::incoming(host.clone()).await?;
-            tonic::transport::Server::builder()
-                .layer(HandlerLayer::new(host, shared))
-                .serve_with_incoming(routes, incoming)
-                .await?;
-            Ok(())
+            // A server closure that panics or fails is the server's fault,
+            // not the client's that happened to be running: name it.
+            let message = match AssertUnwindSafe(serve).catch_unwind().await {
+                Ok(Ok(())) => "its server stopped".to_owned(),
+                Ok(Err(e)) => e.to_string(),
+                Err(panic) => crate::fault::handler::panic_message(&*panic),
+            };
+            shared.server_failed(&host, message.clone());
+            Err(message.into())
         }
     });
 }
@@ -138,10 +166,13 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
     match action {
         HostAction::Crash(h) => {
             rec.push(h, EventKind::HostCrashed);
+            // Code that runs as the host's tasks are dropped is the host's.
+            let _host = tracing::info_span!("node", name = h.as_str()).entered();
             world.crash(h.as_str());
         }
         HostAction::Restart(h) => {
             rec.push(h, EventKind::HostRestarted);
+            let _host = tracing::info_span!("node", name = h.as_str()).entered();
             world.bounce(h.as_str());
         }
         HostAction::Partition(a, b) => {

@@ -5,32 +5,39 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Kind};
-use crate::fault::HandlerRule;
+use std::time::Duration;
+
+use crate::fault::{FrameAction, FrameInfo, FrameRule, HandlerRule, Injection};
 use crate::recorder::Recorder;
+
+/// The faults that act inside hosts, as added to the sim.
+#[derive(Default)]
+pub(crate) struct Rules {
+    pub(crate) handler: Vec<HandlerRule>,
+    pub(crate) frame: Vec<FrameRule>,
+    pub(crate) inject: Vec<Injection>,
+}
 
 pub(crate) struct Shared {
     pub(crate) recorder: Arc<Recorder>,
     pub(crate) seed: u64,
     servers: Vec<String>,
     clients: Vec<String>,
-    rules: Vec<HandlerRule>,
+    rules: Rules,
+    conns: super::conns::Registry,
     problems: Mutex<Vec<Error>>,
     finished: Mutex<BTreeSet<String>>,
 }
 
 impl Shared {
-    pub(crate) fn new(
-        seed: u64,
-        servers: Vec<String>,
-        clients: Vec<String>,
-        rules: Vec<HandlerRule>,
-    ) -> Self {
+    pub(crate) fn new(seed: u64, servers: Vec<String>, clients: Vec<String>, rules: Rules) -> Self {
         Self {
             recorder: Arc::default(),
             seed,
             servers,
             clients,
             rules,
+            conns: super::conns::Registry::default(),
             problems: Mutex::default(),
             finished: Mutex::default(),
         }
@@ -66,7 +73,7 @@ impl Shared {
     /// Checks the host's handler faults against the services it serves
     /// (known only once its server closure has run).
     pub(crate) fn check_services(&self, host: &str, served: &[&'static str]) {
-        for rule in self.rules.iter().filter(|r| r.host == host) {
+        for rule in self.rules.handler.iter().filter(|r| r.host == host) {
             if let Some(service) = rule.service() {
                 if !served.contains(&service) {
                     self.problem(Error::new(Kind::UnknownService {
@@ -83,10 +90,44 @@ impl Shared {
     pub(crate) fn handler_rules(&self, host: &str, path: &str) -> Vec<HandlerRule> {
         let now = self.recorder.now();
         self.rules
+            .handler
             .iter()
             .filter(|r| r.matches(host, path, now))
             .cloned()
             .collect()
+    }
+
+    /// What the first matching frame fault does with a frame, if any.
+    pub(crate) fn frame_action(&self, frame: &FrameInfo<'_>) -> Option<FrameAction> {
+        self.rules
+            .frame
+            .iter()
+            .find(|r| r.applies(frame))
+            .map(|r| r.action)
+    }
+
+    /// Whether any frame fault exists (the tap then cuts the byte stream at
+    /// frame boundaries; otherwise it only watches).
+    pub(crate) fn has_frame_rules(&self) -> bool {
+        !self.rules.frame.is_empty() || !self.rules.inject.is_empty()
+    }
+
+    /// Injections into the direction `from` → `to` still due at or after `now`.
+    pub(crate) fn injections(&self, from: &str, to: &str, now: Duration) -> Vec<Injection> {
+        let mut due: Vec<Injection> = self
+            .rules
+            .inject
+            .iter()
+            .filter(|i| i.from == from && i.to == to && i.at >= now)
+            .cloned()
+            .collect();
+        due.sort_by_key(|i| i.at);
+        due
+    }
+
+    /// The connection registry (ids shared by both ends).
+    pub(crate) fn conns(&self) -> &super::conns::Registry {
+        &self.conns
     }
 
     pub(crate) fn note_panic(&self, host: &str, path: &str, message: &str) {
@@ -94,6 +135,13 @@ impl Shared {
             host: host.to_owned(),
             path: path.to_owned(),
             message: message.to_owned(),
+        }));
+    }
+
+    pub(crate) fn server_failed(&self, host: &str, message: String) {
+        self.problem(Error::new(Kind::ServerFailed {
+            host: host.to_owned(),
+            message,
         }));
     }
 

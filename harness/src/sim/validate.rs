@@ -32,8 +32,37 @@ impl Sim {
         for fault in &self.faults {
             match &fault.0 {
                 FaultKind::Host(h) => self.check_host_fault(h, &names, &unknown)?,
+                FaultKind::Frame(rule) => {
+                    let f = &rule.filter;
+                    for host in f.from.iter().chain(&f.to) {
+                        if !names.contains(host.as_str()) {
+                            return Err(unknown(host, "a frame fault".to_owned()));
+                        }
+                    }
+                    self.check_window(f.window)?;
+                }
+                FaultKind::Inject(i) => {
+                    for host in [&i.from, &i.to] {
+                        if !names.contains(host.as_str()) {
+                            return Err(unknown(host, "an injected frame".to_owned()));
+                        }
+                    }
+                    if i.at > self.config.duration {
+                        return Err(Error::new(Kind::FaultAfterEnd {
+                            fault: format!("frame injected from {} to {}", i.from, i.to),
+                            at: i.at,
+                            duration: self.config.duration,
+                        }));
+                    }
+                }
                 FaultKind::Handler(rule) => {
                     if !self.servers.iter().any(|(n, _)| *n == rule.host) {
+                        if self.clients.iter().any(|(n, _)| *n == rule.host) {
+                            return Err(Error::new(Kind::NotAServer {
+                                host: rule.host.clone(),
+                                fault: "Fault::handler".to_owned(),
+                            }));
+                        }
                         return Err(unknown(&rule.host, "a handler fault".to_owned()));
                     }
                     if !rule.method_is_well_formed() {

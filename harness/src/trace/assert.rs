@@ -145,7 +145,7 @@ impl Trace {
     /// after the work stopped mattering; see [`Orphan`]. Runs that were
     /// dropped (cancelled) are not orphans.
     pub fn orphans(&self) -> Vec<Orphan> {
-        let end_of_run = self.events.last().map(|e| e.at).unwrap_or_default();
+        let end_of_run = self.ended;
         self.runs
             .iter()
             .filter(|r| {

@@ -25,6 +25,9 @@ use crate::recorder::event::{CallId, Event, RunId};
 #[derive(Debug, Clone, Serialize)]
 pub struct Trace {
     seed: u64,
+    /// When the run ended, *simulated* µs since its start.
+    #[serde(rename = "ended_us", serialize_with = "crate::recorder::event::micros")]
+    ended: Duration,
     hosts: Vec<String>,
     events: Vec<Event>,
     #[serde(skip)]
@@ -34,10 +37,11 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub(crate) fn new(seed: u64, hosts: Vec<String>, events: Vec<Event>) -> Self {
+    pub(crate) fn new(seed: u64, hosts: Vec<String>, events: Vec<Event>, ended: Duration) -> Self {
         let (calls, runs) = views::build(&events);
         Self {
             seed,
+            ended,
             hosts,
             events,
             calls,
@@ -48,6 +52,13 @@ impl Trace {
     /// The seed of the run.
     pub fn seed(&self) -> u64 {
         self.seed
+    }
+
+    /// When the run ended (its last client body returned, or it failed),
+    /// *simulated* time since its start. Handlers and calls still going then
+    /// are left open in the trace: the end of the run is not a cancellation.
+    pub fn ended_at(&self) -> Duration {
+        self.ended
     }
 
     /// Every host of the run, sorted by name.

@@ -4,24 +4,52 @@
 use std::fmt::Write as _;
 
 use super::{fmt_duration, Trace};
-use crate::recorder::event::{Event, EventKind, Outcome};
+use crate::recorder::event::{Event, EventKind, Fate, Outcome};
 
 /// What the text render shows.
 ///
-/// The default hides `DEBUG` and `TRACE` log events from user code, so that
-/// snapshots change only when behaviour does; [`RenderOptions::everything`]
-/// shows every event.
-#[derive(Debug, Clone, Default)]
+/// The default shows calls, handler runs, faults, INFO and higher logs, and
+/// HTTP/2 frames except connection noise (SETTINGS ACKs and WINDOW_UPDATEs
+/// under 65,535 octets) that no fault touched, so that snapshots change
+/// only when behaviour does. [`RenderOptions::everything`] shows every
+/// event; [`RenderOptions::rpc_only`] leaves frames out.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RenderOptions {
     /// Show `DEBUG`/`TRACE` events captured from user code. Default: false.
     pub debug_logs: bool,
+    /// Show HTTP/2 frames at all. Default: true.
+    pub frames: bool,
+    /// Show connection noise frames no fault touched. Default: false.
+    pub noise: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        Self {
+            debug_logs: false,
+            frames: true,
+            noise: false,
+        }
+    }
 }
 
 impl RenderOptions {
     /// Every event.
     pub fn everything() -> Self {
-        Self { debug_logs: true }
+        Self {
+            debug_logs: true,
+            frames: true,
+            noise: true,
+        }
+    }
+
+    /// Calls, handler runs, faults and logs: no HTTP/2 frames.
+    pub fn rpc_only() -> Self {
+        Self {
+            frames: false,
+            ..Self::default()
+        }
     }
 }
 
@@ -51,6 +79,10 @@ impl Trace {
 
 fn shown(e: &Event, options: &RenderOptions) -> bool {
     match &e.kind {
+        EventKind::Frame { noise, fate, .. } => {
+            options.frames && (options.noise || !noise || *fate != Fate::Passed)
+        }
+        EventKind::FrameReleased { .. } | EventKind::ProtocolError { .. } => options.frames,
         EventKind::Log { level, .. } => options.debug_logs || !matches!(*level, "DEBUG" | "TRACE"),
         _ => true,
     }
@@ -154,6 +186,51 @@ fn line(e: &Event) -> (String, String) {
         EventKind::HandlerPanicked { run, path, message } => {
             (host, format!("{run} handler {path} panicked: {message:?}"))
         }
+        EventKind::Frame {
+            conn,
+            to,
+            stream,
+            frame,
+            detail,
+            fate,
+            ..
+        } => {
+            let mut text = format!("c{conn} s{stream} {frame}");
+            if !detail.is_empty() {
+                let _ = write!(text, " {detail}");
+            }
+            match fate {
+                Fate::Passed => {}
+                Fate::Dropped => text.push_str(" [dropped]"),
+                Fate::Delayed { until } => {
+                    let _ = write!(text, " [held until {}]", fmt_duration(*until));
+                }
+                Fate::Injected => text.push_str(" [injected]"),
+            }
+            (format!("{host}→{to}"), text)
+        }
+        EventKind::FrameReleased {
+            conn,
+            to,
+            stream,
+            frame,
+            kept,
+        } => (
+            format!("{host}→{to}"),
+            format!(
+                "c{conn} s{stream} {frame} released after {}",
+                fmt_duration(*kept)
+            ),
+        ),
+        EventKind::ProtocolError {
+            conn,
+            to,
+            offset,
+            reason,
+        } => (
+            format!("{host}→{to}"),
+            format!("c{conn} protocol error at byte {offset}: {reason}"),
+        ),
         EventKind::Log {
             level,
             target,

@@ -34,6 +34,9 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
             .await
             .expect_err("the store is slower than the budget");
         tracing::info!(code = ?status.code(), "player gave up");
+        // Stay a moment: the run's end must not be mistaken for the
+        // cancellation reaching the store.
+        tokio::time::sleep(ms(100)).await;
         Ok(())
     });
     sim.run()

@@ -166,7 +166,7 @@ async fn apply(rule: &HandlerRule, guard: &mut RunGuard) -> Option<Status> {
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

@@ -1,0 +1,107 @@
+//! The writer task of one connection direction: takes the bytes the host's
+//! HTTP/2 stack wrote, runs them through the tap, and writes them to the
+//! simulated socket in order, each when it is due.
+//!
+//! A task (not the write call itself) does this so that a kept-back frame
+//! leaves on a simulated timer even if the sender never writes again.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+use super::{DirectionTap, Out};
+use crate::fault::Injection;
+
+/// Chunks buffered between the HTTP/2 stack and the writer task. Small, so
+/// that a kept-back frame pushes back on the sender the way a full TCP
+/// send buffer would.
+const CHANNEL_CHUNKS: usize = 16;
+
+/// Starts the writer task of a direction on the current host's runtime and
+/// returns the sender its `AsyncWrite` feeds.
+pub(crate) fn spawn_writer(
+    tap: DirectionTap,
+    socket: turmoil::net::tcp::OwnedWriteHalf,
+) -> mpsc::Sender<Bytes> {
+    let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
+    tokio::spawn(run(tap, socket, rx));
+    tx
+}
+
+async fn run(
+    mut tap: DirectionTap,
+    mut socket: turmoil::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Bytes>,
+) {
+    let now = tap.shared().recorder.now();
+    let mut injections: VecDeque<Injection> =
+        tap.shared().injections(tap.from(), tap.to(), now).into();
+    let mut queue: VecDeque<Out> = VecDeque::new();
+    let mut open = true;
+    loop {
+        if write_due(&tap, &mut socket, &mut queue).await.is_err() {
+            return; // the peer is gone; the reader side reports it
+        }
+        let now = tap.shared().recorder.now();
+        // While a kept-back frame waits, take no more bytes: the sender
+        // feels it as a full send buffer (TCP keeps order).
+        let blocked = queue
+            .front()
+            .is_some_and(|o| o.release.is_some_and(|t| t > now));
+        if !open && queue.is_empty() {
+            let _ = socket.shutdown().await;
+            return;
+        }
+        let next_release = queue
+            .front()
+            .and_then(|o| o.release)
+            .map(|t| t.saturating_sub(now));
+        let next_injection = injections.front().map(|i| i.at.saturating_sub(now));
+        tokio::select! {
+            biased;
+            () = sleep(next_injection) => {
+                if let Some(i) = injections.pop_front() {
+                    tap.record_injected(&i.frame.bytes);
+                    queue.push_back(Out { bytes: Bytes::from(i.frame.bytes), release: None, kept: None });
+                }
+            }
+            () = sleep(next_release) => {}
+            chunk = rx.recv(), if open && !blocked => match chunk {
+                Some(bytes) => tap.on_bytes(&bytes, &mut queue),
+                None => open = false,
+            },
+        }
+    }
+}
+
+/// Sleeps for `d`, or forever for `None`.
+async fn sleep(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes every queued item that is due, in order; stops at the first that
+/// is not.
+async fn write_due(
+    tap: &DirectionTap,
+    socket: &mut turmoil::net::tcp::OwnedWriteHalf,
+    queue: &mut VecDeque<Out>,
+) -> std::io::Result<()> {
+    while let Some(front) = queue.front() {
+        let now = tap.shared().recorder.now();
+        if front.release.is_some_and(|t| t > now) {
+            break;
+        }
+        let Some(item) = queue.pop_front() else { break };
+        if let Some(kept) = &item.kept {
+            tap.record_release(kept);
+        }
+        socket.write_all(&item.bytes).await?;
+    }
+    Ok(())
+}

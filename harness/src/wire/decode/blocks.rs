@@ -1,0 +1,147 @@
+//! Field-block assembly (RFC 9113 §4.3, §6.2, §6.6, §6.10): HEADERS or
+//! PUSH_PROMISE plus CONTINUATIONs, held until END_HEADERS, then decoded and
+//! reported in wire order.
+
+use super::parse::{read_u31, Bad, Head};
+use super::{Decoder, Event};
+use crate::wire::frame::{flags, Detail, FrameType};
+use crate::wire::BlockKind;
+
+/// A field block waiting for END_HEADERS (RFC 9113 §6.10).
+pub(super) struct PendingBlock {
+    pub(super) head: Head,
+    pub(super) padded_len: Option<u8>,
+    /// PUSH_PROMISE only: the promised stream.
+    pub(super) promised: Option<u32>,
+    pub(super) fragment: Vec<u8>,
+    pub(super) continuations: Vec<Head>,
+    /// Wire octets so far, frame headers included.
+    pub(super) wire: u64,
+}
+
+impl Decoder {
+    /// HEADERS or PUSH_PROMISE: strip padding and priority, then hold the
+    /// fragment until END_HEADERS.
+    pub(super) fn start_block(
+        &mut self,
+        head: Head,
+        payload: &[u8],
+        out: &mut Vec<Event>,
+    ) -> Result<(), Bad> {
+        let fatal = |what: &str| {
+            Bad::Fatal(format!(
+                "{} on stream {} at offset {}: {what}",
+                head.ty, head.stream_id, head.offset
+            ))
+        };
+        let mut rest = payload;
+        let padded_len = if head.has(flags::PADDED) {
+            let (&pad, tail) = rest
+                .split_first()
+                .ok_or_else(|| fatal("PADDED with an empty payload (RFC 9113 §6.2, §6.6)"))?;
+            rest = tail;
+            Some(pad)
+        } else {
+            None
+        };
+        let promised = if head.ty == FrameType::PushPromise {
+            let id = rest.get(..4).map(read_u31).ok_or_else(|| {
+                fatal("payload too short for the promised stream id (RFC 9113 §6.6)")
+            })?;
+            rest = &rest[4..];
+            Some(id)
+        } else {
+            if head.has(flags::PRIORITY) {
+                rest = rest.get(5..).ok_or_else(|| {
+                    fatal("payload too short for the PRIORITY fields (RFC 9113 §6.2)")
+                })?;
+            }
+            None
+        };
+        if let Some(pad) = padded_len {
+            let keep = rest.len().checked_sub(usize::from(pad)).ok_or_else(|| {
+                fatal(
+                    "padding longer than the field block fragment (RFC 9113 §6.2: PROTOCOL_ERROR)",
+                )
+            })?;
+            rest = &rest[..keep];
+        }
+        self.pending = Some(PendingBlock {
+            head,
+            padded_len,
+            promised,
+            fragment: rest.to_vec(),
+            continuations: Vec::new(),
+            wire: head.wire_len(),
+        });
+        if head.has(flags::END_HEADERS) {
+            self.finish_block(out)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn continue_block(
+        &mut self,
+        head: Head,
+        payload: &[u8],
+        out: &mut Vec<Event>,
+    ) -> Result<(), Bad> {
+        let Some(block) = self.pending.as_mut() else {
+            // check_fatal rejects CONTINUATION without a pending block.
+            return Err(Bad::Fatal(
+                "CONTINUATION without a field block (RFC 9113 §6.10)".to_owned(),
+            ));
+        };
+        block.fragment.extend_from_slice(payload);
+        block.continuations.push(head);
+        block.wire += head.wire_len();
+        if head.has(flags::END_HEADERS) {
+            self.finish_block(out)?;
+        }
+        Ok(())
+    }
+
+    /// END_HEADERS reached: decode the block, then report the HEADERS (or
+    /// PUSH_PROMISE) frame and its CONTINUATIONs in wire order.
+    fn finish_block(&mut self, out: &mut Vec<Event>) -> Result<(), Bad> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let head = pending.head;
+        let mut block = self
+            .hpack
+            .decode(&pending.fragment, BlockKind::Request)
+            .map_err(|err| {
+                Bad::Fatal(format!(
+                    "{err} in the field block of {} on stream {} at offset {} (RFC 9113 §4.3: COMPRESSION_ERROR)",
+                    head.ty, head.stream_id, head.offset
+                ))
+            })?;
+        let end_headers = head.has(flags::END_HEADERS);
+        let detail = match pending.promised {
+            Some(promised_stream_id) => Detail::PushPromise {
+                promised_stream_id,
+                end_headers,
+                block: Box::new(block),
+            },
+            None => {
+                let end_stream = head.has(flags::END_STREAM);
+                block.kind =
+                    self.streams
+                        .classify(head.stream_id, end_stream, block.grpc_status.is_some());
+                Detail::Headers {
+                    end_stream,
+                    end_headers,
+                    padded_len: pending.padded_len,
+                    block: Box::new(block),
+                }
+            }
+        };
+        self.emit(out, head.frame(detail));
+        for cont in pending.continuations {
+            let end_headers = cont.has(flags::END_HEADERS);
+            self.emit(out, cont.frame(Detail::Continuation { end_headers }));
+        }
+        Ok(())
+    }
+}

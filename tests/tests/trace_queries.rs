@@ -1,0 +1,340 @@
+//! The trace's query API, its exports and its assertions, on the reference
+//! player → gateway → store chain.
+
+use std::time::Duration;
+
+use grpc_chaos::trace::{CallEnd, RenderOptions, RunEnd};
+use grpc_chaos::{Fault, Sim, Trace};
+use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
+use grpc_chaos_scenarios::services::pb::Rally;
+use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store, HIT, LOAD, SAVE};
+use tonic::Request;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// The gateway's think time before it calls the store.
+const THINK: Duration = Duration::from_millis(120);
+
+/// One story on the chain.
+struct Story {
+    mode: DeadlineMode,
+    /// A handler delay on the store's Save.
+    store_delay: Option<Duration>,
+    /// The player's deadline on Hit.
+    deadline: Duration,
+    /// How long the player stays after its call ended.
+    linger: Duration,
+}
+
+impl Story {
+    fn new(mode: DeadlineMode) -> Self {
+        Self {
+            mode,
+            store_delay: None,
+            deadline: ms(500),
+            linger: Duration::ZERO,
+        }
+    }
+
+    fn slow_store(mut self, delay: Duration) -> Self {
+        self.store_delay = Some(delay);
+        self
+    }
+
+    fn linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
+        self
+    }
+
+    fn run(&self) -> grpc_chaos::Result<Trace> {
+        let mut sim = Sim::builder().seed(7).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        let mode = self.mode;
+        sim.server("gateway", move |s| {
+            let store = s.channel("store");
+            s.add_service(Gateway::new(store, mode, THINK).into_server())
+        });
+        if let Some(delay) = self.store_delay {
+            sim.fault(Fault::handler("store").method(SAVE).delay(delay));
+        }
+        let (deadline, linger) = (self.deadline, self.linger);
+        sim.client("player", move |c| async move {
+            let mut req = Request::new(Rally {
+                match_id: "m1".into(),
+                player: "a".into(),
+                shots: 3,
+            });
+            req.set_timeout(deadline);
+            // Success or not, the trace tells; the assertions are outside.
+            let _ = ScoreboardClient::new(c.channel("gateway")).hit(req).await;
+            tokio::time::sleep(linger).await;
+            Ok(())
+        });
+        sim.run()
+    }
+}
+
+#[test]
+fn calls_and_runs_link_up_along_the_chain() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate).run()?;
+    let calls = trace.calls();
+    assert_eq!(calls.len(), 2, "{}", trace.render());
+    let hit: Vec<_> = trace.calls_from("player").collect();
+    let save: Vec<_> = trace.calls_from("gateway").collect();
+    assert_eq!((hit.len(), save.len()), (1, 1));
+    let (hit, save) = (hit[0], save[0]);
+    assert_eq!((hit.target.as_str(), hit.path.as_str()), ("gateway", HIT));
+    assert_eq!((save.target.as_str(), save.path.as_str()), ("store", SAVE));
+    assert_eq!(trace.calls_from("store").count(), 0);
+
+    assert_eq!(trace.handler_runs().len(), 2);
+    let gw: Vec<_> = trace.runs_on("gateway").collect();
+    let st: Vec<_> = trace.runs_on("store").collect();
+    assert_eq!((gw.len(), st.len()), (1, 1));
+    let (gw, st) = (gw[0], st[0]);
+    assert_eq!((gw.from.as_str(), gw.call), ("player", Some(hit.id)));
+    assert_eq!((st.from.as_str(), st.call), ("gateway", Some(save.id)));
+    // The save was made inside the gateway handler's own task.
+    assert_eq!((save.parent, save.parent_inferred), (Some(gw.id), false));
+    assert_eq!(hit.parent, None);
+
+    assert_eq!(trace.attempts("store", SAVE), 1);
+    assert_eq!(trace.attempts("store", LOAD), 0);
+    assert_eq!(trace.attempts("gateway", SAVE), 0);
+    assert!(matches!(&st.end, RunEnd::Finished { code: "OK", .. }));
+    assert_eq!(trace.call(save.id), Some(save));
+    assert_eq!(trace.run(st.id), Some(st));
+    Ok(())
+}
+
+#[test]
+fn spawned_downstream_call_gets_an_inferred_parent() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Fresh).run()?;
+    let save = trace.calls_from("gateway").next().expect("save call");
+    let gw = trace.runs_on("gateway").next().expect("gateway run");
+    assert_eq!((save.parent, save.parent_inferred), (Some(gw.id), true));
+    assert_eq!(save.timeout, None, "Fresh sends no grpc-timeout");
+    Ok(())
+}
+
+#[test]
+fn call_and_run_timings() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate).run()?;
+    let hit = &trace.calls()[0];
+    assert_eq!(hit.started, Duration::ZERO);
+    assert_eq!(hit.timeout, Some(ms(500)));
+    assert_eq!(hit.deadline(), Some(ms(500)));
+    assert!(hit.outcome().is_some_and(|o| o.is_ok()));
+    let latency = hit.latency().expect("ended");
+    assert!(
+        latency > THINK && latency < THINK + ms(20),
+        "latency {latency:?}"
+    );
+    assert_eq!(hit.gave_up_at(), None, "a successful call was not given up");
+
+    let gw = trace.runs_on("gateway").next().expect("run");
+    assert_eq!(gw.deadline(), Some(gw.started + ms(500)));
+    assert_eq!(gw.began(), gw.started, "no queue, so work began on arrival");
+    // The store's budget is what the gateway had left after thinking.
+    let st = trace.runs_on("store").next().expect("run");
+    let save = &trace.calls()[1];
+    assert_eq!(
+        save.timeout,
+        Some(gw.deadline().expect("deadline") - save.started)
+    );
+    // Each hop measures its deadline from its own arrival.
+    assert_eq!(
+        st.deadline(),
+        Some(st.started + save.timeout.expect("sent"))
+    );
+    Ok(())
+}
+
+#[test]
+fn given_up_call_records_when() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate)
+        .slow_store(ms(2000))
+        .linger(ms(100))
+        .run()?;
+    let hit = &trace.calls()[0];
+    let outcome = hit.outcome().expect("ended");
+    assert_eq!(outcome.spec_code, "DEADLINE_EXCEEDED");
+    assert_eq!(outcome.code, "CANCELLED", "what tonic reported");
+    let ended = hit.ended_at.expect("ended");
+    assert_eq!(hit.gave_up_at(), Some(ended));
+    assert!(ended >= ms(500) && ended < ms(510), "ended at {ended:?}");
+    // The gateway's call to the store was dropped with the gateway handler.
+    let save = &trace.calls()[1];
+    assert_eq!(save.end, CallEnd::Dropped);
+    assert_eq!(save.gave_up_at(), save.ended_at);
+    Ok(())
+}
+
+#[test]
+fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate).run()?;
+    let json: serde_json::Value =
+        serde_json::from_str(&trace.to_json()).expect("to_json is valid JSON");
+    assert_eq!(json["seed"], 7);
+    assert_eq!(
+        json["hosts"],
+        serde_json::json!(["gateway", "player", "store"])
+    );
+    let events = json["events"].as_array().expect("events array");
+    assert_eq!(events.len(), trace.events().len());
+    for (e, ours) in events.iter().zip(trace.events()) {
+        assert_eq!(e["at_us"].as_u64(), Some(ours.at.as_micros() as u64), "{e}");
+        assert_eq!(e["host"], ours.host.as_str());
+        assert!(e["event"].is_string(), "{e}");
+    }
+    let first = &events[0];
+    assert_eq!(first["event"], "call_started");
+    assert_eq!(first["path"], HIT);
+    assert_eq!(first["timeout_us"], 500_000);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    for kind in [
+        "call_started",
+        "call_ended",
+        "handler_started",
+        "handler_finished",
+        "log",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn write_to_writes_text_and_json() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate).run()?;
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("trace_queries")
+        .join("nested");
+    let _ = std::fs::remove_dir_all(&dir);
+    let [txt, json] = trace.write_to(&dir, "chain")?;
+    assert_eq!(txt, dir.join("chain.txt"));
+    assert_eq!(json, dir.join("chain.json"));
+    let txt = std::fs::read_to_string(txt)?;
+    let json = std::fs::read_to_string(json)?;
+    assert_eq!(txt, trace.render_with(&RenderOptions::everything()));
+    assert_eq!(json, trace.to_json() + "\n");
+    Ok(())
+}
+
+#[test]
+fn propagating_gateway_passes_the_deadline_check() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate).run()?;
+    trace.assert_deadline_propagated(["player", "gateway", "store"])?;
+    // With a slow store the whole chain still carries shrinking deadlines.
+    let slow = Story::new(DeadlineMode::Propagate)
+        .slow_store(ms(2000))
+        .run()?;
+    slow.assert_deadline_propagated(["player", "gateway", "store"])?;
+    Ok(())
+}
+
+#[test]
+fn fresh_gateway_fails_the_deadline_check_at_its_hop() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Fresh).run()?;
+    trace.assert_deadline_propagated(["player", "gateway"])?;
+    let v = trace
+        .assert_deadline_propagated(["player", "gateway", "store"])
+        .expect_err("the gateway dropped the deadline");
+    assert_eq!(v.rule(), "deadline propagation");
+    assert!(v.detail().contains("hop gateway→store"), "{v}");
+    assert!(v.detail().contains("carried no grpc-timeout"), "{v}");
+    assert!(v.detail().contains("r2"), "names the call: {v}");
+    // As an error, it is a violation.
+    let err = grpc_chaos::Error::from(v);
+    assert!(err.is_violation() && err.violation().is_some());
+    Ok(())
+}
+
+#[test]
+fn hop_without_traffic_is_a_violation() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate).run()?;
+    let v = trace
+        .assert_deadline_propagated(["player", "store"])
+        .expect_err("player never called store directly");
+    assert!(v.detail().contains("hop player→store"), "{v}");
+    assert!(
+        v.detail().contains("no call from player reached store"),
+        "{v}"
+    );
+    Ok(())
+}
+
+#[test]
+fn cancelled_chain_leaves_no_orphan_work() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate)
+        .slow_store(ms(2000))
+        .linger(ms(3000))
+        .run()?;
+    trace.assert_no_orphan_work()?;
+    assert!(trace.orphans().is_empty());
+    let st = trace.runs_on("store").next().expect("store run");
+    assert_eq!(st.end, RunEnd::Dropped, "{}", trace.render());
+    Ok(())
+}
+
+#[test]
+fn fresh_gateway_leaves_the_store_working_as_an_orphan() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Fresh)
+        .slow_store(ms(2000))
+        .linger(ms(3000))
+        .run()?;
+    let st = trace.runs_on("store").next().expect("store run").clone();
+    let v = trace
+        .assert_no_orphan_work()
+        .expect_err("the store kept saving after the player gave up");
+    assert_eq!(v.rule(), "orphan work");
+    let named = format!("{} {SAVE} on store (from gateway)", st.id);
+    assert!(v.detail().contains(&named), "{v}");
+
+    let orphans = trace.orphans();
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    let o = &orphans[0];
+    assert_eq!(o.run, st);
+    assert_eq!(o.abandoned_at, ms(500), "the player's deadline");
+    assert!(o.ran_on > ms(1000), "ran on {:?}", o.ran_on);
+    assert_eq!(o.ran_on, st.ended_at.expect("finished") - o.abandoned_at);
+    assert!(matches!(&st.end, RunEnd::Finished { code: "OK", .. }));
+    Ok(())
+}
+
+/// The player gives up and the run ends while the store, called with a
+/// fresh context, is still working: that work is orphaned just the same.
+#[test]
+fn orphan_work_still_running_at_the_end_is_reported() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Fresh).slow_store(ms(2000)).run()?;
+    let st = trace.runs_on("store").next().expect("store run");
+    assert!(
+        !matches!(st.end, RunEnd::Finished { .. }),
+        "the run ended before the store's delay did: {}",
+        trace.render()
+    );
+    assert_eq!(st.end, RunEnd::Running, "{}", trace.render());
+    assert!(trace.orphans().iter().any(|o| o.run.id == st.id));
+    assert!(trace.assert_no_orphan_work().is_err());
+    Ok(())
+}
+
+#[test]
+fn same_seed_gives_byte_identical_traces() -> grpc_chaos::Result {
+    let story = || {
+        Story::new(DeadlineMode::Fresh)
+            .slow_store(ms(300))
+            .linger(ms(500))
+            .run()
+    };
+    let (a, b) = (story()?, story()?);
+    assert_eq!(a.render(), b.render());
+    assert_eq!(
+        a.render_with(&RenderOptions::everything()),
+        b.render_with(&RenderOptions::everything())
+    );
+    assert_eq!(a.to_json(), b.to_json());
+    Ok(())
+}
