@@ -16,9 +16,11 @@ pub type Result<T = (), E = Error> = std::result::Result<T, E>;
 /// from a run, [`Error::seed`] and [`Error::trace`] give what is needed to
 /// reproduce and review it, and `Display` ends with `CHAOS_SEED=<n>`.
 pub struct Error {
-    kind: Kind,
+    // Boxed: an `Error` travels in every `Result` of a test; keep it small.
+    kind: Box<Kind>,
     seed: Option<u64>,
     trace: Option<Box<Trace>>,
+    artifact: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug)]
@@ -36,6 +38,10 @@ pub(crate) enum Kind {
     BadMethodPath {
         host: String,
         path: String,
+    },
+    /// `Sim::keepalive_policy` on a client host.
+    PolicyOnClient {
+        host: String,
     },
     UnknownService {
         host: String,
@@ -66,22 +72,36 @@ pub(crate) enum Kind {
         message: String,
     },
     Violation(Violation),
+    Nondeterministic {
+        line: usize,
+        left: String,
+        right: String,
+    },
     Io(std::io::Error),
 }
 
 impl Error {
     pub(crate) fn new(kind: Kind) -> Self {
         Self {
-            kind,
+            kind: Box::new(kind),
             seed: None,
             trace: None,
+            artifact: None,
         }
     }
 
+    /// Attaches the run's seed and trace, and writes the trace as a failure
+    /// artifact (see [`crate::trace::ARTIFACTS_ENV`]).
     pub(crate) fn with_run(mut self, seed: u64, trace: Option<Trace>) -> Self {
         self.seed = Some(seed);
+        self.artifact = trace.as_ref().and_then(crate::trace::write_artifacts);
         self.trace = trace.map(Box::new);
         self
+    }
+
+    /// Where the run's trace was written as a failure artifact, if it was.
+    pub fn artifact(&self) -> Option<&std::path::Path> {
+        self.artifact.as_deref()
     }
 
     /// The seed of the run, when the error came from one.
@@ -96,16 +116,18 @@ impl Error {
 
     /// A host name that no `Sim::server`/`Sim::client` registered.
     pub fn is_unknown_host(&self) -> bool {
-        matches!(self.kind, Kind::UnknownHost { .. })
+        matches!(*self.kind, Kind::UnknownHost { .. })
     }
 
     /// A scenario mistake other than an unknown host: duplicate host name,
-    /// bad method path, unknown service, a fault outside the run.
+    /// bad method path, unknown service, a fault outside the run, a
+    /// keepalive policy on a client host or twice on one host.
     pub fn is_misconfigured(&self) -> bool {
         matches!(
-            self.kind,
+            *self.kind,
             Kind::DuplicateHost(_)
                 | Kind::NotAServer { .. }
+                | Kind::PolicyOnClient { .. }
                 | Kind::BadMethodPath { .. }
                 | Kind::UnknownService { .. }
                 | Kind::FaultAfterEnd { .. }
@@ -115,27 +137,33 @@ impl Error {
 
     /// The run reached its duration with clients still pending.
     pub fn is_timeout(&self) -> bool {
-        matches!(self.kind, Kind::Timeout { .. })
+        matches!(*self.kind, Kind::Timeout { .. })
     }
 
     /// A client body returned an error (or panicked).
     pub fn is_client_failure(&self) -> bool {
-        matches!(self.kind, Kind::ClientFailed { .. })
+        matches!(*self.kind, Kind::ClientFailed { .. })
     }
 
     /// A handler panicked during the run.
     pub fn is_handler_panic(&self) -> bool {
-        matches!(self.kind, Kind::HandlerPanicked { .. })
+        matches!(*self.kind, Kind::HandlerPanicked { .. })
     }
 
     /// A trace assertion failed; [`Error::violation`] has the details.
     pub fn is_violation(&self) -> bool {
-        matches!(self.kind, Kind::Violation(_))
+        matches!(*self.kind, Kind::Violation(_))
+    }
+
+    /// Two runs of the same scenario and seed differed
+    /// ([`crate::check::check_determinism`]).
+    pub fn is_nondeterministic(&self) -> bool {
+        matches!(*self.kind, Kind::Nondeterministic { .. })
     }
 
     /// The failed trace assertion, if that is what this is.
     pub fn violation(&self) -> Option<&Violation> {
-        match &self.kind {
+        match &*self.kind {
             Kind::Violation(v) => Some(v),
             _ => None,
         }
@@ -170,6 +198,10 @@ impl fmt::Display for Kind {
                 f,
                 "{fault}: `{host}` is a client host; only server hosts have handlers and can crash or restart"
             ),
+            Kind::PolicyOnClient { host } => write!(
+                f,
+                "Sim::keepalive_policy: `{host}` is a client host; only server hosts receive PINGs to police"
+            ),
             Kind::BadMethodPath { host, path } => write!(
                 f,
                 "handler fault on `{host}`: method path `{path}` is not of the form /package.Service/Method"
@@ -203,6 +235,10 @@ impl fmt::Display for Kind {
                 "server host `{host}` failed: {message}; its Sim::server closure or serve loop must not panic or return an error"
             ),
             Kind::Violation(v) => write!(f, "{v}"),
+            Kind::Nondeterministic { line, left, right } => write!(
+                f,
+                "two runs with the same seed differ at line {line} of the trace:\n  first:  {left}\n  second: {right}\nsee the README's \"Seeds and reproducing failures\" for the known sources"
+            ),
             Kind::Io(e) => write!(f, "writing the trace failed: {e}"),
         }
     }
@@ -222,6 +258,9 @@ impl fmt::Display for Error {
         if let Some(seed) = self.seed {
             write!(f, " (reproduce with CHAOS_SEED={seed})")?;
         }
+        if let Some(dir) = &self.artifact {
+            write!(f, "; trace in {}", dir.display())?;
+        }
         Ok(())
     }
 }
@@ -235,7 +274,7 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
+        match &*self.kind {
             Kind::Io(e) => Some(e),
             Kind::Violation(v) => Some(v),
             _ => None,

@@ -24,6 +24,7 @@
 //!
 //! [turmoil]: https://docs.rs/turmoil
 
+pub mod check;
 mod client;
 pub mod deadline;
 mod error;
@@ -41,6 +42,6 @@ pub use client::{Channel, RecordedBody, ResponseFuture};
 pub use error::{Error, Result};
 pub use fault::Fault;
 pub use recorder::event::{CallId, Event, EventKind, Outcome, RunId};
-pub use sim::{defaults, ClientResult, Host, ServerHost, Sim, SimBuilder, SEED_ENV};
+pub use sim::{defaults, ClientResult, Host, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV};
 pub use spec::spec_code;
 pub use trace::{fmt_duration, Trace};

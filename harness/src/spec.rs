@@ -18,9 +18,12 @@ pub mod rules {
     /// peer crashed, keepalive timeout on a flowing stream) as UNKNOWN; the
     /// spec lists connection failures under UNAVAILABLE (statuscodes.md).
     pub const CONNECTION: &str = "connection failed: spec UNAVAILABLE (statuscodes.md)";
-    /// tonic reports a stream refused by GOAWAY (above last-stream-id) as
-    /// INTERNAL; RFC 9113 §6.8 says such a stream was not processed and is
-    /// safe to retry, which gRPC maps to UNAVAILABLE.
+    /// tonic reports a stream refused by GOAWAY(NO_ERROR) (its id above the
+    /// GOAWAY's last-stream-id) as INTERNAL "h2 protocol error: http2
+    /// error": it maps the h2 reason NO_ERROR to INTERNAL as it would for
+    /// an RST_STREAM(NO_ERROR). RFC 9113 §6.8 says such a stream was not
+    /// processed and is safe to retry, which gRPC maps to UNAVAILABLE
+    /// (`PROTOCOL-HTTP2.md`, GOAWAY; statuscodes.md).
     pub const GOAWAY: &str = "stream not processed before GOAWAY: spec UNAVAILABLE (RFC 9113 §6.8)";
 }
 
@@ -65,7 +68,11 @@ pub fn classify(status: &Status) -> (Code, Option<&'static str>) {
         Code::Unknown if is_connection_failure(message) => {
             (Code::Unavailable, Some(rules::CONNECTION))
         }
-        Code::Internal if message.contains("GOAWAY") || message.contains("go away") => {
+        Code::Internal
+            if message.contains("GOAWAY")
+                || message.contains("go away")
+                || refused_by_goaway(status) =>
+        {
             (Code::Unavailable, Some(rules::GOAWAY))
         }
         code => (code, None),
@@ -78,6 +85,26 @@ pub fn classify(status: &Status) -> (Code, Option<&'static str>) {
 /// while the trace still shows what tonic said.
 pub fn spec_code(status: &Status) -> Code {
     classify(status).0
+}
+
+/// Whether the status comes from the peer's GOAWAY(NO_ERROR) failing the
+/// stream. tonic's message does not say (it is `h2 protocol error: http2
+/// error` for every h2 reason), so this reads the error chain tonic keeps as
+/// the status's source: h2 0.4 renders a GOAWAY received from the peer as
+/// `connection error received: <reason>`, and NO_ERROR as `not a result of
+/// an error`. h2 fails a stream with a *graceful* GOAWAY only when the
+/// stream was above last-stream-id (or was opened after the GOAWAY):
+/// streams at or below it run on (h2 `Streams::recv_go_away`), so such a
+/// stream was never processed.
+fn refused_by_goaway(status: &Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        if e.to_string() == "connection error received: not a result of an error" {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// tonic's messages for transport failures on an open stream
@@ -121,5 +148,42 @@ mod tests {
     #[test]
     fn application_unknown_is_kept() {
         assert_eq!(classify(&Status::unknown("bad score")).0, Code::Unknown);
+    }
+
+    /// An error that displays as `text`, standing in for the h2 error at
+    /// the end of the chain tonic keeps.
+    #[derive(Debug)]
+    struct H2Like(&'static str);
+
+    impl std::fmt::Display for H2Like {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for H2Like {}
+
+    fn internal_from(h2: &'static str) -> Status {
+        let mut s = Status::internal("h2 protocol error: http2 error");
+        s.set_source(std::sync::Arc::new(H2Like(h2)));
+        s
+    }
+
+    #[test]
+    fn graceful_goaway_above_last_stream_id_is_unavailable() {
+        let s = internal_from("connection error received: not a result of an error");
+        assert_eq!(classify(&s), (Code::Unavailable, Some(rules::GOAWAY)));
+    }
+
+    #[test]
+    fn reset_with_no_error_stays_internal() {
+        // RST_STREAM(NO_ERROR) without a status: PROTOCOL-HTTP2.md maps it
+        // to INTERNAL, as tonic does.
+        let s = internal_from("stream error received: not a result of an error");
+        assert_eq!(classify(&s), (Code::Internal, None));
+        assert_eq!(
+            classify(&Status::internal("h2 protocol error: http2 error")),
+            (Code::Internal, None)
+        );
     }
 }

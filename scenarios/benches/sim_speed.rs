@@ -25,10 +25,16 @@
 //!    over an in-memory `tokio::io::duplex` pipe in one ordinary
 //!    current-thread tokio runtime — tonic's own cost with no network, no
 //!    simulation and no recording. The ratio anchor/harness is the overhead
-//!    factor of running a call inside grpc-chaos.
+//!    factor of running a call inside grpc-chaos. A second line (not one of
+//!    the anchors) serves and calls the same Store with tonic over
+//!    bare turmoil TCP, same tick and latency, so the factor splits into
+//!    what turmoil costs and what grpc-chaos's wiring and recording cost.
+//!    The harness line also says how much wall time came after the client
+//!    returned (tearing down, building the `Trace`), which should stay
+//!    small and linear in the number of calls.
 //!
-//! Both figures of a row are end to end: building the world, connecting,
-//! the calls, and (for the harness) handing back the trace.
+//! Every figure is end to end: building the world, connecting, the calls,
+//! and (for the harness) handing back the trace.
 //!
 //! Every figure is the fastest of `BENCH_REPEAT` runs (default 3), harness
 //! and anchors alternating, because the machines this runs on are shared
@@ -40,11 +46,15 @@
 //!
 //! Wall time is measured with `std::time::Instant`. That is fine here, and
 //! only here: it is read outside the simulation, around `Sim::run` and
-//! `turmoil::Sim::run`, never by code running on a simulated host.
+//! `turmoil::Sim::run`; the one reading inside a simulated host (the moment
+//! the calls client returns) is only reported, never acted on, so it
+//! cannot change what the simulation does.
 
 use std::cell::Cell;
 use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -54,6 +64,8 @@ use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, Rally};
 use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tonic::transport::server::Connected;
 use tonic::transport::{Endpoint, Server, Uri};
 
 /// Ticks the idle story runs at.
@@ -102,7 +114,13 @@ fn main() {
         detail("  bare turmoil, 1 host + 1 client", &anchor, "sim s");
         detail("  bare turmoil, 2 hosts + 1 client", &same_hosts, "sim s");
     }
-    let [harness, anchor] = best_of(repeat, || [harness_calls(calls), duplex_calls(calls)]);
+    let [harness, anchor, bare] = best_of(repeat, || {
+        [
+            harness_calls(calls),
+            duplex_calls(calls),
+            turmoil_calls(calls),
+        ]
+    });
     // anchor / harness: how many times slower a call is in the harness.
     row(
         &format!("{calls} unary Store/Load: calls / wall s"),
@@ -110,11 +128,18 @@ fn main() {
         &anchor,
         anchor.rate() / harness.rate(),
     );
+    row(
+        "  (tonic on bare turmoil, same tick + latency)",
+        &harness,
+        &bare,
+        bare.rate() / harness.rate(),
+    );
     detail("  grpc-chaos (tick 1ms)", &harness, "calls");
     detail("  tonic over tokio::io::duplex", &anchor, "calls");
+    detail("  tonic on bare turmoil (tick 1ms)", &bare, "calls");
     println!();
     println!("ratio: idle rows  = grpc-chaos / bare turmoil (1.00x = no overhead)");
-    println!("       calls row  = tonic over duplex / grpc-chaos (overhead factor)");
+    println!("       calls rows = anchor / grpc-chaos (overhead factor)");
 }
 
 /// One measured run: `amount` units (simulated seconds, or calls) in `wall`.
@@ -220,7 +245,15 @@ fn harness_idle(tick: Duration, idle: Duration) -> Figure {
     Figure {
         amount: span.0.get().as_secs_f64(),
         wall,
-        note: format!(", {} trace events", trace.events().len()),
+        note: format!(
+            ", {} trace events, {} PING frames (ping + ack)",
+            trace.events().len(),
+            trace
+                .render()
+                .lines()
+                .filter(|l| l.contains(" PING"))
+                .count()
+        ),
     }
 }
 
@@ -266,6 +299,12 @@ fn harness_calls(calls: u64) -> Figure {
         .build();
     sim.server("store", |s| s.add_service(Store::default().into_server()));
     let out = span.clone();
+    // The wall-clock moment the client body returned, so the time spent
+    // after it (tearing the world down, building the trace) shows apart.
+    // Reading the wall clock inside a simulated host is wrong in a story;
+    // here it is only observed, never acted on.
+    let body_done = Rc::new(Cell::new(None::<Instant>));
+    let done = body_done.clone();
     sim.client("bench", move |c| async move {
         let start = tokio::time::Instant::now();
         let mut client = StoreClient::new(c.channel("store"));
@@ -277,12 +316,14 @@ fn harness_calls(calls: u64) -> Figure {
                 .await?;
         }
         out.0.set(start.elapsed());
+        done.set(Some(Instant::now()));
         Ok(())
     });
     let wall = Instant::now();
     let trace = sim
         .run()
         .unwrap_or_else(|e| panic!("calls story failed: {e}"));
+    let after_body = body_done.get().map(|t| t.elapsed()).unwrap_or_default();
     let wall = wall.elapsed();
     let recorded = trace.calls_from("bench").count();
     assert_eq!(
@@ -293,9 +334,10 @@ fn harness_calls(calls: u64) -> Figure {
         amount: calls as f64,
         wall,
         note: format!(
-            " ({:.1} sim s, {} trace events)",
+            " ({:.1} sim s, {} trace events; {:.3} s of it after the client returned)",
             span.0.get().as_secs_f64(),
-            trace.events().len()
+            trace.events().len(),
+            after_body.as_secs_f64()
         ),
     }
 }
@@ -345,5 +387,102 @@ fn duplex_calls(calls: u64) -> Figure {
         amount: calls as f64,
         wall: wall.elapsed(),
         note: String::new(),
+    }
+}
+
+/// Not one of the anchors, but it splits the calls overhead in two:
+/// tonic served and called over plain turmoil TCP, with the tick and link
+/// latency grpc-chaos uses, and none of its wiring, recording or layers.
+fn turmoil_calls(calls: u64) -> Figure {
+    let done = Rc::new(Cell::new(0u64));
+    let room = Duration::from_millis(10) * u32::try_from(calls).unwrap_or(u32::MAX);
+    let latency = grpc_chaos::defaults::LATENCY;
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(SEED)
+        .tick_duration(grpc_chaos::defaults::TICK)
+        .min_message_latency(latency)
+        .max_message_latency(latency)
+        .simulation_duration(room + Duration::from_secs(60))
+        .build();
+    sim.host("store", || async {
+        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+        let incoming = futures_util::stream::unfold(listener, |listener| async move {
+            let conn = listener.accept().await.map(|(stream, _)| TurmoilIo(stream));
+            Some((conn, listener))
+        });
+        Server::builder()
+            .add_service(Store::default().into_server())
+            .serve_with_incoming(incoming)
+            .await?;
+        Ok(())
+    });
+    let out = done.clone();
+    sim.client("bench", async move {
+        let channel = Endpoint::from_static("http://store:50051")
+            .connect_with_connector(tower::service_fn(|_: Uri| async {
+                let stream = turmoil::net::TcpStream::connect(("store", PORT)).await?;
+                Ok::<_, io::Error>(TokioIo::new(stream))
+            }))
+            .await?;
+        let mut client = StoreClient::new(channel);
+        for _ in 0..calls {
+            client
+                .load(LoadRequest {
+                    match_id: "m1".into(),
+                })
+                .await?;
+            out.set(out.get() + 1);
+        }
+        Ok(())
+    });
+    let wall = Instant::now();
+    sim.run()
+        .unwrap_or_else(|e| panic!("tonic on bare turmoil failed: {e}"));
+    let wall = wall.elapsed();
+    assert_eq!(done.get(), calls, "every call should have been made");
+    Figure {
+        amount: calls as f64,
+        wall,
+        note: String::new(),
+    }
+}
+
+/// The port the bare-turmoil store listens on.
+const PORT: u16 = 50051;
+
+/// A turmoil TCP stream tonic's server can accept: it needs `Connected`.
+struct TurmoilIo(turmoil::net::TcpStream);
+
+impl Connected for TurmoilIo {
+    type ConnectInfo = ();
+
+    fn connect_info(&self) -> Self::ConnectInfo {}
+}
+
+impl AsyncRead for TurmoilIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TurmoilIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
     }
 }

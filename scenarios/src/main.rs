@@ -5,6 +5,7 @@
 //! grpc-chaos list
 //! grpc-chaos run --all [--seed N] [--out DIR]
 //! grpc-chaos run deadline-chain slow-dependency
+//! grpc-chaos sweep store-restart --seeds 1..200 --jitter-ms 2
 //! ```
 
 use std::path::PathBuf;
@@ -30,6 +31,33 @@ enum Command {
     List,
     /// Run stories and print a verdict for each.
     Run(RunArgs),
+    /// Run one story over many seeds, with latency jitter so that seeds
+    /// differ, and list the seeds whose verdict failed.
+    Sweep(SweepArgs),
+}
+
+#[derive(Args)]
+struct SweepArgs {
+    /// The story (see `grpc-chaos list`).
+    name: String,
+    /// Seeds to run, `FIRST..END` (END excluded).
+    #[arg(long, default_value = "0..100", value_parser = parse_range)]
+    seeds: std::ops::Range<u64>,
+    /// Latency jitter per message, in milliseconds of simulated time.
+    #[arg(long, default_value_t = 2)]
+    jitter_ms: u64,
+}
+
+fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}` is not a range like 1..500"))?;
+    let parse = |x: &str| x.trim().parse::<u64>().map_err(|e| format!("`{x}`: {e}"));
+    let (a, b) = (parse(a)?, parse(b)?);
+    if a >= b {
+        return Err(format!("`{s}` is empty"));
+    }
+    Ok(a..b)
 }
 
 #[derive(Args)]
@@ -49,14 +77,56 @@ struct RunArgs {
 }
 
 fn main() -> ExitCode {
+    // The CLI writes every trace under --out; the test-failure copies under
+    // target/grpc-chaos/<test>/ would only duplicate them.
+    std::env::set_var(grpc_chaos::trace::ARTIFACTS_ENV, "0");
     match Cli::parse().command {
         Command::List => {
             for s in catalog::all() {
-                println!("{:<18} {:<26} {}", s.name, s.source, s.checks);
+                println!("{:<24} {:<26} {}", s.name, s.source, s.checks);
             }
             ExitCode::SUCCESS
         }
         Command::Run(args) => run(&args),
+        Command::Sweep(args) => sweep(&args),
+    }
+}
+
+fn sweep(args: &SweepArgs) -> ExitCode {
+    let Some(story) = catalog::find(&args.name) else {
+        let names: Vec<_> = catalog::all().iter().map(|s| s.name).collect();
+        eprintln!(
+            "unknown story `{}`; the catalog has: {}",
+            args.name,
+            names.join(", ")
+        );
+        return ExitCode::from(2);
+    };
+    // Read by SimBuilder's default: every run of the story gets the jitter.
+    std::env::set_var(grpc_chaos::JITTER_ENV, (args.jitter_ms * 1000).to_string());
+    let bar = indicatif::ProgressBar::new(args.seeds.end - args.seeds.start);
+    let report = grpc_chaos::check::sweep(args.seeds.clone(), |seed| {
+        bar.inc(1);
+        match story.run(seed).0.verdict {
+            Verdict::Pass => Ok(()),
+            Verdict::Fail(why) => Err(grpc_chaos::Error::from(
+                grpc_chaos::trace::Violation::custom(story.name, why),
+            )),
+        }
+    });
+    bar.finish_and_clear();
+    println!("{}: {}", story.name, report.summary());
+    for (seed, _) in &report.failures {
+        println!(
+            "  replay: CHAOS_JITTER_US={} grpc-chaos run {} --seed {seed}",
+            args.jitter_ms * 1000,
+            story.name
+        );
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
@@ -73,7 +143,7 @@ fn run(args: &RunArgs) -> ExitCode {
         }
     };
     let seed = args.seed.unwrap_or(grpc_chaos::defaults::SEED);
-    println!("{:<18} {:<7} what happened", "story", "verdict");
+    println!("{:<24} {:<7} what happened", "story", "verdict");
     let mut failed = 0;
     for story in &stories {
         let (report, trace) = story.run(seed);
@@ -84,17 +154,17 @@ fn run(args: &RunArgs) -> ExitCode {
                 "FAIL".to_owned()
             }
         };
-        println!("{:<18} {:<7} {}", story.name, verdict, report.happened);
-        println!("{:<26} checks: {}", "", story.checks);
+        println!("{:<24} {:<7} {}", story.name, verdict, report.happened);
+        println!("{:<32} checks: {}", "", story.checks);
         if let Verdict::Fail(why) = &report.verdict {
-            println!("{:<26} failed: {why}", "");
+            println!("{:<32} failed: {why}", "");
         }
         for f in &report.findings {
-            println!("{:<26} finding: {f}", "");
+            println!("{:<32} finding: {f}", "");
         }
         if let Some(trace) = trace {
             match trace.write_to(&args.out, story.name) {
-                Ok([txt, _]) => println!("{:<26} trace: {}", "", txt.display()),
+                Ok([txt, _]) => println!("{:<32} trace: {}", "", txt.display()),
                 Err(e) => eprintln!("could not write the trace of {}: {e}", story.name),
             }
         }

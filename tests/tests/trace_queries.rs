@@ -305,10 +305,15 @@ fn fresh_gateway_leaves_the_store_working_as_an_orphan() -> grpc_chaos::Result {
 }
 
 /// The player gives up and the run ends while the store, called with a
-/// fresh context, is still working: that work is orphaned just the same.
+/// fresh context, is still working: that work is orphaned just the same,
+/// once the run lasted long enough past the give-up for a cancellation to
+/// have arrived (`ORPHAN_GRACE`).
 #[test]
 fn orphan_work_still_running_at_the_end_is_reported() -> grpc_chaos::Result {
-    let trace = Story::new(DeadlineMode::Fresh).slow_store(ms(2000)).run()?;
+    let trace = Story::new(DeadlineMode::Fresh)
+        .slow_store(ms(2000))
+        .linger(ms(100))
+        .run()?;
     let st = trace.runs_on("store").next().expect("store run");
     assert!(
         !matches!(st.end, RunEnd::Finished { .. }),
@@ -318,6 +323,19 @@ fn orphan_work_still_running_at_the_end_is_reported() -> grpc_chaos::Result {
     assert_eq!(st.end, RunEnd::Running, "{}", trace.render());
     assert!(trace.orphans().iter().any(|o| o.run.id == st.id));
     assert!(trace.assert_no_orphan_work().is_err());
+    Ok(())
+}
+
+/// A run that ends right after the player gives up cannot tell a handler
+/// whose cancellation is still in flight from an orphan: within
+/// `ORPHAN_GRACE` of the end it is not reported.
+#[test]
+fn a_handler_abandoned_just_before_the_end_is_not_called_an_orphan() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Fresh).slow_store(ms(2000)).run()?;
+    let st = trace.runs_on("store").next().expect("store run");
+    assert_eq!(st.end, RunEnd::Running, "{}", trace.render());
+    assert!(trace.ended_at() < ms(500) + grpc_chaos::trace::ORPHAN_GRACE);
+    assert!(trace.orphans().is_empty(), "{:?}", trace.orphans());
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use tonic::Code;
 
 pub(crate) use frame::{FrameAction, FrameInfo, FrameRule, Injection};
 pub use frame::{FrameFault, Inject, InjectAt};
-pub(crate) use handler::{Action, HandlerRule};
+pub(crate) use handler::{Action, HandlerRule, Reply};
 pub(crate) use host::{HostAction, HostFault};
 
 /// A fault to inject into a run; add it with [`Sim::fault`](crate::Sim::fault).
@@ -128,6 +128,7 @@ impl Fault {
             host: host.into(),
             method: None,
             window: None,
+            reply: Reply::default(),
         }
     }
 }
@@ -139,9 +140,30 @@ pub struct HandlerFault {
     host: String,
     method: Option<String>,
     window: Option<(Duration, Duration)>,
+    reply: Reply,
 }
 
 impl HandlerFault {
+    /// For [`HandlerFault::abort`] and [`HandlerFault::fail_first`]: sends
+    /// `grpc-retry-pushback-ms: <ms>` with the failure (gRFC A6
+    /// "Pushback"): a value ≥ 0 asks a retrying client to wait exactly that
+    /// many milliseconds (*simulated* time) before the next attempt; a
+    /// negative one asks it not to retry. Default: no pushback.
+    pub fn pushback_ms(mut self, ms: i64) -> Self {
+        self.reply.pushback_ms = Some(ms);
+        self
+    }
+
+    /// For [`HandlerFault::abort`] and [`HandlerFault::fail_first`]: sends
+    /// response headers first and the status in trailers, instead of a
+    /// trailers-only response. The client has then seen the server answer:
+    /// the call is *committed* and grpc-go does not retry it (seed 000 §5).
+    /// Default: trailers-only.
+    pub fn after_headers(mut self) -> Self {
+        self.reply.after_headers = true;
+        self
+    }
+
     /// Only requests for this method path, `/package.Service/Method`
     /// (default: every method of the host). A path of another shape, or of
     /// a service the host does not serve, is an error from
@@ -165,9 +187,11 @@ impl HandlerFault {
     }
 
     /// Answers each matching request with `code` and `message` as a
-    /// trailers-only response, without running the handler.
+    /// trailers-only response (or as [`HandlerFault::after_headers`] and
+    /// [`HandlerFault::pushback_ms`] say), without running the handler.
     pub fn abort(self, code: Code, message: impl Into<String>) -> Fault {
-        self.action(Action::Abort(code, message.into()))
+        let reply = self.reply;
+        self.action(Action::Abort(code, message.into(), reply))
     }
 
     /// Never answers matching requests: the handler is not run and the
@@ -177,9 +201,12 @@ impl HandlerFault {
     }
 
     /// Answers the first `n` matching requests with `code` (trailers-only,
-    /// message `"injected failure i/n"`); later ones run normally.
+    /// message `"injected failure i/n"`; or as
+    /// [`HandlerFault::after_headers`] and [`HandlerFault::pushback_ms`]
+    /// say); later ones run normally.
     pub fn fail_first(self, n: u32, code: Code) -> Fault {
-        self.action(Action::FailFirst(n, code))
+        let reply = self.reply;
+        self.action(Action::FailFirst(n, code, reply))
     }
 
     /// Lets at most `n` matching requests run at once; the rest wait in

@@ -11,8 +11,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
-use super::tap::{spawn_writer, DirectionTap};
-use crate::sim::Shared;
+use super::tap::{spawn_writer, DirectionTap, KeepaliveConn};
+use crate::sim::{lock_conn, ConnState, Shared, SharedConn};
 use crate::wire::Direction;
 
 /// What a server handler learns about its connection (available as a request
@@ -28,6 +28,9 @@ pub(crate) struct SimConn {
     read: turmoil::net::tcp::OwnedReadHalf,
     write: PollSender<Bytes>,
     info: PeerInfo,
+    /// Server end of a connection under a keepalive policy: reads end when
+    /// the policy closes the connection.
+    policed: Option<SharedConn>,
 }
 
 /// Which end of a connection this is.
@@ -46,13 +49,34 @@ impl SimConn {
             Direction::ClientToServer => (local, remote),
             Direction::ServerToClient => (remote, local),
         };
-        let conn = end.shared.conns().id(client, server);
+        let server_host = match end.direction {
+            Direction::ClientToServer => &end.peer,
+            Direction::ServerToClient => &end.me,
+        };
+        let policy = end.shared.keepalive_policy(server_host);
+        let now = end.shared.recorder.now();
+        let (conn, state) = end.shared.conns().open(client, server, || ConnState {
+            keepalive: policy.map(|p| KeepaliveConn::new(p, now)),
+        });
+        let keepalive = policy.map(|_| state);
+        let policed = match end.direction {
+            Direction::ServerToClient => keepalive.clone(),
+            Direction::ClientToServer => None,
+        };
         let (read, write) = stream.into_split();
-        let tap = DirectionTap::new(end.shared, conn, end.direction, end.me, end.peer.clone());
+        let tap = DirectionTap::new(
+            end.shared,
+            conn,
+            end.direction,
+            end.me,
+            end.peer.clone(),
+            keepalive,
+        );
         Ok(Self {
             read,
             write: PollSender::new(spawn_writer(tap, write)),
             info: PeerInfo { peer: end.peer },
+            policed,
         })
     }
 }
@@ -71,6 +95,16 @@ impl AsyncRead for SimConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if let Some(conn) = &self.policed {
+            if let Some(ka) = lock_conn(conn).keepalive.as_mut() {
+                if ka.is_closed() {
+                    // The emulated server closed the connection: its own
+                    // HTTP/2 stack reads the end of the stream.
+                    return Poll::Ready(Ok(()));
+                }
+                ka.wake_reader_on_close(cx.waker());
+            }
+        }
         Pin::new(&mut self.read).poll_read(cx, buf)
     }
 }

@@ -14,6 +14,7 @@ use tonic::transport::{Endpoint, Uri};
 
 use conn::End;
 pub(crate) use conn::{PeerInfo, SimConn};
+pub(crate) use tap::KeepaliveConn;
 
 use crate::sim::Shared;
 use crate::wire::Direction;

@@ -1,4 +1,5 @@
-//! Emulation of a strict gRPC server's keepalive enforcement (pure logic, no I/O).
+//! Emulation of a strict gRPC server's keepalive enforcement (pure logic, no I/O),
+//! and [`check_keepalive`], which runs it against a real tonic client.
 //!
 //! No Rust server polices client PINGs (h2 acks every one), but grpc-go,
 //! gRPC C-core, grpc-java and etcd servers do. This module is the state
@@ -10,6 +11,38 @@
 //!
 //! All times are [`Duration`](std::time::Duration)s of **simulated** time
 //! since the start of the simulation; nothing here reads a clock.
+//!
+//! # In a simulation
+//!
+//! [`Sim::keepalive_policy`](crate::Sim::keepalive_policy) attaches a policy
+//! to a server host; the harness's wire tap then drives one [`Enforcer`] per
+//! connection to that host, against the real tonic/hyper client and server:
+//!
+//! - **When a PING counts as received**: when the server's HTTP/2 stack
+//!   acks it. h2 acks a PING as soon as it reads it, so this is the PING's
+//!   arrival at the server (send time + link latency, rounded to the sim
+//!   tick), in the server's own order of frames. Gaps are measured between
+//!   those times. An ACK that a frame fault then drops still counts; a PING a
+//!   frame fault drops on the way never does.
+//! - **Open calls**: streams the client opened before the PING (client
+//!   HEADERS), not reset by either side (RST_STREAM) and not ended in both
+//!   directions (END_STREAM) by the time the server read the PING. With none,
+//!   "no active calls" applies (the 2 h gap unless permitted without calls).
+//! - **Resets**: the HEADERS, DATA (and, for C-core, WINDOW_UPDATE) frames
+//!   the *server* writes, whatever a frame fault then does with them. Frames
+//!   the client sends reset nothing. A reset that clears strikes shows in
+//!   the trace (`DATA resets ping strikes (2 cleared)`).
+//! - **Order on too many pings**: the PING ACK as the server wrote it; then,
+//!   injected by the tap, GOAWAY(ENHANCE_YOUR_CALM, "too_many_pings",
+//!   last-stream-id = the highest stream the client had opened before that
+//!   PING); then per open call, in stream order, trailers-only (or trailers)
+//!   and RST_STREAM (C-core) or RST_STREAM alone (grpc-java); then the tap
+//!   closes the connection: nothing more the server writes leaves, the client
+//!   reads the end of the stream, and the server's reads end, so its HTTP/2
+//!   connection and handlers go away.
+//! - **Trace**: every judged PING (`c1 PING from player: strike 2/2 (gap
+//!   30.01s < 5min, 1 call open)`), the injected frames (`[injected]`) and
+//!   `connection closed by the keepalive policy (too_many_pings)`.
 //!
 //! # Driving it from a tap
 //!
@@ -83,6 +116,7 @@
 //! flight on the closing connection) give [`PingVerdict::AlreadyGoingAway`]
 //! and no second reaction; server frames change nothing.
 
+mod check;
 mod enforcer;
 mod keepalive;
 mod plan;
@@ -91,6 +125,7 @@ mod presets;
 #[cfg(test)]
 mod tests;
 
+pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
 pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
 pub use keepalive::{GapFrom, KeepalivePolicy, OnTooManyPings, ResetOn};
 pub use plan::{

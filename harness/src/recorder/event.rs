@@ -260,6 +260,117 @@ pub enum EventKind {
         /// What was wrong, naming the RFC 9113 section.
         reason: String,
     },
+    /// A server host with a keepalive policy
+    /// ([`Sim::keepalive_policy`](crate::Sim::keepalive_policy)) judged a
+    /// PING it received (recorded on the server, when it acked the PING).
+    KeepalivePing {
+        /// The connection.
+        conn: u32,
+        /// The client host that sent the PING.
+        from: String,
+        /// `ok`, `strike n/m` (n-th strike of the m tolerated),
+        /// `too_many_pings` (one strike too many: GOAWAY follows) or
+        /// `going_away` (a PING after the GOAWAY was decided).
+        verdict: String,
+        /// Strikes counted after this PING.
+        strikes: u32,
+        /// Time since the PING the gap is measured from, *simulated* time;
+        /// none for the first PING, or the first after server frames reset
+        /// the count (see [`crate::policy`]).
+        #[serde(rename = "gap_us", serialize_with = "opt_micros")]
+        gap: Option<Duration>,
+        /// The minimum gap that applied, *simulated* time.
+        #[serde(rename = "allowed_us", serialize_with = "micros")]
+        allowed: Duration,
+        /// Calls open on the connection when the server read the PING.
+        open_calls: usize,
+        /// Whether server frames reset the count since the previous PING.
+        after_reset: bool,
+    },
+    /// Frames the server sent reset a connection's ping strikes.
+    KeepaliveStrikesReset {
+        /// The connection.
+        conn: u32,
+        /// The client host.
+        to: String,
+        /// Strikes cleared.
+        cleared: u32,
+        /// The frame type that reset them (`DATA`, `HEADERS`, `WINDOW_UPDATE`).
+        frame: String,
+    },
+    /// The keepalive policy closed the connection after its GOAWAY (and
+    /// whatever it sent for open calls). Recorded on the server.
+    KeepaliveClosed {
+        /// The connection.
+        conn: u32,
+        /// The client host.
+        to: String,
+        /// The GOAWAY debug text, `too_many_pings`.
+        reason: String,
+    },
+    /// A retry layer (gRFC A6, [`crate::retry`]) on a channel made by
+    /// [`Host::retry_channel`](crate::Host::retry_channel) is about to send
+    /// an attempt. Recorded on the calling host immediately before the
+    /// attempt's own `CallStarted`, which follows it in the log.
+    RetryAttempt {
+        /// The logical call (`g1, g2, …` in order of first attempt): every
+        /// attempt of one call through the layer shares it.
+        group: u32,
+        /// The host called.
+        target: String,
+        /// The method path.
+        path: String,
+        /// The attempt number, 1 for the original call.
+        attempt: u32,
+        /// The delay the layer waited before it (zero for attempt 1),
+        /// *simulated* time.
+        #[serde(rename = "delay_us", serialize_with = "micros")]
+        delay: Duration,
+    },
+    /// A request arrived with `grpc-previous-rpc-attempts` (gRFC A6): the
+    /// server's view of a retry. Recorded on the server right after its
+    /// `HandlerStarted`.
+    RetryArrived {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// The header's value: attempts made before this one.
+        previous: u32,
+    },
+    /// What a retry layer decided after an attempt ended, and why. Recorded
+    /// on the calling host.
+    RetryDecision {
+        /// The logical call (see `RetryAttempt`).
+        group: u32,
+        /// The method path.
+        path: String,
+        /// The attempt that ended.
+        attempt: u32,
+        /// How it ended, as the layer saw it (`trailers-only UNAVAILABLE
+        /// pushback=500ms`, `response headers (committed)`).
+        outcome: String,
+        /// The gRPC code name of the attempt, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<&'static str>,
+        /// Whether the attempt received response headers (committed).
+        committed: bool,
+        /// The `grpc-retry-pushback-ms` it carried: `None` when absent, a
+        /// negative number when it said stop (or could not be parsed).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pushback_ms: Option<i64>,
+        /// When retrying: the delay before the next attempt, *simulated* time.
+        #[serde(rename = "retry_in_us", serialize_with = "opt_micros")]
+        retry_in: Option<Duration>,
+        /// When retrying on backoff: the exponent `n` used.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        backoff_n: Option<u32>,
+        /// When stopping: the rule that stopped it (`max_attempts`,
+        /// `not_retryable_code`, `committed`, `pushback_stop`, `throttled`,
+        /// `deadline`, `succeeded` …).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stop: Option<&'static str>,
+    },
     /// A `tracing` event emitted inside a host.
     Log {
         /// `ERROR`, `WARN`, `INFO`, `DEBUG` or `TRACE`.

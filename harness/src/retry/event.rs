@@ -18,6 +18,11 @@ pub type Observer = Arc<dyn Fn(&AttemptEvent) + Send + Sync>;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AttemptEvent {
+    /// Which call through this layer (service and its clones) the event is
+    /// about: 1 for the first call, 2 for the second …, numbered when the
+    /// call starts. Events of calls that overlap in time interleave; this
+    /// tells them apart.
+    pub call: u64,
     /// The request path, `/package.Service/Method`.
     pub path: Arc<str>,
     /// The attempt this event is about, 1-based (1 is the original call).
@@ -30,7 +35,10 @@ pub struct AttemptEvent {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AttemptEventKind {
-    /// The attempt is about to be sent.
+    /// The attempt is about to be sent: emitted once the inner service is
+    /// ready, immediately before it is called (nothing else runs in
+    /// between), so an observer can pair it with what the inner service
+    /// records when called.
     Started {
         /// The delay waited before it (zero for attempt 1); simulated time in
         /// the harness.

@@ -79,6 +79,7 @@ where
     };
     let (parts, body) = req.into_parts();
     let call = Call {
+        id: shared.next_call(),
         path: parts.uri.path().into(),
         deadline: timeout::parse(&parts.headers).map(|t| Instant::now() + t),
         replay: Replay::new(body, shared.buffer_limit),
@@ -88,8 +89,7 @@ where
     let mut backoff_n = 0;
     let mut delay_before = Duration::ZERO;
     for attempt in 1..=u32::MAX {
-        call.emit(&shared, attempt, AttemptEventKind::Started { delay_before });
-        let (outcome, result) = match call.attempt(&mut svc, attempt).await {
+        let (outcome, result) = match call.attempt(&shared, &mut svc, attempt, delay_before).await {
             Attempt::Response(resp) => match trailers_only_code(resp.headers()) {
                 Some(code) => {
                     let pushback = Pushback::from_headers(resp.headers());
@@ -150,6 +150,7 @@ where
 
 /// The per-call state that does not change between attempts.
 struct Call {
+    id: u64,
     path: Arc<str>,
     parts: Parts,
     deadline: Option<Instant>,
@@ -167,6 +168,7 @@ impl Call {
     fn emit(&self, shared: &Shared, attempt: u32, kind: AttemptEventKind) {
         if shared.observer.is_some() {
             shared.emit(AttemptEvent {
+                call: self.id,
                 path: self.path.clone(),
                 attempt,
                 kind,
@@ -175,8 +177,15 @@ impl Call {
     }
 
     /// Sends attempt number `attempt` (1-based) and waits for its response
-    /// headers, bounded by the call's deadline.
-    async fn attempt<S, B>(&self, svc: &mut S, attempt: u32) -> Attempt<B>
+    /// headers, bounded by the call's deadline. Emits `Started` right
+    /// before calling `svc`, after it is ready.
+    async fn attempt<S, B>(
+        &self,
+        shared: &Shared,
+        svc: &mut S,
+        attempt: u32,
+        delay_before: Duration,
+    ) -> Attempt<B>
     where
         S: Service<http::Request<tonic::body::Body>, Response = http::Response<B>>,
         S::Error: Into<StdError>,
@@ -199,6 +208,7 @@ impl Call {
                 }
             }
             let req = http::Request::from_parts(head, self.replay.body_for_next_attempt());
+            self.emit(shared, attempt, AttemptEventKind::Started { delay_before });
             svc.call(req).await.map_err(Into::into)
         };
         let result: Result<http::Response<B>, StdError> = match self.deadline {

@@ -27,6 +27,22 @@
 //! # Ok::<(), grpc_chaos::retry::ConfigError>(())
 //! ```
 //!
+//! # In the harness: every attempt in the trace
+//!
+//! [`Host::retry_channel`](crate::Host::retry_channel) wraps a recorded
+//! [`Channel`](crate::Channel) in this layer (`Retry<grpc_chaos::Channel>`),
+//! seeded from the run's seed, with an observer that writes the layer's
+//! steps into the trace: a `RetryAttempt` event (group id `gN` per logical
+//! call, attempt number, delay waited) right before each attempt's own
+//! recorded call (`rN`, which reaches a handler run `hN` on the server), and
+//! a `RetryDecision` event after it (how it ended, then `retry in … (backoff
+//! n=…)`, `retry in … (pushback …ms)` or `stop: <rule>`).
+//! [`Trace::retried_calls`](crate::Trace::retried_calls) groups them and
+//! [`Trace::assert_retries_conform`](crate::Trace::assert_retries_conform)
+//! checks them against a [`RetryConfig`] with times measured on the trace.
+//! [`Host::retry_layer`](crate::Host::retry_layer) gives the same layer for a
+//! channel made another way.
+//!
 //! # What is emulated, and where each rule comes from
 //!
 //! | rule | source |
@@ -80,6 +96,7 @@ pub mod decide;
 mod event;
 mod future;
 mod layer;
+mod record;
 mod service;
 pub mod throttle;
 mod timeout;
@@ -98,6 +115,8 @@ pub use future::ResponseFuture;
 pub use layer::RetryLayer;
 pub use service::Retry;
 pub use throttle::Throttler;
+
+pub(crate) use record::{channel_seed, recording_observer};
 
 #[cfg(test)]
 mod tests;

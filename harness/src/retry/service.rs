@@ -2,6 +2,7 @@
 //! channel in.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -27,6 +28,8 @@ pub(crate) struct Shared {
     pub(crate) jitter: Jitter,
     pub(crate) observer: Option<Observer>,
     pub(crate) buffer_limit: u64,
+    /// Calls started so far (numbers [`AttemptEvent::call`]).
+    calls: AtomicU64,
 }
 
 impl Shared {
@@ -38,7 +41,13 @@ impl Shared {
             jitter: layer.jitter,
             observer: layer.observer.clone(),
             buffer_limit: layer.buffer_limit,
+            calls: AtomicU64::new(0),
         }
+    }
+
+    /// Numbers a new call (1-based).
+    pub(crate) fn next_call(&self) -> u64 {
+        self.calls.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     pub(crate) fn emit(&self, event: AttemptEvent) {

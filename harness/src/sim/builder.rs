@@ -8,6 +8,11 @@ use super::Sim;
 /// one: `CHAOS_SEED=42 cargo test`.
 pub const SEED_ENV: &str = "CHAOS_SEED";
 
+/// Environment variable that sets the default latency jitter, in
+/// microseconds (`CHAOS_JITTER_US=2000`): how `grpc-chaos sweep` makes the
+/// catalog's stories explore interleavings without changing their code.
+pub const JITTER_ENV: &str = "CHAOS_JITTER_US";
+
 /// The defaults, all fixed so that a run is the same on every machine.
 ///
 /// | setting | default | why |
@@ -16,6 +21,7 @@ pub const SEED_ENV: &str = "CHAOS_SEED";
 /// | duration | 60 s | long enough for keepalive stories at 10 s intervals |
 /// | tick | 1 ms | the resolution of simulated time |
 /// | link latency | 1 ms, fixed | turmoil's default is random 0–100 ms, too noisy for 500 ms budgets |
+/// | latency jitter | `CHAOS_JITTER_US` µs, else 0 | a fixed latency makes every seed the same run; add jitter to explore interleavings |
 /// | epoch | 2026-01-01T00:00:00Z | turmoil's default is the wall clock |
 pub mod defaults {
     use std::time::Duration;
@@ -41,6 +47,7 @@ pub struct SimBuilder {
     duration: Duration,
     tick: Duration,
     latency: Duration,
+    jitter: Duration,
 }
 
 impl Default for SimBuilder {
@@ -50,6 +57,7 @@ impl Default for SimBuilder {
             duration: defaults::DURATION,
             tick: defaults::TICK,
             latency: defaults::LATENCY,
+            jitter: Duration::from_micros(env_u64(JITTER_ENV).unwrap_or(0)),
         }
     }
 }
@@ -88,6 +96,16 @@ impl SimBuilder {
         self
     }
 
+    /// Adds up to `jitter` (*simulated* time) to each message's latency,
+    /// drawn from the run's seed. Defaults to 0: with no jitter every seed
+    /// gives the same run, so seed sweeps ([`crate::check::sweep`]) need
+    /// some. Each message gets its own draw; turmoil's TCP still delivers
+    /// each connection's bytes in order.
+    pub fn latency_jitter(mut self, jitter: Duration) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
     /// Builds the sim. Reads `CHAOS_SEED` if no seed was given; an
     /// unparsable value is ignored with a warning on stderr.
     pub fn build(self) -> Sim {
@@ -97,16 +115,24 @@ impl SimBuilder {
             duration: self.duration,
             tick: self.tick.max(Duration::from_micros(1)),
             latency: self.latency,
+            jitter: self.jitter,
         })
     }
 }
 
 fn seed_from_env() -> u64 {
-    match std::env::var(SEED_ENV) {
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-            eprintln!("grpc-chaos: ignoring {SEED_ENV}={v:?}: not an unsigned integer");
-            defaults::SEED
-        }),
-        Err(_) => defaults::SEED,
-    }
+    env_u64(SEED_ENV).unwrap_or(defaults::SEED)
+}
+
+/// An unsigned integer from the environment; an unparsable value is
+/// ignored with a warning on stderr.
+fn env_u64(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    v.trim().parse().map_or_else(
+        |_| {
+            eprintln!("grpc-chaos: ignoring {name}={v:?}: not an unsigned integer");
+            None
+        },
+        Some,
+    )
 }

@@ -1,30 +1,60 @@
 //! Connection ids: both ends of a simulated TCP connection must agree on its
 //! id (`c1, c2, …`, in order of first appearance), whichever end sees it
-//! first.
+//! first. Next to the id, the registry keeps the state both ends' writer
+//! tasks share (keepalive enforcement, `net/tap/keepalive.rs`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::net::KeepaliveConn;
 
 /// A connection's (client address, server address).
 type Pair = (SocketAddr, SocketAddr);
 
-/// Maps a connection's address pair to its id.
+/// State shared by both ends of one connection. Hosts run one at a time on
+/// the test's thread, so the lock is never contended.
+#[derive(Default)]
+pub(crate) struct ConnState {
+    /// Keepalive enforcement, when the server host has a policy.
+    pub(crate) keepalive: Option<KeepaliveConn>,
+}
+
+/// One connection, shared by its two ends.
+pub(crate) type SharedConn = Arc<Mutex<ConnState>>;
+
+/// Locks a connection's state; a panic while holding the lock leaves a
+/// usable state, so poisoning is ignored.
+pub(crate) fn lock(conn: &SharedConn) -> MutexGuard<'_, ConnState> {
+    conn.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The last id given out, and every connection by its address pair.
+type Table = (u32, HashMap<Pair, (u32, SharedConn)>);
+
+/// Maps a connection's address pair to its id and shared state.
 #[derive(Default)]
 pub(crate) struct Registry {
-    ids: Mutex<(u32, HashMap<Pair, u32>)>,
+    ids: Mutex<Table>,
 }
 
 impl Registry {
-    /// The id of the connection from `client` to `server`, assigned on first
-    /// sight. Ephemeral ports are not reused within a run, so the pair is
-    /// unique.
-    pub(crate) fn id(&self, client: SocketAddr, server: SocketAddr) -> u32 {
+    /// The id and shared state of the connection from `client` to `server`;
+    /// the id is assigned, and `init` makes the state, when this is the
+    /// first end to see it. Ephemeral ports are not reused within a run, so
+    /// the pair is unique.
+    pub(crate) fn open(
+        &self,
+        client: SocketAddr,
+        server: SocketAddr,
+        init: impl FnOnce() -> ConnState,
+    ) -> (u32, SharedConn) {
         let mut guard = self.ids.lock().unwrap_or_else(|p| p.into_inner());
         let (next, ids) = &mut *guard;
-        *ids.entry((client, server)).or_insert_with(|| {
+        let (id, state) = ids.entry((client, server)).or_insert_with(|| {
             *next += 1;
-            *next
-        })
+            (*next, Arc::new(Mutex::new(init())))
+        });
+        (*id, state.clone())
     }
 }

@@ -12,6 +12,7 @@ use tonic::transport::Endpoint;
 
 use super::Shared;
 use crate::client::{CallSite, Channel};
+use crate::retry::{ConfigError, Retry, RetryConfig, RetryLayer};
 
 /// A host in the simulation, as its own code sees it. Client bodies get one;
 /// server closures get a [`ServerHost`], which derefs to it.
@@ -54,6 +55,53 @@ impl Host {
                 target: to.into(),
             },
         )
+    }
+
+    /// A recorded channel to `to` behind a gRFC A6 retry layer configured by
+    /// `service_config` (A6 service-config JSON: `methodConfig` →
+    /// `retryPolicy`, optional `retryThrottling`; see [`crate::retry`]).
+    ///
+    /// Every attempt is a recorded call (`rN`) of its own and reaches a
+    /// handler run (`hN`) on the server; the layer's steps are recorded too:
+    /// `RetryAttempt` right before each attempt's call, `RetryDecision`
+    /// after it (why it retried, after how long, or which rule stopped it),
+    /// with one group id (`g1`, …) per logical call. The jitter comes from
+    /// the run's seed mixed with both host names.
+    ///
+    /// ```
+    /// # fn f(host: grpc_chaos::Host) -> Result<(), grpc_chaos::retry::ConfigError> {
+    /// let channel = host.retry_channel("store", r#"{"methodConfig": [{
+    ///     "name": [{"service": "tt.v1.Store"}],
+    ///     "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+    ///                     "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#)?;
+    /// # let _ = channel; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ConfigError`] when `service_config` is not a valid A6 config.
+    pub fn retry_channel(
+        &self,
+        to: &str,
+        service_config: &str,
+    ) -> Result<Retry<Channel>, ConfigError> {
+        let config: RetryConfig = service_config.parse()?;
+        Ok(tower::Layer::layer(
+            &self.retry_layer(to, config),
+            self.channel(to),
+        ))
+    }
+
+    /// The retry layer [`Host::retry_channel`] uses, for a channel to `to`
+    /// made another way (e.g. [`Host::channel_with`]); change its jitter or
+    /// buffer limit before applying it. Setting another observer on it
+    /// stops the recording of its attempts and decisions.
+    pub fn retry_layer(&self, to: &str, config: RetryConfig) -> RetryLayer {
+        let seed = crate::retry::channel_seed(self.shared.seed, &self.name, to);
+        RetryLayer::new(config, seed).observer(crate::retry::recording_observer(
+            self.shared.clone(),
+            self.name.clone(),
+            to.into(),
+        ))
     }
 
     /// A plain `tonic::transport::Channel` to server host `to`, for code

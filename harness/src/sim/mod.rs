@@ -13,11 +13,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use builder::{defaults, SimBuilder, SEED_ENV};
+pub use builder::{defaults, SimBuilder, JITTER_ENV, SEED_ENV};
+pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
 pub use host::{Host, ServerHost};
 pub(crate) use shared::Shared;
 
 use crate::fault::Fault;
+use crate::policy::KeepalivePolicy;
 
 /// What a client body returns: `Ok(())`, or any error (`?` works on
 /// `tonic::Status` and most others). An error fails the run.
@@ -32,6 +34,7 @@ pub(crate) struct Config {
     pub(crate) duration: Duration,
     pub(crate) tick: Duration,
     pub(crate) latency: Duration,
+    pub(crate) jitter: Duration,
 }
 
 /// A simulated network of tonic servers and clients, the faults to inject
@@ -56,6 +59,7 @@ pub struct Sim {
     servers: Vec<(String, ServerSetup)>,
     clients: Vec<(String, ClientBody)>,
     faults: Vec<Fault>,
+    keepalive: Vec<(String, KeepalivePolicy)>,
 }
 
 impl Sim {
@@ -70,6 +74,7 @@ impl Sim {
             servers: Vec::new(),
             clients: Vec::new(),
             faults: Vec::new(),
+            keepalive: Vec::new(),
         }
     }
 
@@ -107,6 +112,40 @@ impl Sim {
     /// error from [`Sim::run`].
     pub fn fault(&mut self, fault: Fault) -> &mut Self {
         self.faults.push(fault);
+        self
+    }
+
+    /// Makes server host `host` enforce `policy` on the PINGs its clients
+    /// send, the way a grpc-go, gRPC C-core, grpc-java or etcd server would
+    /// (tonic's own server acks every PING and enforces nothing).
+    ///
+    /// ```
+    /// use grpc_chaos::policy::KeepalivePolicy;
+    /// # let mut sim = grpc_chaos::Sim::builder().build();
+    /// # sim.server("store", |s| s);
+    /// sim.keepalive_policy("store", KeepalivePolicy::grpc_go());
+    /// ```
+    ///
+    /// It acts in the wire tap, on every connection to `host`: each PING the
+    /// server acks is judged (`ok` or `strike n/2` in the trace, with the
+    /// gap); when the policy runs out of patience the real server's ACK
+    /// still goes out, then GOAWAY(ENHANCE_YOUR_CALM, "too_many_pings",
+    /// last-stream-id), then what the policy does to open calls, then the
+    /// connection is closed. Times, gaps and the reference point are
+    /// *simulated* time; the exact rules (when a PING counts as received,
+    /// what "open calls" are, what resets strikes) are in the
+    /// [`policy`](crate::policy) module docs. Presets and their sources:
+    /// [`KeepalivePolicy::grpc_go`], [`KeepalivePolicy::c_core`],
+    /// [`KeepalivePolicy::grpc_java_netty`], [`KeepalivePolicy::etcd`].
+    ///
+    /// An unknown `host`, a client host, or a second policy for the same
+    /// host is an error from [`Sim::run`].
+    pub fn keepalive_policy(
+        &mut self,
+        host: impl Into<String>,
+        policy: KeepalivePolicy,
+    ) -> &mut Self {
+        self.keepalive.push((host.into(), policy));
         self
     }
 }

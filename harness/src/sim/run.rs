@@ -34,8 +34,12 @@ impl Sim {
             servers,
             clients,
             faults,
+            keepalive,
         } = self;
-        let mut rules = Rules::default();
+        let mut rules = Rules {
+            keepalive,
+            ..Rules::default()
+        };
         let mut host_faults = Vec::new();
         for f in faults {
             match f.0 {
@@ -61,7 +65,9 @@ impl Sim {
             .simulation_duration(config.duration + config.tick * 2)
             .tick_duration(config.tick)
             .min_message_latency(config.latency)
-            .max_message_latency(config.latency)
+            // turmoil draws each message's latency in [min, max] from its
+            // seeded RNG: jitter is what makes seeds explore interleavings.
+            .max_message_latency(config.latency + config.jitter)
             .build();
         for (name, setup) in servers {
             register_server(&mut world, &shared, name, setup);

@@ -8,6 +8,7 @@ use crate::error::{Error, Kind};
 use std::time::Duration;
 
 use crate::fault::{FrameAction, FrameInfo, FrameRule, HandlerRule, Injection};
+use crate::policy::KeepalivePolicy;
 use crate::recorder::Recorder;
 
 /// The faults that act inside hosts, as added to the sim.
@@ -16,6 +17,10 @@ pub(crate) struct Rules {
     pub(crate) handler: Vec<HandlerRule>,
     pub(crate) frame: Vec<FrameRule>,
     pub(crate) inject: Vec<Injection>,
+    /// Keepalive enforcement per server host ([`Sim::keepalive_policy`]).
+    ///
+    /// [`Sim::keepalive_policy`]: super::Sim::keepalive_policy
+    pub(crate) keepalive: Vec<(String, KeepalivePolicy)>,
 }
 
 pub(crate) struct Shared {
@@ -123,6 +128,15 @@ impl Shared {
             .collect();
         due.sort_by_key(|i| i.at);
         due
+    }
+
+    /// The keepalive policy server host `host` enforces, if any.
+    pub(crate) fn keepalive_policy(&self, host: &str) -> Option<KeepalivePolicy> {
+        self.rules
+            .keepalive
+            .iter()
+            .find(|(h, _)| h == host)
+            .map(|(_, p)| *p)
     }
 
     /// The connection registry (ids shared by both ends).

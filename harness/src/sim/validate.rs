@@ -81,6 +81,26 @@ impl Sim {
                 }
             }
         }
+        self.check_keepalive(&unknown)?;
+        Ok(())
+    }
+
+    /// Each keepalive policy names one server host, once.
+    fn check_keepalive(&self, unknown: &dyn Fn(&str, String) -> Error) -> Result<(), Error> {
+        let mut seen = BTreeSet::new();
+        for (host, _) in &self.keepalive {
+            if !self.servers.iter().any(|(n, _)| n == host) {
+                if self.clients.iter().any(|(n, _)| n == host) {
+                    return Err(Error::new(Kind::PolicyOnClient { host: host.clone() }));
+                }
+                return Err(unknown(host, "a keepalive policy".to_owned()));
+            }
+            if !seen.insert(host.as_str()) {
+                return Err(Error::new(Kind::BadFault(format!(
+                    "two keepalive policies for `{host}`; a server host enforces one"
+                ))));
+            }
+        }
         Ok(())
     }
 

@@ -11,11 +11,28 @@ use super::{fmt_duration, HandlerRun, Trace};
 pub struct Violation {
     rule: &'static str,
     detail: String,
+    artifact: Option<std::path::PathBuf>,
 }
 
 impl Violation {
     pub(crate) fn new(rule: &'static str, detail: String) -> Self {
-        Self { rule, detail }
+        Self {
+            rule,
+            detail,
+            artifact: None,
+        }
+    }
+
+    /// Where the trace of the failing run was written, if it was (see
+    /// [`ARTIFACTS_ENV`](super::ARTIFACTS_ENV)).
+    pub fn artifact(&self) -> Option<&std::path::Path> {
+        self.artifact.as_deref()
+    }
+
+    /// A violation of a rule of your own, for checks written on top of the
+    /// trace's queries (`rule` names the check, `detail` what broke).
+    pub fn custom(rule: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(rule, detail.into())
     }
 
     /// The assertion that failed (`deadline propagation`).
@@ -31,7 +48,11 @@ impl Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.rule, self.detail)
+        write!(f, "{}: {}", self.rule, self.detail)?;
+        if let Some(dir) = &self.artifact {
+            write!(f, " (trace in {})", dir.display())?;
+        }
+        Ok(())
     }
 }
 
@@ -52,6 +73,13 @@ pub struct Orphan {
     pub ran_on: Duration,
 }
 
+/// How long before the end of the run a caller must have given up for a
+/// handler still running at the end to count as orphan work (*simulated*
+/// time). Cancellation takes a network hop or two to arrive; a handler
+/// abandoned just before the run ended may be one whose RST_STREAM is still
+/// in flight, and calling that an orphan would be a guess.
+pub const ORPHAN_GRACE: Duration = Duration::from_millis(50);
+
 const DEADLINE: &str = "deadline propagation";
 const ORPHAN: &str = "orphan work";
 
@@ -70,10 +98,10 @@ impl Trace {
         chain: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), Violation> {
         let chain: Vec<&str> = chain.into_iter().collect();
-        for hop in chain.windows(2) {
-            self.check_hop(hop[0], hop[1])?;
-        }
-        Ok(())
+        chain
+            .windows(2)
+            .try_for_each(|hop| self.check_hop(hop[0], hop[1]))
+            .map_err(|v| self.keep(v))
     }
 
     fn check_hop(&self, from: &str, to: &str) -> Result<(), Violation> {
@@ -141,9 +169,10 @@ impl Trace {
         Ok(())
     }
 
-    /// Every handler run that finished (or was still running at the end)
-    /// after the work stopped mattering; see [`Orphan`]. Runs that were
-    /// dropped (cancelled) are not orphans.
+    /// Every handler run that finished after the work stopped mattering, or
+    /// was still running at the end of the run more than [`ORPHAN_GRACE`]
+    /// after it; see [`Orphan`]. Runs that were dropped (cancelled) are not
+    /// orphans.
     pub fn orphans(&self) -> Vec<Orphan> {
         let end_of_run = self.ended;
         self.runs
@@ -156,8 +185,11 @@ impl Trace {
             })
             .filter_map(|r| {
                 let abandoned_at = self.abandoned_at(r, 0)?;
-                let finished = r.ended_at.unwrap_or(end_of_run);
-                (finished > abandoned_at).then(|| Orphan {
+                let (finished, grace) = match r.ended_at {
+                    Some(t) => (t, Duration::ZERO),
+                    None => (end_of_run, ORPHAN_GRACE),
+                };
+                (finished > abandoned_at + grace).then(|| Orphan {
                     run: r.clone(),
                     abandoned_at,
                     ran_on: finished - abandoned_at,
@@ -177,7 +209,7 @@ impl Trace {
             return Ok(());
         };
         let r = &o.run;
-        Err(Violation::new(
+        Err(self.keep(Violation::new(
             ORPHAN,
             format!(
                 "{} {} on {} (from {}) kept running {} after its caller gave up at {}",
@@ -188,7 +220,13 @@ impl Trace {
                 fmt_duration(o.ran_on),
                 fmt_duration(o.abandoned_at)
             ),
-        ))
+        )))
+    }
+
+    /// Writes the trace as a failure artifact and notes where in `v`.
+    fn keep(&self, mut v: Violation) -> Violation {
+        v.artifact = super::write_artifacts(self);
+        v
     }
 
     /// When the work of `run` stopped mattering, following the call chain

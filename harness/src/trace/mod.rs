@@ -1,8 +1,11 @@
 //! The trace of a run: the recorded events, views over them (calls, handler
 //! runs), assertions, and renderers.
 
+mod artifacts;
 mod assert;
 mod render;
+mod retries;
+mod stalls;
 mod views;
 
 use std::path::{Path, PathBuf};
@@ -10,8 +13,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use assert::{Orphan, Violation};
+pub(crate) use artifacts::write as write_artifacts;
+pub use artifacts::ARTIFACTS_ENV;
+pub use assert::{Orphan, Violation, ORPHAN_GRACE};
 pub use render::RenderOptions;
+pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
+pub use stalls::{Stall, StallEnd, Window};
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
 
 use crate::recorder::event::{CallId, Event, RunId};

@@ -236,6 +236,139 @@ fn line(e: &Event) -> (String, String) {
             target,
             message,
         } => (host, format!("log {level} {target}: {message}")),
+        EventKind::KeepalivePing {
+            conn,
+            from,
+            verdict,
+            strikes,
+            gap,
+            allowed,
+            open_calls,
+            after_reset,
+        } => (
+            host,
+            format!(
+                "c{conn} PING from {from}: {}",
+                ping_verdict(verdict, *strikes, *gap, *allowed, *open_calls, *after_reset)
+            ),
+        ),
+        EventKind::KeepaliveStrikesReset {
+            conn,
+            to,
+            cleared,
+            frame,
+        } => (
+            format!("{host}→{to}"),
+            format!("c{conn} {frame} resets ping strikes ({cleared} cleared)"),
+        ),
+        EventKind::RetryAttempt {
+            group,
+            target,
+            path,
+            attempt,
+            delay,
+        } => {
+            let text = if *attempt == 1 {
+                format!("g{group} retry layer: attempt 1 of {path}")
+            } else {
+                format!(
+                    "g{group} retry layer: attempt {attempt} of {path} after {}",
+                    fmt_duration(*delay)
+                )
+            };
+            (format!("{host}→{target}"), text)
+        }
+        EventKind::RetryArrived {
+            run,
+            path,
+            previous,
+        } => (
+            host,
+            format!("{run} handler {path} is a retry (grpc-previous-rpc-attempts={previous})"),
+        ),
+        EventKind::RetryDecision {
+            group,
+            attempt,
+            outcome,
+            retry_in,
+            backoff_n,
+            pushback_ms,
+            stop,
+            ..
+        } => {
+            let decision = match (retry_in, stop) {
+                (Some(d), _) => match backoff_n {
+                    Some(n) => format!("retry in {} (backoff n={n})", fmt_duration(*d)),
+                    None => format!(
+                        "retry in {} (pushback {}ms)",
+                        fmt_duration(*d),
+                        pushback_ms.unwrap_or_default()
+                    ),
+                },
+                (None, Some(rule)) => format!("stop: {rule}"),
+                (None, None) => "stop".to_owned(),
+            };
+            (
+                host,
+                format!("g{group} attempt {attempt} {outcome} → {decision}"),
+            )
+        }
+        EventKind::KeepaliveClosed { conn, to, reason } => (
+            format!("{host}→{to}"),
+            format!("c{conn} connection closed by the keepalive policy ({reason})"),
+        ),
+    }
+}
+
+/// `ok (gap 30.01s >= 5s, 1 call open)`, `strike 2/2 (gap 30.01s < 5min,
+/// 1 call open)`, `strike 3/2 (…) → too_many_pings`, `ok (first PING)`.
+fn ping_verdict(
+    verdict: &str,
+    strikes: u32,
+    gap: Option<std::time::Duration>,
+    allowed: std::time::Duration,
+    open_calls: usize,
+    after_reset: bool,
+) -> String {
+    let calls = match open_calls {
+        0 => "no call open".to_owned(),
+        1 => "1 call open".to_owned(),
+        n => format!("{n} calls open"),
+    };
+    let why = match gap {
+        Some(gap) if gap < allowed => {
+            format!("gap {} < {}, {calls}", fmt_gap(gap), fmt_gap(allowed))
+        }
+        Some(gap) => format!("gap {} >= {}, {calls}", fmt_gap(gap), fmt_gap(allowed)),
+        None if after_reset => format!("first PING since strikes were reset, {calls}"),
+        None => format!("first PING, {calls}"),
+    };
+    match verdict {
+        // One strike more than tolerated (`PingVerdict::TooManyPings`).
+        "too_many_pings" => format!(
+            "strike {strikes}/{} ({why}) → too_many_pings",
+            strikes.saturating_sub(1)
+        ),
+        "going_away" => format!("after the GOAWAY ({why})"),
+        other => format!("{other} ({why})"),
+    }
+}
+
+/// A gap in the largest unit that keeps it exact: `2h`, `5min`, `30.01s`,
+/// `800ms`.
+fn fmt_gap(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    let whole_ms = d.subsec_nanos() % 1_000_000;
+    let (hours, minutes, seconds) = (ms / 3_600_000, ms / 60_000, ms / 1000);
+    if hours > 0 && hours * 3_600_000 == ms && whole_ms == 0 {
+        format!("{hours}h")
+    } else if minutes > 0 && minutes * 60_000 == ms && whole_ms == 0 {
+        format!("{minutes}min")
+    } else if seconds > 0 && whole_ms == 0 {
+        let text = format!("{seconds}.{:03}", ms - seconds * 1000);
+        format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        fmt_duration(d)
     }
 }
 

@@ -266,14 +266,48 @@ fn end_run(
 
 /// A call made from a task the handler spawned has no recorded parent; when
 /// exactly one handler run was active on the calling host, it is the parent.
+///
+/// One sweep over time (runs by start and by end, calls by start) keeps this
+/// linear in the size of the trace: a run is active at `t` when it started
+/// at or before `t` and had not ended by `t`.
 fn infer_parents(calls: &mut [Call], runs: &[HandlerRun]) {
-    for call in calls.iter_mut().filter(|c| c.parent.is_none()) {
-        let mut active = runs
-            .iter()
-            .filter(|r| r.host == call.host && r.active_at(call.started));
-        if let (Some(only), None) = (active.next(), active.next()) {
-            call.parent = Some(only.id);
-            call.parent_inferred = true;
+    let mut starts: Vec<(Duration, usize)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.started, i))
+        .collect();
+    let mut ends: Vec<(Duration, usize)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.ended_at.map(|t| (t, i)))
+        .collect();
+    starts.sort();
+    ends.sort();
+    let mut orphans: Vec<usize> = (0..calls.len())
+        .filter(|&i| calls[i].parent.is_none())
+        .collect();
+    orphans.sort_by_key(|&i| calls[i].started);
+    let mut active: HashMap<&str, std::collections::BTreeSet<usize>> = HashMap::new();
+    let (mut s, mut e) = (0, 0);
+    for ci in orphans {
+        let t = calls[ci].started;
+        while let Some(&(_, ri)) = starts.get(s).filter(|(at, _)| *at <= t) {
+            active.entry(runs[ri].host.as_str()).or_default().insert(ri);
+            s += 1;
+        }
+        while let Some(&(_, ri)) = ends.get(e).filter(|(at, _)| *at <= t) {
+            if let Some(set) = active.get_mut(runs[ri].host.as_str()) {
+                set.remove(&ri);
+            }
+            e += 1;
+        }
+        let on_host = active.get(calls[ci].host.as_str());
+        if let Some(&only) = on_host
+            .filter(|set| set.len() == 1)
+            .and_then(|set| set.first())
+        {
+            calls[ci].parent = Some(runs[only].id);
+            calls[ci].parent_inferred = true;
         }
     }
 }

@@ -216,6 +216,7 @@ fn hex(digit: u8) -> Option<u8> {
 /// (`H` hours, `M` minutes, `S` seconds, `m` ms, `u` µs, `n` ns).
 pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     let unit = value.chars().last()?;
+    // `unit` is the last char, so this cut is on a char boundary.
     let digits = &value[..value.len() - unit.len_utf8()];
     if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;

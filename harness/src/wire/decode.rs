@@ -283,6 +283,8 @@ impl Decoder {
     /// Consumes what the current state can take from `bytes` (at least one
     /// octet, or none with `BadPreface`) and says what that completed.
     fn step(&mut self, bytes: &[u8]) -> (usize, Step) {
+        // In every arm `n` is at most `bytes.len()` and at most the room
+        // left in the current state, so the slices below are in bounds.
         match &mut self.state {
             State::Opaque { .. } => (bytes.len(), Step::More),
             State::Preface { matched } => {

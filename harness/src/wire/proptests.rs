@@ -139,21 +139,22 @@ fn direction() -> impl Strategy<Value = Direction> {
     ]
 }
 
-/// Feeds `bytes` cut into pieces of the given sizes (cycled; 0 means an
-/// empty feed), then returns the events and the decoder.
+/// Feeds `bytes` cut into pieces of the given sizes, cycled; a 0 is an
+/// empty feed. With no non-zero size, everything goes in one feed.
 fn feed_chunked(mut dec: Decoder, bytes: &[u8], cuts: &[usize]) -> (Vec<Event>, Decoder) {
     let mut out = Vec::new();
+    if cuts.iter().all(|&c| c == 0) {
+        dec.feed(bytes, &mut out);
+        return (out, dec);
+    }
     let mut rest = bytes;
-    let mut i = 0;
-    while !rest.is_empty() {
-        let n = if cuts.is_empty() {
-            rest.len()
-        } else {
-            cuts[i % cuts.len()].min(rest.len())
-        };
+    for &cut in cuts.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let n = cut.min(rest.len());
         dec.feed(&rest[..n], &mut out);
         rest = &rest[n..];
-        i += 1;
     }
     (out, dec)
 }

@@ -6,10 +6,26 @@
 //! CANCELLED for an expired deadline) is reported as a *finding*: visible,
 //! not hidden, and not a failure.
 
+mod cancel_upload;
+mod dead_peer;
+mod dead_peer_stream;
 mod deadline_chain;
+mod etcd_keepalive;
 mod fresh_request;
+mod injected_resets;
+mod keepalive_mismatch;
+mod keepalive_world;
 mod queueing;
+mod receiver_speed;
 mod report;
+mod retry_backoff;
+mod retry_committed;
+mod retry_deadline;
+mod retry_not_retryable;
+mod retry_pushback;
+mod retry_storm;
+mod retry_throttling;
+pub(crate) mod retry_world;
 mod slow_dependency;
 mod store_restart;
 pub(crate) mod world;
@@ -55,6 +71,21 @@ pub fn all() -> Vec<Scenario> {
         store_restart::SCENARIO,
         slow_dependency::SCENARIO,
         queueing::SCENARIO,
+        dead_peer::SCENARIO,
+        dead_peer_stream::SCENARIO,
+        receiver_speed::SCENARIO,
+        cancel_upload::SCENARIO,
+        injected_resets::SCENARIO,
+        retry_backoff::SCENARIO,
+        retry_not_retryable::SCENARIO,
+        retry_committed::SCENARIO,
+        retry_pushback::SCENARIO,
+        retry_deadline::SCENARIO,
+        retry_storm::SCENARIO,
+        retry_storm::FIX,
+        retry_throttling::SCENARIO,
+        keepalive_mismatch::SCENARIO,
+        etcd_keepalive::SCENARIO,
     ]
 }
 

@@ -24,12 +24,14 @@ pub enum DeadlineMode {
 }
 
 /// The gateway: `Hit` spends `think` (*simulated* time) and then saves the
-/// rally's shots in the store.
+/// rally's shots in the store. `Watch` streams its scores back to back, or
+/// one per [`Gateway::with_watch_interval`].
 #[derive(Debug, Clone)]
 pub struct Gateway {
     store: StoreClient<grpc_chaos::Channel>,
     mode: DeadlineMode,
     think: Duration,
+    watch_interval: Duration,
 }
 
 impl Gateway {
@@ -39,7 +41,17 @@ impl Gateway {
             store: StoreClient::new(store),
             mode,
             think,
+            watch_interval: Duration::ZERO,
         }
+    }
+
+    /// `Watch` waits `interval` (*simulated* time) before each score after
+    /// the first, so a stream stays open with gaps between its messages
+    /// (a slow feed; the dead-peer-stream story needs a gap longer than the
+    /// client's keepalive interval). Default: zero, every score at once.
+    pub fn with_watch_interval(mut self, interval: Duration) -> Self {
+        self.watch_interval = interval;
+        self
     }
 
     /// The generated tonic server for this gateway.
@@ -90,13 +102,20 @@ impl super::pb::scoreboard_server::Scoreboard for Gateway {
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<ScoreStream>, Status> {
         let req = request.into_inner();
         let padding = vec![0u8; req.padding as usize];
-        let stream = futures_util::stream::iter(0..req.count).map(move |i| {
-            Ok(Score {
+        let interval = self.watch_interval;
+        let stream = futures_util::stream::iter(0..req.count).then(move |i| {
+            let score = Score {
                 match_id: req.match_id.clone(),
                 home: i + 1,
                 away: 0,
                 padding: padding.clone(),
-            })
+            };
+            async move {
+                if i > 0 && !interval.is_zero() {
+                    tokio::time::sleep(interval).await;
+                }
+                Ok(score)
+            }
         });
         Ok(Response::new(Box::pin(stream)))
     }

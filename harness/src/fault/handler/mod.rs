@@ -20,7 +20,7 @@ use tonic::body::Body;
 use tonic::Status;
 
 pub(crate) use layer::HandlerLayer;
-pub(crate) use rule::{Action, HandlerRule};
+pub(crate) use rule::{Action, HandlerRule, Reply};
 pub(crate) use run::HandlerBody;
 use run::RunGuard;
 
@@ -29,6 +29,10 @@ use crate::net::PeerInfo;
 use crate::recorder::event::{CallId, EventKind};
 use crate::recorder::{CALL_ID_HEADER, CURRENT_RUN};
 use crate::sim::Shared;
+
+/// The header a retrying client sends on attempt 2 onwards (gRFC A6
+/// "Exposed Retry Metadata").
+const PREVIOUS_ATTEMPTS: &str = "grpc-previous-rpc-attempts";
 
 /// Records and faults the requests of one host. See the module docs.
 #[derive(Clone)]
@@ -94,6 +98,21 @@ impl<S> HandlerService<S> {
                 nth,
             },
         );
+        if let Some(previous) = req
+            .headers()
+            .get(PREVIOUS_ATTEMPTS)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+        {
+            recorder.push(
+                &self.host,
+                EventKind::RetryArrived {
+                    run,
+                    path: path.clone(),
+                    previous,
+                },
+            );
+        }
         req.extensions_mut()
             .insert(Arrival(tokio::time::Instant::now()));
         RunGuard::new(self.shared.clone(), self.host.clone(), run, path)
@@ -111,8 +130,8 @@ where
     S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
 {
     for rule in &rules {
-        if let Some(status) = apply(rule, &mut guard).await {
-            return Ok(guard.respond(status));
+        if let Some((status, reply)) = apply(rule, &mut guard).await {
+            return Ok(guard.respond_with(status, reply));
         }
     }
     let run = guard.run();
@@ -127,30 +146,35 @@ where
     }
 }
 
-/// Applies one fault; `Some(status)` answers the request without the handler.
-async fn apply(rule: &HandlerRule, guard: &mut RunGuard) -> Option<Status> {
+/// Applies one fault; `Some(status, reply)` answers the request without the
+/// handler.
+async fn apply(rule: &HandlerRule, guard: &mut RunGuard) -> Option<(Status, Reply)> {
     match &rule.action {
         Action::Delay(d) => {
             guard.fault_fired(format!("delay {}", crate::trace::fmt_duration(*d)));
             tokio::time::sleep(*d).await;
             None
         }
-        Action::Abort(code, message) => {
+        Action::Abort(code, message, reply) => {
             let status = Status::new(*code, message.clone());
-            guard.fault_fired(format!("abort {}", crate::spec::code_name(*code)));
-            Some(status)
+            let name = crate::spec::code_name(*code);
+            guard.fault_fired(format!("abort {name}{}", reply.describe()));
+            Some((status, *reply))
         }
         Action::Hang => {
             guard.fault_fired("hang".to_owned());
             std::future::pending::<()>().await;
             None
         }
-        Action::FailFirst(n, code) => {
+        Action::FailFirst(n, code, reply) => {
             let k = rule.count();
             (k <= *n).then(|| {
                 let name = crate::spec::code_name(*code);
-                guard.fault_fired(format!("fail {k}/{n} with {name}"));
-                Status::new(*code, format!("injected failure {k}/{n}"))
+                guard.fault_fired(format!("fail {k}/{n} with {name}{}", reply.describe()));
+                (
+                    Status::new(*code, format!("injected failure {k}/{n}")),
+                    *reply,
+                )
             })
         }
         Action::ConcurrencyLimit(n) => {

@@ -7,13 +7,37 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tonic::Code;
 
+/// How a failing handler fault answers (for retry stories).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Reply {
+    /// `grpc-retry-pushback-ms` to send with the status (gRFC A6).
+    pub(crate) pushback_ms: Option<i64>,
+    /// Send response headers first, then the status in trailers (the call
+    /// is committed), instead of a trailers-only response.
+    pub(crate) after_headers: bool,
+}
+
+impl Reply {
+    /// ` pushback=500ms`, ` after headers`: appended to the fault's trace text.
+    pub(crate) fn describe(&self) -> String {
+        let mut out = String::new();
+        if let Some(ms) = self.pushback_ms {
+            out.push_str(&format!(" pushback={ms}ms"));
+        }
+        if self.after_headers {
+            out.push_str(" after headers");
+        }
+        out
+    }
+}
+
 /// What a handler fault does to a matching request.
 #[derive(Debug, Clone)]
 pub(crate) enum Action {
     Delay(Duration),
-    Abort(Code, String),
+    Abort(Code, String, Reply),
     Hang,
-    FailFirst(u32, Code),
+    FailFirst(u32, Code, Reply),
     ConcurrencyLimit(usize),
 }
 
@@ -133,6 +157,16 @@ mod tests {
             rule(Some("/tt.v1.Store/Save"), None).service(),
             Some("tt.v1.Store")
         );
+    }
+
+    #[test]
+    fn replies_describe_themselves_for_the_trace() {
+        assert_eq!(Reply::default().describe(), "");
+        let r = Reply {
+            pushback_ms: Some(-1),
+            after_headers: true,
+        };
+        assert_eq!(r.describe(), " pushback=-1ms after headers");
     }
 
     #[test]

@@ -12,7 +12,30 @@ use tokio::sync::OwnedSemaphorePermit;
 use tonic::body::Body;
 use tonic::Status;
 
+use super::Reply;
 use crate::recorder::event::{EventKind, RunId};
+
+/// The pushback trailer (gRFC A6).
+const PUSHBACK: &str = "grpc-retry-pushback-ms";
+
+/// A response body with no messages: one trailers frame, then the end.
+struct TrailersOnlyBody(Option<http::HeaderMap>);
+
+impl HttpBody for TrailersOnlyBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        Poll::Ready(self.0.take().map(|t| Ok(Frame::trailers(t))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_none()
+    }
+}
 use crate::sim::Shared;
 
 /// Records how a run ended, exactly once. Dropped before that (hyper
@@ -112,6 +135,36 @@ impl RunGuard {
         status
             .into_http::<Body>()
             .map(|b| HandlerBody::new(b, self))
+    }
+
+    /// Answers with `status` as `reply` says: trailers-only (as
+    /// [`RunGuard::respond`]) or after response headers, with
+    /// `grpc-retry-pushback-ms` when asked.
+    pub(crate) fn respond_with(self, status: Status, reply: Reply) -> http::Response<HandlerBody> {
+        let status = match reply.pushback_ms {
+            Some(ms) => {
+                let mut md = tonic::metadata::MetadataMap::new();
+                if let Ok(v) = ms.to_string().parse() {
+                    md.insert(PUSHBACK, v);
+                }
+                Status::with_metadata(status.code(), status.message().to_owned(), md)
+            }
+            None => status,
+        };
+        if !reply.after_headers {
+            return self.respond(status);
+        }
+        // The status goes into trailers after plain response headers: the
+        // handler layer's body records the run's end when they are sent.
+        let (parts, _) = status.into_http::<Body>().into_parts();
+        let mut trailers = parts.headers;
+        trailers.remove(http::header::CONTENT_TYPE);
+        let mut response = http::Response::new(Body::new(TrailersOnlyBody(Some(trailers))));
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/grpc"),
+        );
+        response.map(|b| HandlerBody::new(b, self))
     }
 
     /// Passes the handler's response on, watching for its status.

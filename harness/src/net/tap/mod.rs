@@ -6,8 +6,16 @@
 //! With frame faults it cuts the stream at frame boundaries, so that a frame
 //! can be dropped, kept back, or have an injected frame put before it; a
 //! partial frame waits for its remaining bytes.
+//!
+//! On connections to a server host with a keepalive policy, both directions
+//! also feed the connection's [`KeepaliveConn`] (see [`keepalive`] for the
+//! exact rules), and the server→client direction is cut at frame boundaries
+//! so that the policy's reaction goes out right after the PING ACK that
+//! triggered it, and nothing the server writes after it does.
 
 mod describe;
+pub(crate) mod keepalive;
+mod react;
 mod writer;
 
 use std::collections::VecDeque;
@@ -16,12 +24,15 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+pub(crate) use keepalive::KeepaliveConn;
 pub(crate) use writer::spawn_writer;
 
 use crate::fault::{FrameAction, FrameInfo};
+use crate::policy::{Action, PingVerdict, TOO_MANY_PINGS};
 use crate::recorder::event::{EventKind, Fate};
-use crate::sim::Shared;
-use crate::wire::{self, Decoder, Detail, Direction, Frame};
+use crate::sim::{lock_conn, Shared, SharedConn};
+use crate::wire::{self, BlockKind, Decoder, Detail, Direction, Frame};
+use keepalive::Judged;
 
 /// Bytes ready to leave, and when (*simulated* time; `None`: now).
 pub(crate) struct Out {
@@ -52,6 +63,13 @@ pub(crate) struct DirectionTap {
     /// Offset of `pending[0]` in this direction's byte stream.
     base: u64,
     events: Vec<wire::Event>,
+    /// The connection's shared state, when its server host enforces a
+    /// keepalive policy.
+    keepalive: Option<SharedConn>,
+    /// Set once the keepalive policy's reaction is queued: everything the
+    /// sender writes from then on is dropped, and the writer closes the
+    /// connection once the queue is out.
+    closing: bool,
 }
 
 impl DirectionTap {
@@ -61,10 +79,12 @@ impl DirectionTap {
         direction: Direction,
         from: Arc<str>,
         to: Arc<str>,
+        keepalive: Option<SharedConn>,
     ) -> Self {
+        let reacts = keepalive.is_some() && direction == Direction::ServerToClient;
         Self {
             decoder: Decoder::new(direction),
-            cut: shared.has_frame_rules(),
+            cut: shared.has_frame_rules() || reacts,
             shared,
             conn,
             from,
@@ -72,7 +92,15 @@ impl DirectionTap {
             pending: BytesMut::new(),
             base: 0,
             events: Vec::new(),
+            keepalive,
+            closing: false,
         }
+    }
+
+    /// Whether the keepalive policy's reaction is queued: take no more
+    /// bytes; close once the queue is out ([`DirectionTap::close`]).
+    pub(crate) fn closing(&self) -> bool {
+        self.closing
     }
 
     pub(crate) fn from(&self) -> &str {
@@ -89,14 +117,25 @@ impl DirectionTap {
 
     /// Takes bytes the sender wrote; queues what may leave, and when.
     pub(crate) fn on_bytes(&mut self, chunk: &[u8], out: &mut VecDeque<Out>) {
+        if self.closing {
+            return;
+        }
         self.pending.extend_from_slice(chunk);
         self.decoder.feed(chunk, &mut self.events);
         let events = std::mem::take(&mut self.events);
         for event in &events {
+            if self.closing {
+                break;
+            }
             self.on_event(event, out);
         }
         self.events = events;
         self.events.clear();
+        if self.closing {
+            // The policy closed the connection: the rest never leaves.
+            self.pending.clear();
+            return;
+        }
         if !self.cut || self.decoder.is_opaque() {
             let end = self.base + self.pending.len() as u64;
             self.emit(end, None, None, out);
@@ -165,6 +204,7 @@ impl DirectionTap {
             fate,
             noise,
         });
+        let judged = self.keepalive_frame(frame, fate, now);
         let end = frame.offset + frame.wire_len();
         match fate {
             Fate::Dropped => self.discard(end),
@@ -177,22 +217,162 @@ impl DirectionTap {
                 self.emit(end, release, kept, out);
             }
         }
+        if let Some(judged) = judged {
+            self.react(judged, out);
+        }
+    }
+
+    /// Feeds a frame to the connection's keepalive state; for a PING ACK
+    /// from the server, records how the PING was judged and returns that.
+    fn keepalive_frame(&mut self, frame: &Frame, fate: Fate, now: Duration) -> Option<Judged> {
+        let shared = self.keepalive.as_ref()?;
+        let id = frame.stream_id;
+        let mut state = lock_conn(shared);
+        let ka = state.keepalive.as_mut()?;
+        match self.decoder.direction() {
+            Direction::ClientToServer => {
+                // A frame the network lost never reached the server.
+                if fate == Fate::Dropped {
+                    return None;
+                }
+                match &frame.detail {
+                    Detail::Headers { end_stream, .. } => ka.client_headers(id, *end_stream),
+                    Detail::Data {
+                        end_stream: true, ..
+                    } => ka.client_ended(id),
+                    Detail::RstStream { .. } => ka.client_reset(id),
+                    Detail::Ping { ack: false, opaque } => ka.ping_sent(*opaque),
+                    _ => {}
+                }
+                None
+            }
+            Direction::ServerToClient => {
+                // The server wrote it, whatever the network then does: its
+                // own state (strikes, streams) moved on.
+                let end_stream = matches!(
+                    frame.detail,
+                    Detail::Data {
+                        end_stream: true,
+                        ..
+                    } | Detail::Headers {
+                        end_stream: true,
+                        ..
+                    }
+                );
+                let cleared = ka.server_frame(frame.ty.code(), id, end_stream);
+                let judged = match &frame.detail {
+                    Detail::Ping { ack: true, opaque } => ka.ping_acked(*opaque, now),
+                    _ => None,
+                };
+                let allowed = judged
+                    .as_ref()
+                    .map(|j| ka.policy().allowed_gap(j.open_calls));
+                drop(state);
+                if cleared > 0 {
+                    self.record(EventKind::KeepaliveStrikesReset {
+                        conn: self.conn,
+                        to: self.to.to_string(),
+                        cleared,
+                        frame: frame.ty.to_string(),
+                    });
+                }
+                let judged = judged?;
+                self.record_ping(&judged, allowed.unwrap_or_default());
+                Some(judged)
+            }
+        }
+    }
+
+    fn record_ping(&self, judged: &Judged, allowed: Duration) {
+        let (verdict, gap, allowed) = match judged.verdict {
+            PingVerdict::Ok { gap } => ("ok".to_owned(), gap, allowed),
+            PingVerdict::Strike {
+                n,
+                of,
+                gap,
+                allowed,
+            } => (format!("strike {n}/{of}"), Some(gap), allowed),
+            PingVerdict::TooManyPings { gap, allowed, .. } => {
+                ("too_many_pings".to_owned(), Some(gap), allowed)
+            }
+            PingVerdict::AlreadyGoingAway { .. } => ("going_away".to_owned(), None, allowed),
+        };
+        self.record(EventKind::KeepalivePing {
+            conn: self.conn,
+            from: self.to.to_string(),
+            verdict,
+            strikes: judged.strikes,
+            gap,
+            allowed,
+            open_calls: judged.open_calls,
+            after_reset: judged.after_reset,
+        });
+    }
+
+    /// Queues the policy's reaction behind the PING ACK that triggered it
+    /// and stops taking the server's bytes.
+    fn react(&mut self, judged: Judged, out: &mut VecDeque<Out>) {
+        if judged.reaction.is_empty() {
+            return;
+        }
+        for action in &judged.reaction {
+            let Some(bytes) = react::encode_action(action) else {
+                continue;
+            };
+            // The block kind the client sees; a decoder of the injected
+            // frame alone cannot know the response headers went out.
+            let kind = match action {
+                Action::SendTrailers { .. } => Some(BlockKind::Trailers),
+                _ => None,
+            };
+            self.record_injected_as(&bytes, kind);
+            out.push_back(Out {
+                bytes: Bytes::from(bytes),
+                release: None,
+                kept: None,
+            });
+        }
+        self.closing = true;
+    }
+
+    /// Closes the connection after the policy's reaction went out: the
+    /// server's reads end, and the close is recorded.
+    pub(crate) fn close(&self) {
+        if let Some(shared) = &self.keepalive {
+            if let Some(ka) = lock_conn(shared).keepalive.as_mut() {
+                ka.close();
+            }
+        }
+        self.record(EventKind::KeepaliveClosed {
+            conn: self.conn,
+            to: self.to.to_string(),
+            reason: String::from_utf8_lossy(TOO_MANY_PINGS).into_owned(),
+        });
     }
 
     /// Records a frame the harness injects into this direction.
     pub(crate) fn record_injected(&self, bytes: &[u8]) {
+        self.record_injected_as(bytes, None);
+    }
+
+    /// Records injected frames; `kind` overrides the block kind of HEADERS.
+    fn record_injected_as(&self, bytes: &[u8], kind: Option<BlockKind>) {
         let mut events = Vec::new();
         let direction = self.decoder.direction();
         let mut decoder = Decoder::new(direction);
+        // The injected frame is decoded on its own: give the decoder the
+        // preface and the SETTINGS frame it expects first (RFC 9113 §3.4).
         if direction == Direction::ClientToServer {
-            // The injected frame is decoded on its own: give the decoder the
-            // preface it expects first.
             decoder.feed(wire::frame::PREFACE, &mut events);
-            events.clear();
         }
+        decoder.feed(&wire::encode::settings(&[]), &mut events);
+        events.clear();
         decoder.feed(bytes, &mut events);
         for e in events {
-            if let wire::Event::Frame(frame) = e {
+            if let wire::Event::Frame(mut frame) = e {
+                if let (Some(kind), Detail::Headers { block, .. }) = (kind, &mut frame.detail) {
+                    block.kind = kind;
+                }
                 let (detail, noise) = describe::describe(&frame);
                 self.record(EventKind::Frame {
                     conn: self.conn,

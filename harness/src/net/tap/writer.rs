@@ -55,6 +55,14 @@ async fn run(
             let _ = socket.shutdown().await;
             return;
         }
+        if tap.closing() && queue.is_empty() {
+            // The keepalive policy's reaction is out: close the connection
+            // as the emulated server does. Dropping `rx` makes the server's
+            // later writes fail, as on a closed socket.
+            let _ = socket.shutdown().await;
+            tap.close();
+            return;
+        }
         let next_release = queue
             .front()
             .and_then(|o| o.release)
@@ -62,14 +70,14 @@ async fn run(
         let next_injection = injections.front().map(|i| i.at.saturating_sub(now));
         tokio::select! {
             biased;
-            () = sleep(next_injection) => {
+            () = sleep(next_injection), if !tap.closing() => {
                 if let Some(i) = injections.pop_front() {
                     tap.record_injected(&i.frame.bytes);
                     queue.push_back(Out { bytes: Bytes::from(i.frame.bytes), release: None, kept: None });
                 }
             }
             () = sleep(next_release) => {}
-            chunk = rx.recv(), if open && !blocked => match chunk {
+            chunk = rx.recv(), if open && !blocked && !tap.closing() => match chunk {
                 Some(bytes) => tap.on_bytes(&bytes, &mut queue),
                 None => open = false,
             },

@@ -48,6 +48,7 @@ impl Decoder {
             let id = rest.get(..4).map(read_u31).ok_or_else(|| {
                 fatal("payload too short for the promised stream id (RFC 9113 §6.6)")
             })?;
+            // `get(..4)` succeeded, so at least 4 octets remain.
             rest = &rest[4..];
             Some(id)
         } else {
@@ -64,6 +65,7 @@ impl Decoder {
                     "padding longer than the field block fragment (RFC 9113 §6.2: PROTOCOL_ERROR)",
                 )
             })?;
+            // `keep` = len - pad, checked not to underflow above.
             rest = &rest[..keep];
         }
         self.pending = Some(PendingBlock {

@@ -1,0 +1,691 @@
+//! Flow-control stalls (RFC 9113 §6.9), derived from the recorded frames:
+//! [`Trace::stalls`]. The rule is documented on [`Stall`].
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+use super::{fmt_duration, Trace};
+use crate::recorder::event::{EventKind, Fate};
+
+/// The initial size of every flow-control window, octets (RFC 9113 §6.9.2).
+const DEFAULT_WINDOW: i64 = 65_535;
+
+/// A stream whose sender had no flow-control window left, found by
+/// [`Trace::stalls`].
+///
+/// **The rule.** A stream is *stalled* from the DATA frame that left its
+/// sender with no window (the stream's or the connection's) while the
+/// stream stays open in that direction, until the receiver's credit opens
+/// the window again ([`StallEnd::Reopened`]), the stream closes
+/// ([`StallEnd::Closed`]: END_STREAM, RST_STREAM), or the run ends
+/// ([`StallEnd::Open`]). A stall starts only at a DATA frame that used up
+/// the window, so a stream that simply has nothing to send is never
+/// reported.
+///
+/// **The windows** are replayed from the recorded frames as the *sender*
+/// sees them (RFC 9113 §6.9):
+/// - every window starts at 65,535 octets (§6.9.2);
+/// - SETTINGS_INITIAL_WINDOW_SIZE from the receiver moves the window of
+///   every open stream by the difference (§6.9.2), never the connection's;
+/// - a DATA frame spends its octets from both the stream's and the
+///   connection's window (§6.9.1);
+/// - a WINDOW_UPDATE from the receiver gives its increment back to the
+///   stream, or on stream 0 to the connection (§6.9).
+///
+/// **Timing.** A frame from the receiver counts when it *left* the
+/// receiver: a frame a fault dropped never counts; a frame kept back counts
+/// when it was released; and, because the wire tap keeps TCP order, a frame
+/// written behind a kept-back frame counts no earlier than that frame's
+/// release. Link latency is not subtracted, so the replayed window is never
+/// smaller than the sender's real one: a stall found is real, and it ends
+/// (`until`) when the credit left the receiver, one link latency before the
+/// sender can use it. A very short stall may be missed. Flow control counts
+/// the whole DATA payload, padding included; the trace keeps the data
+/// octets without padding, which errs the same (harmless) way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stall {
+    /// The connection (`c1` is 1).
+    pub conn: u32,
+    /// The stream id.
+    pub stream: u32,
+    /// The host whose DATA was blocked.
+    pub sender: String,
+    /// The host whose window it was (it grants credit with WINDOW_UPDATE).
+    pub receiver: String,
+    /// When the sender's DATA used up the window, *simulated* time since the
+    /// start of the run.
+    pub since: Duration,
+    /// When the stall ended (see [`Stall::end`]), *simulated* time since the
+    /// start of the run; the end of the run for a stall still open then.
+    pub until: Duration,
+    /// How it ended.
+    pub end: StallEnd,
+    /// Which window ran out.
+    pub window: Window,
+    /// DATA octets the sender had sent on the stream when it stalled.
+    pub sent: u64,
+    /// WINDOW_UPDATEs for this stream or its connection that the receiver
+    /// wrote and a frame fault kept back during the stall.
+    pub held_updates: usize,
+}
+
+/// How a [`Stall`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StallEnd {
+    /// The receiver's credit (WINDOW_UPDATE, or a larger
+    /// `INITIAL_WINDOW_SIZE`) left the receiver and opened the window.
+    Reopened,
+    /// The stream closed first (END_STREAM from the sender, or RST_STREAM
+    /// from either side).
+    Closed,
+    /// Still stalled when the run ended.
+    Open,
+}
+
+/// The flow-control window that ran out (RFC 9113 §6.9.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// The stream's own window.
+    Stream,
+    /// The connection's window, shared by all its streams.
+    Connection,
+}
+
+impl Stall {
+    /// How long the sender had no window, *simulated* time.
+    pub fn duration(&self) -> Duration {
+        self.until.saturating_sub(self.since)
+    }
+}
+
+impl fmt::Display for Stall {
+    /// `gateway→player c1 s1 stalled 9877ms (123ms–10000ms): stream window
+    /// used up after 2097152 bytes, 1 WINDOW_UPDATE held`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}→{} c{} s{} stalled {} ({}–{}): {} window used up after {} bytes",
+            self.sender,
+            self.receiver,
+            self.conn,
+            self.stream,
+            fmt_duration(self.duration()),
+            fmt_duration(self.since),
+            fmt_duration(self.until),
+            match self.window {
+                Window::Stream => "stream",
+                Window::Connection => "connection",
+            },
+            self.sent,
+        )?;
+        match self.held_updates {
+            0 => {}
+            1 => f.write_str(", 1 WINDOW_UPDATE held")?,
+            n => write!(f, ", {n} WINDOW_UPDATEs held")?,
+        }
+        match self.end {
+            StallEnd::Reopened => Ok(()),
+            StallEnd::Closed => f.write_str(", then the stream closed"),
+            StallEnd::Open => f.write_str(", still stalled when the run ended"),
+        }
+    }
+}
+
+impl Trace {
+    /// Every flow-control stall longer than `threshold` (*simulated* time),
+    /// in order of start. A stream is stalled from the DATA frame that used
+    /// up its sender's window until the receiver's credit reopens it, the
+    /// stream closes, or the run ends; see [`Stall`] for the rule and its
+    /// source (RFC 9113 §6.9).
+    ///
+    /// ```
+    /// # fn check(trace: &grpc_chaos::Trace) {
+    /// use std::time::Duration;
+    /// for stall in trace.stalls(Duration::from_secs(1)) {
+    ///     println!("{stall}"); // gateway→player c1 s1 stalled 9877ms (…)
+    /// }
+    /// # }
+    /// ```
+    pub fn stalls(&self, threshold: Duration) -> Vec<Stall> {
+        let mut found = replay(self);
+        found.retain(|s| s.duration() > threshold);
+        found
+    }
+}
+
+/// One direction of one connection: the connection and the sending host.
+type DirKey = (u32, String);
+
+/// What one frame means to the window of one direction.
+#[derive(Debug)]
+enum Step {
+    /// The sender wrote DATA.
+    Data { stream: u32, len: i64, end: bool },
+    /// The stream closed in this direction.
+    Closed { stream: u32 },
+    /// The receiver's WINDOW_UPDATE reached the sender.
+    Credit { stream: u32, increment: i64 },
+    /// The receiver's SETTINGS_INITIAL_WINDOW_SIZE reached the sender.
+    Initial { size: i64 },
+}
+
+/// A WINDOW_UPDATE a fault kept back: written, released (if ever).
+struct Held {
+    stream: u32,
+    written: Duration,
+    released: Option<Duration>,
+}
+
+#[derive(Default)]
+struct Stream {
+    window: i64,
+    sent: u64,
+    closed: bool,
+    stall: Option<(Duration, Window, u64)>,
+}
+
+struct Dir {
+    receiver: String,
+    conn_window: i64,
+    initial: i64,
+    streams: BTreeMap<u32, Stream>,
+    held: Vec<Held>,
+}
+
+impl Dir {
+    fn new(receiver: &str) -> Self {
+        Self {
+            receiver: receiver.to_owned(),
+            conn_window: DEFAULT_WINDOW,
+            initial: DEFAULT_WINDOW,
+            streams: BTreeMap::new(),
+            held: Vec::new(),
+        }
+    }
+
+    fn stream(&mut self, id: u32) -> &mut Stream {
+        let initial = self.initial;
+        self.streams.entry(id).or_insert_with(|| Stream {
+            window: initial,
+            ..Stream::default()
+        })
+    }
+}
+
+/// Replays every direction's windows; returns every stall, in start order.
+fn replay(trace: &Trace) -> Vec<Stall> {
+    let mut dirs: HashMap<DirKey, Dir> = HashMap::new();
+    let mut steps: Vec<(Duration, usize, DirKey, Step)> = Vec::new();
+    let mut releases = release_times(trace);
+    // When the bytes of each direction can leave, at the earliest: TCP
+    // order puts every frame behind a kept-back one. `None`: never (a frame
+    // ahead was kept back past the end of the run).
+    let mut clock: HashMap<DirKey, Option<Duration>> = HashMap::new();
+    for (i, e) in trace.events().iter().enumerate() {
+        let EventKind::Frame {
+            conn,
+            to,
+            stream,
+            frame,
+            detail,
+            fate,
+            ..
+        } = &e.kind
+        else {
+            continue;
+        };
+        let me: DirKey = (*conn, e.host.clone());
+        let peer: DirKey = (*conn, to.clone());
+        dirs.entry(me.clone()).or_insert_with(|| Dir::new(to));
+        dirs.entry(peer.clone())
+            .or_insert_with(|| Dir::new(&e.host));
+        let left = clock.entry(me.clone()).or_insert(Some(Duration::ZERO));
+        let left_at = match fate {
+            Fate::Dropped => continue,
+            Fate::Delayed { .. } => {
+                let released = releases.get_mut(&me).and_then(VecDeque::pop_front);
+                *left = match (*left, released) {
+                    (Some(l), Some(r)) => Some(l.max(r)),
+                    _ => None,
+                };
+                if frame == "WINDOW_UPDATE" {
+                    if let Some(dir) = dirs.get_mut(&peer) {
+                        dir.held.push(Held {
+                            stream: *stream,
+                            written: e.at,
+                            released: *left,
+                        });
+                    }
+                }
+                *left
+            }
+            Fate::Passed | Fate::Injected => left.map(|l| l.max(e.at)),
+        };
+        let (seq, stream) = (i * 2, *stream);
+        match frame.as_str() {
+            "DATA" => {
+                let len = leading_number(detail).unwrap_or(0);
+                let end = detail.ends_with("END_STREAM");
+                steps.push((e.at, seq, me, Step::Data { stream, len, end }));
+            }
+            "HEADERS" if detail.ends_with("END_STREAM") => {
+                steps.push((e.at, seq, me, Step::Closed { stream }));
+            }
+            "RST_STREAM" => {
+                steps.push((e.at, seq, me, Step::Closed { stream }));
+                if let Some(at) = left_at {
+                    steps.push((at, seq + 1, peer, Step::Closed { stream }));
+                }
+            }
+            "WINDOW_UPDATE" => {
+                let increment = detail
+                    .strip_prefix('+')
+                    .and_then(leading_number)
+                    .unwrap_or(0);
+                if let Some(at) = left_at {
+                    steps.push((at, seq, peer, Step::Credit { stream, increment }));
+                }
+            }
+            "SETTINGS" => {
+                let size = detail
+                    .split(' ')
+                    .filter_map(|kv| kv.strip_prefix("INITIAL_WINDOW_SIZE="))
+                    .filter_map(leading_number)
+                    .next_back();
+                if let (Some(size), Some(at)) = (size, left_at) {
+                    steps.push((at, seq, peer, Step::Initial { size }));
+                }
+            }
+            _ => {}
+        }
+    }
+    steps.sort_by_key(|(at, seq, _, _)| (*at, *seq));
+    let mut stalls = Vec::new();
+    for (at, _, key, step) in steps {
+        if let Some(dir) = dirs.get_mut(&key) {
+            apply(dir, &key, at, step, &mut stalls);
+        }
+    }
+    for (key, dir) in &mut dirs {
+        for (id, s) in &mut dir.streams {
+            if let Some(open) = s.stall.take() {
+                stalls.push(stall(
+                    key,
+                    &dir.receiver,
+                    *id,
+                    open,
+                    trace.ended_at(),
+                    StallEnd::Open,
+                ));
+            }
+        }
+    }
+    for s in &mut stalls {
+        let key: DirKey = (s.conn, s.sender.clone());
+        if let Some(dir) = dirs.get(&key) {
+            s.held_updates = dir
+                .held
+                .iter()
+                .filter(|h| h.stream == 0 || h.stream == s.stream)
+                .filter(|h| h.written < s.until && h.released.is_none_or(|r| r > s.since))
+                .count();
+        }
+    }
+    stalls.sort_by(|a, b| {
+        (a.since, a.conn, a.stream, &a.sender).cmp(&(b.since, b.conn, b.stream, &b.sender))
+    });
+    stalls
+}
+
+/// The release time of every kept-back frame, per direction, in order (the
+/// tap releases them in the order it kept them).
+fn release_times(trace: &Trace) -> HashMap<DirKey, VecDeque<Duration>> {
+    let mut out: HashMap<DirKey, VecDeque<Duration>> = HashMap::new();
+    for e in trace.events() {
+        if let EventKind::FrameReleased { conn, .. } = &e.kind {
+            out.entry((*conn, e.host.clone()))
+                .or_default()
+                .push_back(e.at);
+        }
+    }
+    out
+}
+
+fn apply(dir: &mut Dir, key: &DirKey, at: Duration, step: Step, stalls: &mut Vec<Stall>) {
+    let receiver = dir.receiver.clone();
+    match step {
+        Step::Data { stream, len, end } => {
+            let conn_window = {
+                dir.conn_window -= len;
+                dir.conn_window
+            };
+            let s = dir.stream(stream);
+            if let Some(open) = s.stall.take() {
+                // DATA went out, so the window was open after all.
+                stalls.push(stall(key, &receiver, stream, open, at, StallEnd::Reopened));
+            }
+            s.window -= len;
+            s.sent += u64::try_from(len).unwrap_or(0);
+            if end {
+                s.closed = true;
+            } else if !s.closed && (s.window <= 0 || conn_window <= 0) {
+                let which = if s.window <= 0 {
+                    Window::Stream
+                } else {
+                    Window::Connection
+                };
+                s.stall = Some((at, which, s.sent));
+            }
+        }
+        Step::Closed { stream } => {
+            let s = dir.stream(stream);
+            s.closed = true;
+            if let Some(open) = s.stall.take() {
+                stalls.push(stall(key, &receiver, stream, open, at, StallEnd::Closed));
+            }
+        }
+        Step::Credit {
+            stream: 0,
+            increment,
+        } => {
+            dir.conn_window += increment;
+            reopen(dir, key, at, stalls);
+        }
+        Step::Credit { stream, increment } => {
+            let s = dir.stream(stream);
+            if !s.closed {
+                s.window += increment;
+            }
+            reopen(dir, key, at, stalls);
+        }
+        Step::Initial { size } => {
+            let delta = size - dir.initial;
+            dir.initial = size;
+            for s in dir.streams.values_mut().filter(|s| !s.closed) {
+                s.window += delta;
+            }
+            reopen(dir, key, at, stalls);
+        }
+    }
+}
+
+/// Ends the stalls of every stream whose window is open again.
+fn reopen(dir: &mut Dir, key: &DirKey, at: Duration, stalls: &mut Vec<Stall>) {
+    let conn_window = dir.conn_window;
+    for (id, s) in &mut dir.streams {
+        if s.stall.is_some() && s.window > 0 && conn_window > 0 {
+            if let Some(open) = s.stall.take() {
+                stalls.push(stall(key, &dir.receiver, *id, open, at, StallEnd::Reopened));
+            }
+        }
+    }
+}
+
+fn stall(
+    key: &DirKey,
+    receiver: &str,
+    stream: u32,
+    (since, window, sent): (Duration, Window, u64),
+    until: Duration,
+    end: StallEnd,
+) -> Stall {
+    Stall {
+        conn: key.0,
+        stream,
+        sender: key.1.clone(),
+        receiver: receiver.to_owned(),
+        since,
+        until,
+        end,
+        window,
+        sent,
+        held_updates: 0,
+    }
+}
+
+/// The number at the start of `text` (`16384 bytes`, `65535`).
+fn leading_number(text: &str) -> Option<i64> {
+    let digits: &str = &text[..text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len())];
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{Stall, StallEnd, Window};
+    use crate::recorder::event::{Event, EventKind, Fate};
+    use crate::trace::Trace;
+
+    const S: &str = "server";
+    const C: &str = "client";
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// Builds a trace of one connection (c1) from frames written by `S` and
+    /// `C`.
+    struct Script {
+        events: Vec<Event>,
+    }
+
+    impl Script {
+        fn new() -> Self {
+            Self { events: Vec::new() }
+        }
+
+        fn frame(
+            mut self,
+            at: u64,
+            from: &str,
+            stream: u32,
+            frame: &str,
+            detail: &str,
+            fate: Fate,
+        ) -> Self {
+            let to = if from == S { C } else { S };
+            self.events.push(Event {
+                at: ms(at),
+                host: from.to_owned(),
+                kind: EventKind::Frame {
+                    conn: 1,
+                    to: to.to_owned(),
+                    stream,
+                    frame: frame.to_owned(),
+                    detail: detail.to_owned(),
+                    fate,
+                    noise: false,
+                },
+            });
+            self
+        }
+
+        fn data(self, at: u64, stream: u32, len: u32) -> Self {
+            self.frame(at, S, stream, "DATA", &format!("{len} bytes"), Fate::Passed)
+        }
+
+        fn update(self, at: u64, stream: u32, inc: u32, fate: Fate) -> Self {
+            self.frame(at, C, stream, "WINDOW_UPDATE", &format!("+{inc}"), fate)
+        }
+
+        fn released(mut self, at: u64, from: &str, stream: u32, frame: &str, since: u64) -> Self {
+            let to = if from == S { C } else { S };
+            self.events.push(Event {
+                at: ms(at),
+                host: from.to_owned(),
+                kind: EventKind::FrameReleased {
+                    conn: 1,
+                    to: to.to_owned(),
+                    stream,
+                    frame: frame.to_owned(),
+                    kept: ms(at - since),
+                },
+            });
+            self
+        }
+
+        fn trace(mut self, ended: u64) -> Trace {
+            self.events.sort_by_key(|e| e.at);
+            Trace::new(0, vec![C.into(), S.into()], self.events, ms(ended))
+        }
+    }
+
+    fn held(until: u64) -> Fate {
+        Fate::Delayed { until: ms(until) }
+    }
+
+    /// 65,535 octets on stream 1: the default stream window, used up at
+    /// 3 ms (the connection got a large window first).
+    fn fill_default(script: Script) -> Script {
+        fill(script.update(0, 0, 1_000_000, Fate::Passed))
+    }
+
+    fn fill(script: Script) -> Script {
+        script
+            .frame(1, C, 1, "HEADERS", "POST /p", Fate::Passed)
+            .frame(2, S, 1, "HEADERS", ":status=200", Fate::Passed)
+            .data(2, 1, 16_384)
+            .data(2, 1, 16_384)
+            .data(3, 1, 16_384)
+            .data(3, 1, 16_383)
+    }
+
+    #[test]
+    fn held_update_stalls_the_stream_until_it_is_released() {
+        let trace = fill_default(Script::new())
+            .update(2, 1, 40_000, held(500))
+            .released(500, C, 1, "WINDOW_UPDATE", 2)
+            .data(501, 1, 100)
+            .trace(600);
+        let stalls = trace.stalls(ms(100));
+        assert_eq!(
+            stalls,
+            vec![Stall {
+                conn: 1,
+                stream: 1,
+                sender: S.into(),
+                receiver: C.into(),
+                since: ms(3),
+                until: ms(500),
+                end: StallEnd::Reopened,
+                window: Window::Stream,
+                sent: 65_535,
+                held_updates: 1,
+            }]
+        );
+        assert_eq!(stalls[0].duration(), ms(497));
+        assert_eq!(
+            stalls[0].to_string(),
+            "server→client c1 s1 stalled 497ms (3ms–500ms): stream window used up after 65535 bytes, 1 WINDOW_UPDATE held"
+        );
+        // The threshold is exclusive.
+        assert!(trace.stalls(ms(497)).is_empty());
+        assert_eq!(trace.stalls(ms(496)).len(), 1);
+    }
+
+    #[test]
+    fn a_frame_behind_a_held_one_counts_at_its_release() {
+        // The PING ACK is held; the WINDOW_UPDATE written after it passes
+        // the rules but leaves only when the PING does (TCP order).
+        let trace = fill_default(Script::new())
+            .frame(4, C, 0, "PING", "ack 00", held(300))
+            .update(5, 1, 40_000, Fate::Passed)
+            .released(300, C, 0, "PING", 4)
+            .trace(400);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        assert_eq!((stalls[0].since, stalls[0].until), (ms(3), ms(300)));
+        assert_eq!(stalls[0].held_updates, 0, "the update itself was not held");
+    }
+
+    #[test]
+    fn a_dropped_update_never_reopens_the_window() {
+        let trace = fill_default(Script::new())
+            .update(4, 1, 40_000, Fate::Dropped)
+            .trace(1_000);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1);
+        assert_eq!(stalls[0].end, StallEnd::Open);
+        assert_eq!(stalls[0].until, ms(1_000), "the end of the run");
+        assert!(stalls[0]
+            .to_string()
+            .ends_with("still stalled when the run ended"));
+    }
+
+    #[test]
+    fn the_connection_window_can_be_the_one_that_runs_out() {
+        // A 1 MiB stream window, but the connection keeps its 65,535.
+        let trace = fill(Script::new().frame(
+            0,
+            C,
+            0,
+            "SETTINGS",
+            "ENABLE_PUSH=0 INITIAL_WINDOW_SIZE=1048576",
+            Fate::Passed,
+        ))
+        .update(200, 0, 10_000, Fate::Passed)
+        .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1);
+        assert_eq!(stalls[0].window, Window::Connection);
+        assert_eq!(
+            (stalls[0].until, stalls[0].end),
+            (ms(200), StallEnd::Reopened)
+        );
+    }
+
+    #[test]
+    fn a_larger_initial_window_reopens_open_streams() {
+        let trace = fill_default(Script::new())
+            .frame(
+                50,
+                C,
+                0,
+                "SETTINGS",
+                "INITIAL_WINDOW_SIZE=131070",
+                Fate::Passed,
+            )
+            .update(50, 0, 1_000_000, Fate::Passed)
+            .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        assert_eq!(
+            (stalls[0].until, stalls[0].end),
+            (ms(50), StallEnd::Reopened)
+        );
+    }
+
+    #[test]
+    fn a_reset_ends_the_stall() {
+        let trace = fill_default(Script::new())
+            .frame(70, C, 1, "RST_STREAM", "CANCEL", Fate::Passed)
+            .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1);
+        assert_eq!((stalls[0].until, stalls[0].end), (ms(70), StallEnd::Closed));
+    }
+
+    #[test]
+    fn a_stream_that_ends_on_its_last_octet_is_not_stalled() {
+        let trace = Script::new()
+            .data(1, 1, 32_768)
+            .frame(1, S, 1, "DATA", "32767 bytes END_STREAM", Fate::Passed)
+            .trace(1_000);
+        assert!(trace.stalls(Duration::ZERO).is_empty());
+    }
+
+    #[test]
+    fn a_stream_with_window_left_is_not_stalled() {
+        let trace = Script::new()
+            .data(1, 1, 1_000)
+            .update(2, 1, 1_000, held(900))
+            .released(900, C, 1, "WINDOW_UPDATE", 2)
+            .trace(1_000);
+        assert!(trace.stalls(Duration::ZERO).is_empty());
+    }
+}

@@ -1,0 +1,461 @@
+//! The wire-level stories of the catalog (issue 3): keepalive against a dead
+//! peer (unary and streaming), a receiver that holds back its
+//! WINDOW_UPDATEs, an upload cancelled by its deadline, and injected
+//! RST_STREAM / GOAWAY frames. Each test pins the times, codes and frames
+//! the story must show, then snapshots the trace.
+
+use std::time::Duration;
+
+use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::trace::{RunEnd, StallEnd, Window};
+use grpc_chaos::{EventKind, Trace};
+use grpc_chaos_scenarios::catalog::{self, Report};
+use grpc_chaos_scenarios::services::{LOAD, SAVE, UPLOAD, WATCH};
+
+const SEED: u64 = 0;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Runs a story, checks that its verdict passed, returns trace and report.
+fn story(name: &str) -> (Trace, Report) {
+    let scenario = catalog::find(name).expect("story in the catalog");
+    let trace = (scenario.simulate)(SEED).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let report = (scenario.judge)(&trace);
+    assert!(report.passed(), "{name}: {:?}", report.verdict);
+    (trace, report)
+}
+
+/// What a story's snapshot shows: its trace, then its verdict line (with
+/// the numbers, e.g. the stall the trace revealed).
+fn snapshot(render: &str, report: &Report) -> String {
+    let mut text = render.to_owned();
+    text.push_str(&format!("\nhappened: {}\n", report.happened));
+    for finding in &report.findings {
+        text.push_str(&format!("finding: {finding}\n"));
+    }
+    text
+}
+
+/// One recorded frame, flattened for assertions.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    at: Duration,
+    from: String,
+    conn: u32,
+    stream: u32,
+    detail: String,
+    fate: Fate,
+}
+
+/// The frames of type `kind` (`PING`, `RST_STREAM` …) `from` wrote.
+fn frames(trace: &Trace, from: &str, kind: &str) -> Vec<Seen> {
+    trace
+        .events_on(from)
+        .filter_map(|e| match &e.kind {
+            EventKind::Frame {
+                conn,
+                stream,
+                frame,
+                detail,
+                fate,
+                ..
+            } if frame == kind => Some(Seen {
+                at: e.at,
+                from: e.host.clone(),
+                conn: *conn,
+                stream: *stream,
+                detail: detail.clone(),
+                fate: *fate,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// DATA octets `from` sent on connection `conn`, stream `stream`.
+fn data_bytes(trace: &Trace, from: &str, conn: u32, stream: u32) -> u64 {
+    frames(trace, from, "DATA")
+        .iter()
+        .filter(|f| f.conn == conn && f.stream == stream)
+        .filter_map(|f| f.detail.split(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The `(code, message, spec code)` a call ended with.
+fn ended(trace: &Trace, call: usize, host: &str) -> (&'static str, String, &'static str) {
+    let call = trace.calls_from(host).nth(call).expect("call made");
+    let o = call.outcome().expect("call ended with a status");
+    (o.code, o.message.clone(), o.spec_code)
+}
+
+/// The render with runs of plain DATA frames (same sender, connection and
+/// stream, one after the other) folded into one line, so that a stream of
+/// hundreds of frames stays readable in a snapshot. Every other line is the
+/// render's own.
+fn fold_data(render: &str) -> String {
+    struct Run {
+        first: String,
+        head: String,
+        frames: usize,
+        bytes: u64,
+        last_t: String,
+    }
+    fn flush(out: &mut String, run: Option<Run>) {
+        let Some(run) = run else { return };
+        if run.frames == 1 {
+            out.push_str(&run.first);
+        } else {
+            let t = &run.first[..10];
+            out.push_str(&format!(
+                "{t}  {} DATA ×{} {} bytes (last at {})",
+                run.head,
+                run.frames,
+                run.bytes,
+                run.last_t.trim()
+            ));
+        }
+        out.push('\n');
+    }
+    let mut out = String::new();
+    let mut run: Option<Run> = None;
+    for line in render.lines() {
+        // `     2.000  gateway→player       c1 s1 DATA 16384 bytes`
+        let (t, rest) = line.split_at(line.len().min(12));
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let plain_data = words.len() == 6 && words[3] == "DATA" && words[5] == "bytes";
+        if !plain_data {
+            flush(&mut out, run.take());
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let head = format!("{:<20} {} {}", words[0], words[1], words[2]);
+        let bytes: u64 = words[4].parse().unwrap_or(0);
+        match &mut run {
+            Some(r) if r.head == head => {
+                r.frames += 1;
+                r.bytes += bytes;
+                r.last_t = t.to_owned();
+            }
+            _ => {
+                flush(&mut out, run.take());
+                run = Some(Run {
+                    first: line.to_owned(),
+                    head,
+                    frames: 1,
+                    bytes,
+                    last_t: t.to_owned(),
+                });
+            }
+        }
+    }
+    flush(&mut out, run);
+    out
+}
+
+#[test]
+fn dead_peer_closes_the_connection_a_second_after_the_unanswered_ping() {
+    let (trace, report) = story("dead-peer");
+    // The player pings 10 s after the last frame it received (the store's
+    // SETTINGS ack at 10 ms); the store's ACK is dropped.
+    let pings = frames(&trace, "player", "PING");
+    assert_eq!(pings.len(), 1, "{pings:?}");
+    assert_eq!((pings[0].at, pings[0].conn), (ms(10_010), 1));
+    let acks = frames(&trace, "store", "PING");
+    assert_eq!(acks.len(), 1);
+    assert_eq!((acks[0].at, acks[0].fate), (ms(10_020), Fate::Dropped));
+    assert!(acks[0].detail.starts_with("ack "), "{}", acks[0].detail);
+    // keep_alive_timeout (1 s) later the waiting Load fails: UNAVAILABLE
+    // from tonic, as the spec requires (FACTS.md).
+    assert_eq!(
+        ended(&trace, 0, "player"),
+        ("UNAVAILABLE", "http2 error".to_owned(), "UNAVAILABLE")
+    );
+    let first = trace.calls_from("player").next().expect("first call");
+    assert_eq!(first.ended_at, Some(ms(11_010)));
+    assert_eq!(first.timeout, None, "only keepalive could end it");
+    // The store's handler goes with the connection.
+    let hung = trace.runs_on("store").next().expect("store ran");
+    assert_eq!(
+        (hung.end.clone(), hung.ended_at),
+        (RunEnd::Dropped, Some(ms(11_020)))
+    );
+    // The next call dials c2 by itself and succeeds.
+    let second = trace.calls_from("player").nth(1).expect("second call");
+    assert_eq!(second.path, LOAD);
+    assert!(second.outcome().is_some_and(|o| o.is_ok()));
+    let c2: Vec<_> = frames(&trace, "player", "HEADERS");
+    assert_eq!(c2.iter().map(|f| f.conn).collect::<Vec<_>>(), vec![1, 2]);
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert!(trace.stalls(Duration::ZERO).is_empty());
+    insta::assert_snapshot!(snapshot(&trace.render(), &report));
+}
+
+#[test]
+fn dead_peer_under_a_stream_is_unknown_from_tonic_and_unavailable_by_the_spec() {
+    let (trace, report) = story("dead-peer-stream");
+    // One score at 20 ms, then the stream is silent (next score due at
+    // 12 s): the player pings at 10.03 s, the ACK is dropped.
+    let scores = frames(&trace, "gateway", "DATA");
+    assert_eq!(scores.iter().filter(|f| f.conn == 1).count(), 1);
+    let pings = frames(&trace, "player", "PING");
+    assert_eq!(pings.len(), 1);
+    assert_eq!(pings[0].at, ms(10_030));
+    assert_eq!(frames(&trace, "gateway", "PING")[0].fate, Fate::Dropped);
+    // 1 s later the open stream fails: UNKNOWN from tonic, UNAVAILABLE by
+    // the spec (FACTS.md).
+    assert_eq!(
+        ended(&trace, 0, "player"),
+        (
+            "UNKNOWN",
+            "h2 protocol error: error reading a body from connection".to_owned(),
+            "UNAVAILABLE"
+        )
+    );
+    let watch = trace.calls_from("player").next().expect("watch");
+    assert_eq!(
+        (watch.path.as_str(), watch.ended_at),
+        (WATCH, Some(ms(11_030)))
+    );
+    let handler = trace.runs_on("gateway").next().expect("gateway ran");
+    assert_eq!(handler.end, RunEnd::Dropped);
+    assert_eq!(handler.ended_at, Some(ms(11_040)));
+    // The next Watch redials (c2) and completes.
+    let again = trace.calls_from("player").nth(1).expect("second watch");
+    assert!(again.outcome().is_some_and(|o| o.is_ok()));
+    assert!(frames(&trace, "player", "HEADERS")
+        .iter()
+        .any(|f| f.conn == 2));
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    assert!(
+        report.findings[0].contains("UNKNOWN"),
+        "{}",
+        report.findings[0]
+    );
+    assert!(trace.stalls(Duration::ZERO).is_empty());
+    insta::assert_snapshot!(snapshot(&trace.render(), &report));
+}
+
+#[test]
+fn receiver_decides_speed_stalls_the_sender_without_failing_anything() {
+    let (trace, report) = story("receiver-decides-speed");
+    // The player's first stream WINDOW_UPDATE is held to 10 s; every later
+    // byte it writes waits behind it (TCP order), so only one is held.
+    let updates = frames(&trace, "player", "WINDOW_UPDATE");
+    let held: Vec<_> = updates
+        .iter()
+        .filter(|f| matches!(f.fate, Fate::Delayed { .. }))
+        .collect();
+    assert_eq!(held.len(), 1, "{updates:?}");
+    assert_eq!(
+        (held[0].at, held[0].fate),
+        (ms(50), Fate::Delayed { until: ms(10_000) })
+    );
+    assert!(updates.iter().all(|f| f.at <= ms(50) || f.at >= ms(10_000)));
+    // The gateway stops after exactly one stream window (hyper's client
+    // advertises 2 MiB) and stays stopped until the release.
+    let stalls = trace.stalls(ms(1_000));
+    assert_eq!(stalls.len(), 1, "{stalls:?}");
+    let stall = &stalls[0];
+    assert_eq!(
+        (
+            stall.sender.as_str(),
+            stall.receiver.as_str(),
+            stall.conn,
+            stall.stream
+        ),
+        ("gateway", "player", 1, 1)
+    );
+    assert_eq!((stall.since, stall.until), (ms(80), ms(10_000)));
+    assert_eq!(stall.sent, 2 * 1024 * 1024);
+    assert_eq!(stall.window, Window::Stream);
+    assert_eq!((stall.end, stall.held_updates), (StallEnd::Reopened, 1));
+    assert_eq!(
+        trace.stalls(Duration::ZERO).len(),
+        1,
+        "no other stall, however short"
+    );
+    assert!(
+        report.happened.starts_with(&stall.to_string()),
+        "{}",
+        report.happened
+    );
+    // Nothing happens at the 5 s deadline: no status, no RST_STREAM.
+    assert!(frames(&trace, "player", "RST_STREAM").is_empty());
+    assert!(frames(&trace, "gateway", "RST_STREAM").is_empty());
+    assert!(trace.render().contains(
+        "5000.000  player               log INFO grpc_chaos_scenarios::catalog::receiver_speed: deadline passed, stream still open received=127"
+    ));
+    // After the release all 400 scores arrive and the call ends OK, 5.14 s
+    // past its deadline.
+    let watch = trace.calls_from("player").next().expect("watch");
+    assert_eq!(watch.timeout, Some(ms(5_000)));
+    assert!(watch.outcome().is_some_and(|o| o.is_ok()));
+    assert_eq!(watch.ended_at, Some(ms(10_140)));
+    // 400 messages: 5-octet gRPC prefix + Score (16,384 padding, match id,
+    // home 1..=400).
+    assert_eq!(
+        data_bytes(&trace, "gateway", 1, 1),
+        127 * 16_402 + 273 * 16_403
+    );
+    assert!(trace.render().contains("watch ended received=400"));
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    insta::assert_snapshot!(snapshot(&fold_data(&trace.render()), &report));
+}
+
+#[test]
+fn cancel_during_upload_resets_the_stream_and_drops_the_handler() {
+    let (trace, report) = story("cancel-during-upload");
+    let upload = trace.calls_from("player").next().expect("upload");
+    assert_eq!(
+        (upload.path.as_str(), upload.timeout),
+        (UPLOAD, Some(ms(500)))
+    );
+    assert_eq!(upload.ended_at, Some(ms(501)));
+    assert_eq!(
+        ended(&trace, 0, "player"),
+        (
+            "CANCELLED",
+            "Timeout expired".to_owned(),
+            "DEADLINE_EXCEEDED"
+        )
+    );
+    // Rallies went out at 1, 101 … 501 ms; then the stream was reset.
+    let sent: Vec<_> = frames(&trace, "player", "DATA")
+        .into_iter()
+        .map(|f| f.at)
+        .collect();
+    assert_eq!(
+        sent,
+        [1, 101, 201, 301, 401, 501].map(ms).to_vec(),
+        "the 20-rally upload was cut after 6"
+    );
+    let resets = frames(&trace, "player", "RST_STREAM");
+    assert_eq!(resets.len(), 1);
+    assert_eq!(
+        (resets[0].at, resets[0].stream, resets[0].detail.as_str()),
+        (ms(501), 1, "CANCEL")
+    );
+    let handler = trace.runs_on("gateway").next().expect("gateway ran");
+    assert_eq!(handler.end, RunEnd::Dropped);
+    assert_eq!(handler.ended_at, Some(ms(502)));
+    // The gateway never answered: no HEADERS from it at all.
+    assert!(frames(&trace, "gateway", "HEADERS").is_empty());
+    trace.assert_no_orphan_work().expect("nothing ran on");
+    assert_eq!(
+        report.findings.len(),
+        1,
+        "CANCELLED for an expired deadline"
+    );
+    assert!(trace.stalls(Duration::ZERO).is_empty());
+    insta::assert_snapshot!(snapshot(&trace.render(), &report));
+}
+
+#[test]
+fn injected_resets_refused_stream_and_goaway() {
+    let (trace, report) = story("injected-resets");
+    // RST_STREAM(REFUSED_STREAM) on s1 at 20 ms: UNAVAILABLE, as the spec
+    // requires.
+    let rst = frames(&trace, "store", "RST_STREAM");
+    assert_eq!(rst.len(), 1);
+    assert_eq!(
+        (
+            rst[0].at,
+            rst[0].stream,
+            rst[0].detail.as_str(),
+            rst[0].fate
+        ),
+        (ms(20), 1, "REFUSED_STREAM", Fate::Injected)
+    );
+    assert_eq!(
+        ended(&trace, 0, "player"),
+        (
+            "UNAVAILABLE",
+            "h2 protocol error: http2 error".to_owned(),
+            "UNAVAILABLE"
+        )
+    );
+    let calls: Vec<_> = trace.calls_from("player").collect();
+    assert_eq!(calls.len(), 4);
+    assert_eq!(calls[0].ended_at, Some(ms(21)));
+    // The store never refused anything: its handler saved and answered, and
+    // the player's stack reset the stream it had already closed.
+    let h1 = trace.runs_on("store").next().expect("h1");
+    assert!(matches!(h1.end, RunEnd::Finished { code: "OK", .. }));
+    let closed = frames(&trace, "player", "RST_STREAM");
+    assert_eq!(closed.len(), 1);
+    assert_eq!(
+        (closed[0].at, closed[0].stream, closed[0].detail.as_str()),
+        (ms(103), 1, "STREAM_CLOSED")
+    );
+    // GOAWAY(NO_ERROR, last-stream-id=3) at 250 ms with s3 and s5 open: s3
+    // completes, s5 fails at once. tonic says INTERNAL (the h2 reason
+    // NO_ERROR); the spec says UNAVAILABLE (RFC 9113 §6.8: not processed).
+    let goaway = frames(&trace, "store", "GOAWAY");
+    assert_eq!(goaway.len(), 1);
+    assert_eq!(
+        (goaway[0].at, goaway[0].detail.as_str(), goaway[0].fate),
+        (ms(250), "NO_ERROR last-stream-id=3", Fate::Injected)
+    );
+    assert_eq!(
+        (calls[1].path.as_str(), calls[1].ended_at),
+        (SAVE, Some(ms(302)))
+    );
+    assert!(calls[1].outcome().is_some_and(|o| o.is_ok()));
+    assert_eq!(
+        ended(&trace, 2, "player"),
+        (
+            "INTERNAL",
+            "h2 protocol error: http2 error".to_owned(),
+            "UNAVAILABLE"
+        )
+    );
+    assert_eq!(calls[2].ended_at, Some(ms(251)));
+    let o = calls[2].outcome().expect("ended");
+    assert_eq!(o.rule, Some(grpc_chaos::spec::rules::GOAWAY));
+    // After the GOAWAY the player closes c1 once s3 is done and dials c2.
+    let player_goaway = frames(&trace, "player", "GOAWAY");
+    assert_eq!(
+        player_goaway
+            .iter()
+            .map(|f| (f.at, f.conn))
+            .collect::<Vec<_>>(),
+        vec![(ms(302), 1), (ms(503), 2)]
+    );
+    assert!(calls[3].outcome().is_some_and(|o| o.is_ok()));
+    assert_eq!(
+        frames(&trace, "player", "HEADERS")
+            .iter()
+            .map(|f| (f.conn, f.stream))
+            .collect::<Vec<_>>(),
+        vec![(1, 1), (1, 3), (1, 5), (2, 1)]
+    );
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    assert!(trace.stalls(Duration::ZERO).is_empty());
+    insta::assert_snapshot!(snapshot(&trace.render(), &report));
+}
+
+#[test]
+fn folding_keeps_every_other_line() {
+    let render = "\
+     t(ms)  where                event
+     2.000  gateway→player       c1 s1 DATA 16384 bytes
+     2.000  gateway→player       c1 s1 DATA 36 bytes
+     3.000  gateway→player       c1 s1 DATA 10 bytes
+     5.000  player→gateway       c1 s1 WINDOW_UPDATE +1 [held until 10000ms]
+     6.000  gateway→player       c1 s1 DATA 7 bytes
+     7.000  gateway→player       c1 s1 DATA 0 bytes END_STREAM
+";
+    assert_eq!(
+        fold_data(render),
+        "\
+     t(ms)  where                event
+     2.000  gateway→player       c1 s1 DATA ×3 16430 bytes (last at 3.000)
+     5.000  player→gateway       c1 s1 WINDOW_UPDATE +1 [held until 10000ms]
+     6.000  gateway→player       c1 s1 DATA 7 bytes
+     7.000  gateway→player       c1 s1 DATA 0 bytes END_STREAM
+"
+    );
+}
