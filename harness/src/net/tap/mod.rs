@@ -183,11 +183,15 @@ impl DirectionTap {
             at: now,
         };
         let action = self.shared.frame_action(&info);
-        let release = match action {
+        let own = match action {
             Some(FrameAction::Delay(d)) => Some(now + d),
             Some(FrameAction::HoldUntil(t)) if t > now => Some(t),
             _ => None,
         };
+        // TCP keeps order: a frame queued behind a kept-back one leaves no
+        // earlier than it, and the trace must say so.
+        let ahead = out.iter().filter_map(|o| o.release).max().filter(|t| *t > now);
+        let release = own.max(ahead);
         let fate = match (action, release) {
             (Some(FrameAction::Drop), _) => Fate::Dropped,
             (_, Some(until)) => Fate::Delayed { until },
