@@ -18,9 +18,12 @@ fn store_frames(trace: &grpc_chaos::Trace) -> Vec<(Duration, String, String, Str
     trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
-            EventKind::Frame { frame, detail, fate, .. } => {
-                Some((e.at, frame.clone(), detail.clone(), format!("{fate:?}")))
-            }
+            EventKind::Frame {
+                frame,
+                detail,
+                fate,
+                ..
+            } => Some((e.at, frame.clone(), detail.clone(), format!("{fate:?}"))),
             _ => None,
         })
         .collect()
@@ -30,9 +33,17 @@ fn store_frames(trace: &grpc_chaos::Trace) -> Vec<(Duration, String, String, Str
 fn frames_behind_a_delayed_frame_leave_with_it() -> grpc_chaos::Result {
     let mut sim = Sim::builder().seed(1).build();
     sim.server("store", |s| s.add_service(Store::default().into_server()));
-    sim.fault(Fault::frames().from("store").kind(FrameType::Settings).ack(true).delay(ms(100)));
+    sim.fault(
+        Fault::frames()
+            .from("store")
+            .kind(FrameType::Settings)
+            .ack(true)
+            .delay(ms(100)),
+    );
     sim.client("player", |c| async move {
-        StoreClient::new(c.channel("store")).load(LoadRequest::default()).await?;
+        StoreClient::new(c.channel("store"))
+            .load(LoadRequest::default())
+            .await?;
         Ok(())
     });
     let trace = sim.run()?;
@@ -43,7 +54,11 @@ fn frames_behind_a_delayed_frame_leave_with_it() -> grpc_chaos::Result {
         .expect("the store acked the client's SETTINGS");
     let (at, _, _, fate) = &frames[ack];
     let until = *at + ms(100);
-    assert_eq!(fate, &format!("Delayed {{ until: {until:?} }}"), "{frames:?}");
+    assert_eq!(
+        fate,
+        &format!("Delayed {{ until: {until:?} }}"),
+        "{frames:?}"
+    );
     // Everything the store wrote after the ACK, before it left, waits behind it.
     for (t, frame, detail, fate) in frames.iter().skip(ack + 1).filter(|(t, ..)| *t < until) {
         assert_eq!(
@@ -56,6 +71,10 @@ fn frames_behind_a_delayed_frame_leave_with_it() -> grpc_chaos::Result {
         .events_on("store")
         .filter(|e| matches!(e.kind, EventKind::FrameReleased { .. }))
         .count();
-    assert!(released >= 2, "the ACK and what queued behind it: {}", trace.render());
+    assert!(
+        released >= 2,
+        "the ACK and what queued behind it: {}",
+        trace.render()
+    );
     Ok(())
 }

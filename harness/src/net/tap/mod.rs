@@ -190,7 +190,11 @@ impl DirectionTap {
         };
         // TCP keeps order: a frame queued behind a kept-back one leaves no
         // earlier than it, and the trace must say so.
-        let ahead = out.iter().filter_map(|o| o.release).max().filter(|t| *t > now);
+        let ahead = out
+            .iter()
+            .filter_map(|o| o.release)
+            .max()
+            .filter(|t| *t > now);
         let release = own.max(ahead);
         let fate = match (action, release) {
             (Some(FrameAction::Drop), _) => Fate::Dropped,
