@@ -92,22 +92,9 @@ pub fn propagate<T, U>(
 /// Parses a `grpc-timeout` value (`500m`, `2S`, `100000u`).
 ///
 /// Returns `None` for anything the spec does not allow: no digits, more than
-/// 8 digits, or an unknown unit.
+/// 8 digits, or an unknown unit. The same parser the wire tap uses.
 pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
-    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
-    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(n * 3600),
-        "M" => Duration::from_secs(n * 60),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    })
+    crate::wire::parse_grpc_timeout(value)
 }
 
 #[cfg(test)]
@@ -129,7 +116,7 @@ mod tests {
 
     #[test]
     fn rejects_what_the_spec_forbids() {
-        for bad in ["", "m", "123456789m", "12x", "-1m", "1.5S"] {
+        for bad in ["", "m", "123456789m", "12x", "-1m", "1.5S", "5é"] {
             assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
         }
     }
