@@ -5,5 +5,20 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-# The README's test command.
+# The wire decoder's property tests once more, at a high case count
+# (`cargo test` runs them at proptest's default of 256 cases). 10,000 cases
+# per property is about a minute on 2 cores; raise PROPTEST_CASES here only
+# with a new measurement (README, "Determinism and reproducing failures").
+cases="${PROPTEST_CASES:-10000}"
+cargo test -p grpc-chaos --locked --lib --no-run
+properties=$(grep -c '^    fn ' harness/src/wire/proptests.rs)
+start=$(date +%s%N)
+PROPTEST_CASES="$cases" cargo test -p grpc-chaos --locked --lib wire::proptests
+end=$(date +%s%N)
+ms=$(((end - start) / 1000000))
+execs=$((properties * cases))
+echo "wire proptests: ${properties} properties x ${cases} cases = ${execs} executions" \
+    "in ${ms} ms wall = $((execs * 1000 / (ms > 0 ? ms : 1))) executions/s"
+
+# The README's test command, last, so its summary closes the log.
 cargo test --workspace --locked

@@ -61,6 +61,25 @@ fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
     None
 }
 
+/// Whether tokio's internal RNG is seeded from the run's seed.
+///
+/// That RNG picks which ready branch of a `tokio::select!` is polled first.
+/// turmoil seeds it from [`SimBuilder::seed`](crate::SimBuilder::seed) only
+/// when tokio is built with `--cfg tokio_unstable`
+/// (`RUSTFLAGS="--cfg tokio_unstable"`); otherwise each host's runtime
+/// draws a fresh seed and code whose outcome depends on `select!` order can
+/// differ between two runs of the same seed. This answers for the flags
+/// this crate was built with, which are the flags tokio was built with
+/// unless they were set per package.
+///
+/// The harness does not warn when it is `false`: the catalog and the
+/// harness itself do not depend on `select!` order, so every test would
+/// print a warning that changes nothing. [`check_determinism`] mentions it
+/// when it finds a difference.
+pub fn tokio_rng_seeded() -> bool {
+    cfg!(tokio_unstable)
+}
+
 /// The result of running one test body over many seeds.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -139,6 +158,25 @@ mod tests {
         assert_eq!(
             first_difference("a\nb", "a\nb\nc"),
             Some((3, "(end of trace)".into(), "c".into()))
+        );
+    }
+
+    #[test]
+    fn nondeterminism_points_at_the_readme_and_at_tokio_unstable() {
+        let e = Error::new(Kind::Nondeterministic {
+            line: 3,
+            left: "a".into(),
+            right: "b".into(),
+        })
+        .to_string();
+        assert!(
+            e.contains("\"Determinism and reproducing failures\""),
+            "{e}"
+        );
+        assert_eq!(
+            e.contains("--cfg tokio_unstable"),
+            !tokio_rng_seeded(),
+            "{e}"
         );
     }
 

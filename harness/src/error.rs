@@ -235,10 +235,17 @@ impl fmt::Display for Kind {
                 "server host `{host}` failed: {message}; its Sim::server closure or serve loop must not panic or return an error"
             ),
             Kind::Violation(v) => write!(f, "{v}"),
-            Kind::Nondeterministic { line, left, right } => write!(
-                f,
-                "two runs with the same seed differ at line {line} of the trace:\n  first:  {left}\n  second: {right}\nsee the README's \"Seeds and reproducing failures\" for the known sources"
-            ),
+            Kind::Nondeterministic { line, left, right } => {
+                write!(
+                    f,
+                    "two runs with the same seed differ at line {line} of the trace:\n  first:  {left}\n  second: {right}\nsee the README's \"Determinism and reproducing failures\" for the known sources"
+                )?;
+                if !crate::check::tokio_rng_seeded() {
+                    // The one source the harness cannot close by itself.
+                    f.write_str("; tokio's select! RNG is not seeded: if your code uses select!, build with RUSTFLAGS=\"--cfg tokio_unstable\"")?;
+                }
+                Ok(())
+            }
             Kind::Io(e) => write!(f, "writing the trace failed: {e}"),
         }
     }

@@ -144,7 +144,7 @@ fn run(args: &RunArgs) -> ExitCode {
     };
     let seed = args.seed.unwrap_or(grpc_chaos::defaults::SEED);
     println!("{:<24} {:<7} what happened", "story", "verdict");
-    let mut failed = 0;
+    let (mut failed, mut lost) = (0, 0);
     for story in &stories {
         let (report, trace) = story.run(seed);
         let verdict = match &report.verdict {
@@ -165,16 +165,28 @@ fn run(args: &RunArgs) -> ExitCode {
         if let Some(trace) = trace {
             match trace.write_to(&args.out, story.name) {
                 Ok([txt, _]) => println!("{:<32} trace: {}", "", txt.display()),
-                Err(e) => eprintln!("could not write the trace of {}: {e}", story.name),
+                Err(e) => {
+                    // A lost trace must not pass quietly in CI.
+                    lost += 1;
+                    eprintln!(
+                        "could not write the trace of {} under {}: {e}; pass --out DIR with a writable folder",
+                        story.name,
+                        args.out.display()
+                    );
+                }
             }
         }
     }
+    let jitter = std::env::var(grpc_chaos::JITTER_ENV)
+        .map(|j| format!("{}={j} ", grpc_chaos::JITTER_ENV))
+        .unwrap_or_default();
     println!(
-        "\n{} stories, {} passed, {failed} failed (seed {seed}; reproduce with CHAOS_SEED={seed})",
+        "\n{} {}, {} passed, {failed} failed (seed {seed}; reproduce with {jitter}CHAOS_SEED={seed})",
         stories.len(),
+        if stories.len() == 1 { "story" } else { "stories" },
         stories.len() - failed
     );
-    if failed == 0 {
+    if failed == 0 && lost == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

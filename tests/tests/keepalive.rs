@@ -641,7 +641,7 @@ fn catalog_keepalive_stories_pass() {
     assert_eq!(
         report.happened,
         "GOAWAY ENHANCE_YOUR_CALM last-stream-id=1 \"too_many_pings\" after 120.08s, at PING #4; \
-         the call ended UNAVAILABLE (tonic: UNKNOWN \"transport error\"); 5 connections cut in 600.46s"
+         the call ended UNAVAILABLE (tonic: UNKNOWN \"transport error\"); 5 connections cut in 600.56s"
     );
     assert_eq!(report.findings.len(), 2, "{:?}", report.findings);
     assert!(report.findings[1].contains("does not back off"));

@@ -249,6 +249,18 @@ pub enum EventKind {
         #[serde(rename = "kept_us", serialize_with = "micros")]
         kept: Duration,
     },
+    /// A host closed its end of a connection: its HTTP/2 stack shut the
+    /// connection down or dropped it (for a peer that broke the protocol
+    /// before any frame, the close is the whole reaction). Recorded at that
+    /// host once its last bytes left; closes at the end of the run and by a
+    /// crash are not recorded. Shown in renders with
+    /// [`RenderOptions::noise`](crate::trace::RenderOptions::noise).
+    ConnClosed {
+        /// The connection.
+        conn: u32,
+        /// The host at the other end.
+        to: String,
+    },
     /// Bytes on a connection that break RFC 9113; passed through untouched.
     ProtocolError {
         /// The connection.

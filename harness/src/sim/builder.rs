@@ -21,6 +21,7 @@ pub const JITTER_ENV: &str = "CHAOS_JITTER_US";
 /// | duration | 60 s | long enough for keepalive stories at 10 s intervals |
 /// | tick | 1 ms | the resolution of simulated time |
 /// | link latency | 1 ms, fixed | turmoil's default is random 0–100 ms, too noisy for 500 ms budgets |
+/// | settle | 100 ms | after the last client returns, cancellations already on the wire still land, so the trace (and the orphan-work check) sees them |
 /// | latency jitter | `CHAOS_JITTER_US` µs, else 0 | a fixed latency makes every seed the same run; add jitter to explore interleavings |
 /// | epoch | 2026-01-01T00:00:00Z | turmoil's default is the wall clock |
 pub mod defaults {
@@ -34,6 +35,9 @@ pub mod defaults {
     pub const TICK: Duration = Duration::from_millis(1);
     /// One-way latency of every link, *simulated* time.
     pub const LATENCY: Duration = Duration::from_millis(1);
+    /// How long a run goes on after its last client body returned,
+    /// *simulated* time.
+    pub const SETTLE: Duration = Duration::from_millis(100);
     /// The simulated wall clock at the start of a run, seconds since the
     /// Unix epoch (2026-01-01T00:00:00Z).
     pub const EPOCH_SECS: u64 = 1_767_225_600;
@@ -47,7 +51,8 @@ pub struct SimBuilder {
     duration: Duration,
     tick: Duration,
     latency: Duration,
-    jitter: Duration,
+    jitter: Option<Duration>,
+    settle: Duration,
 }
 
 impl Default for SimBuilder {
@@ -57,7 +62,8 @@ impl Default for SimBuilder {
             duration: defaults::DURATION,
             tick: defaults::TICK,
             latency: defaults::LATENCY,
-            jitter: Duration::from_micros(env_u64(JITTER_ENV).unwrap_or(0)),
+            jitter: None,
+            settle: defaults::SETTLE,
         }
     }
 }
@@ -82,7 +88,9 @@ impl SimBuilder {
     /// per step. Defaults to 1 ms. Coarser ticks make long idle stories
     /// cheaper in wall time (a 10-minute idle story costs the same number of
     /// steps as 10 minutes of busy traffic) at the price of rounding every
-    /// timer and message delivery up to a tick.
+    /// timer and message delivery up to a tick: with a 10 ms tick the 1 ms
+    /// link latency becomes 10 ms per hop. A zero tick is an error from
+    /// [`Sim::run`](crate::Sim::run).
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
@@ -96,43 +104,66 @@ impl SimBuilder {
         self
     }
 
+    /// How long the run goes on after the last client body returned,
+    /// *simulated* time. Defaults to 100 ms: a client that gives up and
+    /// returns at once has sent its RST_STREAM, and the trace should show
+    /// where it went (handlers dropped, or still working: orphan work).
+    /// Never past [`SimBuilder::duration`].
+    pub fn settle(mut self, settle: Duration) -> Self {
+        self.settle = settle;
+        self
+    }
+
     /// Adds up to `jitter` (*simulated* time) to each message's latency,
     /// drawn from the run's seed. Defaults to 0: with no jitter every seed
     /// gives the same run, so seed sweeps ([`crate::check::sweep`]) need
     /// some. Each message gets its own draw; turmoil's TCP still delivers
     /// each connection's bytes in order.
     pub fn latency_jitter(mut self, jitter: Duration) -> Self {
-        self.jitter = jitter;
+        self.jitter = Some(jitter);
         self
     }
 
-    /// Builds the sim. Reads `CHAOS_SEED` if no seed was given; an
-    /// unparsable value is ignored with a warning on stderr.
+    /// Builds the sim. Reads `CHAOS_SEED` if no seed was given and
+    /// `CHAOS_JITTER_US` if no jitter was; an unparsable value is an error
+    /// from [`Sim::run`](crate::Sim::run).
     pub fn build(self) -> Sim {
-        let seed = self.seed.unwrap_or_else(seed_from_env);
-        Sim::new(super::Config {
-            seed,
-            duration: self.duration,
-            tick: self.tick.max(Duration::from_micros(1)),
-            latency: self.latency,
-            jitter: self.jitter,
-        })
+        let seed = match self.seed {
+            Some(seed) => Ok(seed),
+            None => env_u64(SEED_ENV).map(|s| s.unwrap_or(defaults::SEED)),
+        };
+        let jitter = match self.jitter {
+            Some(j) => Ok(j),
+            None => env_u64(JITTER_ENV).map(|us| Duration::from_micros(us.unwrap_or(0))),
+        };
+        let problem = [seed.as_ref().err(), jitter.as_ref().err()]
+            .into_iter()
+            .flatten()
+            .next()
+            .cloned();
+        let (seed, jitter) = (seed.unwrap_or(defaults::SEED), jitter.unwrap_or_default());
+        Sim::new(
+            super::Config {
+                seed,
+                duration: self.duration,
+                tick: self.tick,
+                latency: self.latency,
+                jitter,
+                settle: self.settle,
+            },
+            problem,
+        )
     }
 }
 
-fn seed_from_env() -> u64 {
-    env_u64(SEED_ENV).unwrap_or(defaults::SEED)
-}
-
-/// An unsigned integer from the environment; an unparsable value is
-/// ignored with a warning on stderr.
-fn env_u64(name: &str) -> Option<u64> {
-    let v = std::env::var(name).ok()?;
-    v.trim().parse().map_or_else(
-        |_| {
-            eprintln!("grpc-chaos: ignoring {name}={v:?}: not an unsigned integer");
-            None
-        },
-        Some,
-    )
+/// An unsigned integer from the environment: `Ok(None)` when unset, an
+/// error naming the variable when set to something else (a typo while
+/// replaying a failure must not quietly run seed 0).
+fn env_u64(name: &str) -> Result<Option<u64>, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(v) => v.trim().parse().map(Some).map_err(|_| {
+            format!("{name}={v:?} is not an unsigned integer; unset it or give a number")
+        }),
+    }
 }

@@ -35,6 +35,7 @@ pub(crate) struct Config {
     pub(crate) tick: Duration,
     pub(crate) latency: Duration,
     pub(crate) jitter: Duration,
+    pub(crate) settle: Duration,
 }
 
 /// A simulated network of tonic servers and clients, the faults to inject
@@ -56,6 +57,9 @@ pub(crate) struct Config {
 /// ```
 pub struct Sim {
     config: Config,
+    /// A problem found while building (a bad environment variable),
+    /// reported by `run`.
+    problem: Option<String>,
     servers: Vec<(String, ServerSetup)>,
     clients: Vec<(String, ClientBody)>,
     faults: Vec<Fault>,
@@ -68,9 +72,10 @@ impl Sim {
         SimBuilder::default()
     }
 
-    pub(crate) fn new(config: Config) -> Self {
+    pub(crate) fn new(config: Config, problem: Option<String>) -> Self {
         Self {
             config,
+            problem,
             servers: Vec::new(),
             clients: Vec::new(),
             faults: Vec::new(),

@@ -35,6 +35,7 @@ impl Sim {
             clients,
             faults,
             keepalive,
+            problem: _,
         } = self;
         let mut rules = Rules {
             keepalive,
@@ -62,7 +63,7 @@ impl Sim {
             .epoch(UNIX_EPOCH + Duration::from_secs(defaults::EPOCH_SECS))
             // turmoil's own limit stays out of the way; ours names the
             // pending clients.
-            .simulation_duration(config.duration + config.tick * 2)
+            .simulation_duration(config.duration.saturating_add(config.tick * 2))
             .tick_duration(config.tick)
             .min_message_latency(config.latency)
             // turmoil draws each message's latency in [min, max] from its
@@ -81,7 +82,7 @@ impl Sim {
                 result
             });
         }
-        let outcome = drive(&mut world, &shared, host_faults, config.duration);
+        let outcome = drive(&mut world, &shared, host_faults, &config);
         // Tearing the world down drops every handler and call still going:
         // that is the end of the run, not a cancellation, so leave them open.
         shared.recorder.stop();
@@ -144,23 +145,33 @@ fn drive(
     world: &mut turmoil::Sim<'static>,
     shared: &Arc<Shared>,
     faults: Vec<HostFault>,
-    duration: Duration,
+    config: &super::Config,
 ) -> Result<(), Error> {
+    let duration = config.duration;
     let subscriber =
         tracing_subscriber::registry().with(CaptureLayer::new(shared.recorder.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
     let mut faults = faults.into_iter().peekable();
+    // When the last client body returned: the run goes on for `settle`, so
+    // that cancellations already on the wire land before the trace ends.
+    let mut clients_done: Option<Duration> = None;
     loop {
         let now = world.elapsed();
         shared.recorder.set_driver_clock(now);
         while let Some(fault) = faults.next_if(|f| f.at <= now) {
             apply(world, shared, &fault.action);
         }
-        if now >= duration {
-            return Err(timeout(shared, duration));
+        match clients_done {
+            Some(done) if now >= done.saturating_add(config.settle) || now >= duration => {
+                return Ok(())
+            }
+            None if now >= duration => return Err(timeout(shared, duration)),
+            _ => {}
         }
         match world.step() {
-            Ok(true) => return Ok(()),
+            Ok(true) => {
+                clients_done.get_or_insert(world.elapsed());
+            }
             Ok(false) => {}
             Err(e) => return Err(client_failure(shared, &e.to_string())),
         }

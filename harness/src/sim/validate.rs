@@ -10,6 +10,14 @@ use crate::fault::{Action, FaultKind, HostFault};
 impl Sim {
     /// Every check that does not need the run itself.
     pub(crate) fn validate(&self) -> Result<(), Error> {
+        if let Some(problem) = &self.problem {
+            return Err(Error::new(Kind::BadFault(problem.clone())));
+        }
+        if self.config.tick.is_zero() {
+            return Err(Error::new(Kind::BadFault(
+                "SimBuilder::tick(0) would never advance simulated time; use at least 1µs (the default is 1ms)".to_owned(),
+            )));
+        }
         let mut names = BTreeSet::new();
         let all = self
             .servers

@@ -20,7 +20,8 @@ pub struct RenderOptions {
     pub debug_logs: bool,
     /// Show HTTP/2 frames at all. Default: true.
     pub frames: bool,
-    /// Show connection noise frames no fault touched. Default: false.
+    /// Show connection noise frames no fault touched, and connection
+    /// closes ([`EventKind::ConnClosed`]). Default: false.
     pub noise: bool,
 }
 
@@ -83,6 +84,7 @@ fn shown(e: &Event, options: &RenderOptions) -> bool {
             options.frames && (options.noise || !noise || *fate != Fate::Passed)
         }
         EventKind::FrameReleased { .. } | EventKind::ProtocolError { .. } => options.frames,
+        EventKind::ConnClosed { .. } => options.frames && options.noise,
         EventKind::Log { level, .. } => options.debug_logs || !matches!(*level, "DEBUG" | "TRACE"),
         _ => true,
     }
@@ -222,6 +224,7 @@ fn line(e: &Event) -> (String, String) {
                 fmt_duration(*kept)
             ),
         ),
+        EventKind::ConnClosed { conn, to } => (format!("{host}→{to}"), format!("c{conn} closed")),
         EventKind::ProtocolError {
             conn,
             to,

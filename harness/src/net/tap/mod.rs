@@ -358,6 +358,14 @@ impl DirectionTap {
         });
     }
 
+    /// Records that the sender closed its end of the connection.
+    pub(crate) fn record_closed(&self) {
+        self.record(EventKind::ConnClosed {
+            conn: self.conn,
+            to: self.to.to_string(),
+        });
+    }
+
     /// Records a frame the harness injects into this direction.
     pub(crate) fn record_injected(&self, bytes: &[u8]) {
         self.record_injected_as(bytes, None);

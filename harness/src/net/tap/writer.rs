@@ -52,6 +52,8 @@ async fn run(
             .front()
             .is_some_and(|o| o.release.is_some_and(|t| t > now));
         if !open && queue.is_empty() {
+            // The host's HTTP/2 stack shut its end down or dropped it.
+            tap.record_closed();
             let _ = socket.shutdown().await;
             return;
         }
