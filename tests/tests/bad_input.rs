@@ -360,3 +360,42 @@ fn panicking_server_setup_is_blamed_on_the_server() {
     assert!(msg.contains("`store`"), "{msg}");
     assert!(!msg.contains("client `player` failed"), "{msg}");
 }
+
+/// A fault whose method exists in no request (a typo in the method name,
+/// the service being right) runs fine but is reported: never silently a
+/// no-op.
+#[test]
+fn a_fault_that_never_fires_is_reported_in_the_trace() -> grpc_chaos::Result {
+    let mut sim = store_and_player(1);
+    sim.fault(
+        Fault::handler("store")
+            .method("/tt.v1.Store/Sav")
+            .delay(ms(100)),
+    );
+    sim.fault(
+        Fault::inject("store", "player")
+            .goaway(grpc_chaos::wire::ErrorCode::NoError, 0, b"")
+            .at(Duration::ZERO),
+    );
+    let trace = sim.run()?;
+    let unused: Vec<String> = trace
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::FaultNeverFired { fault } => Some(fault.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unused.len(), 2, "{unused:?}");
+    assert!(unused[0].contains("/tt.v1.Store/Sav"), "{unused:?}");
+    assert!(
+        unused[1].contains("no connection from store to player"),
+        "{unused:?}"
+    );
+    assert!(
+        trace.render().contains("fault never fired"),
+        "{}",
+        trace.render()
+    );
+    Ok(())
+}

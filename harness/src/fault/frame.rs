@@ -42,6 +42,7 @@ pub(crate) struct FrameRule {
     pub(crate) filter: FrameFault,
     pub(crate) action: FrameAction,
     matched: Arc<AtomicU32>,
+    fired: Arc<AtomicU32>,
 }
 
 /// What the tap knows about a frame when it asks the rules.
@@ -68,7 +69,21 @@ impl FrameRule {
             return false;
         }
         let n = self.matched.fetch_add(1, Ordering::Relaxed) + 1;
-        r.nth.is_none_or(|want| want == n)
+        let applies = r.nth.is_none_or(|want| want == n);
+        if applies {
+            self.fired.fetch_add(1, Ordering::Relaxed);
+        }
+        applies
+    }
+
+    /// Whether the rule ever acted on a frame.
+    pub(crate) fn fired(&self) -> bool {
+        self.fired.load(Ordering::Relaxed) > 0
+    }
+
+    /// The rule in the trace's words, for the "never fired" report.
+    pub(crate) fn describe(&self) -> String {
+        format!("frame fault {:?}: {:?}", self.filter, self.action)
     }
 }
 
@@ -142,6 +157,7 @@ impl FrameFault {
             filter: self,
             action,
             matched: Arc::default(),
+            fired: Arc::default(),
         }))
     }
 }
@@ -176,6 +192,31 @@ pub(crate) struct Injection {
     pub(crate) to: String,
     pub(crate) at: Duration,
     pub(crate) frame: InjectedFrame,
+    fired: Arc<AtomicU32>,
+}
+
+impl Injection {
+    /// Notes that the frame went into a connection.
+    pub(crate) fn mark_fired(&self) {
+        self.fired.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the frame went into any connection.
+    pub(crate) fn fired(&self) -> bool {
+        self.fired.load(Ordering::Relaxed) > 0
+    }
+
+    /// The injection in the trace's words, for the "never fired" report.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "frame injected from {} to {} at {}: no connection from {} to {} was open then",
+            self.from,
+            self.to,
+            crate::trace::fmt_duration(self.at),
+            self.from,
+            self.to
+        )
+    }
 }
 
 impl Inject {
@@ -218,6 +259,7 @@ impl InjectAt {
             to: self.to,
             at,
             frame: self.frame,
+            fired: Arc::default(),
         }))
     }
 }

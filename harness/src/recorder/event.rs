@@ -383,6 +383,13 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         stop: Option<&'static str>,
     },
+    /// A fault that never acted during the run (recorded at its end): a
+    /// typo in a method path, a window no request fell in, an injection with
+    /// no connection to go on. It is not an error; it is a question.
+    FaultNeverFired {
+        /// The fault, described.
+        fault: String,
+    },
     /// A `tracing` event emitted inside a host.
     Log {
         /// `ERROR`, `WARN`, `INFO`, `DEBUG` or `TRACE`.

@@ -85,8 +85,13 @@ impl Sim {
         let outcome = drive(&mut world, &shared, host_faults, &config);
         // Tearing the world down drops every handler and call still going:
         // that is the end of the run, not a cancellation, so leave them open.
-        shared.recorder.stop();
         let ended = world.elapsed();
+        for (host, fault) in shared.unused_faults() {
+            shared
+                .recorder
+                .push_at(ended, &host, EventKind::FaultNeverFired { fault });
+        }
+        shared.recorder.stop();
         drop(world);
         let trace = Trace::new(
             config.seed,

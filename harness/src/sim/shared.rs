@@ -98,8 +98,34 @@ impl Shared {
             .handler
             .iter()
             .filter(|r| r.matches(host, path, now))
+            .inspect(|r| r.mark_fired())
             .cloned()
             .collect()
+    }
+
+    /// Every fault that never acted in this run, described: a typo in a
+    /// method path, a window no request fell in, a frame that never
+    /// passed, an injection with no connection to go on.
+    pub(crate) fn unused_faults(&self) -> Vec<(String, String)> {
+        let handler = self
+            .rules
+            .handler
+            .iter()
+            .filter(|r| !r.fired())
+            .map(|r| (r.host.clone(), r.describe()));
+        let frame = self
+            .rules
+            .frame
+            .iter()
+            .filter(|r| !r.fired())
+            .map(|r| (r.filter.from.clone().unwrap_or_default(), r.describe()));
+        let inject = self
+            .rules
+            .inject
+            .iter()
+            .filter(|i| !i.fired())
+            .map(|i| (i.from.clone(), i.describe()));
+        handler.chain(frame).chain(inject).collect()
     }
 
     /// What the first matching frame fault does with a frame, if any.

@@ -234,6 +234,7 @@ fn line(e: &Event) -> (String, String) {
             format!("{host}→{to}"),
             format!("c{conn} protocol error at byte {offset}: {reason}"),
         ),
+        EventKind::FaultNeverFired { fault } => (host, format!("fault never fired: {fault}")),
         EventKind::Log {
             level,
             target,

@@ -56,6 +56,9 @@ pub(crate) struct HandlerRule {
 #[derive(Debug, Default)]
 struct RuleState {
     matched: AtomicU32,
+    /// Requests this rule matched (host, method, window), for the
+    /// "never fired" report.
+    fired: AtomicU32,
     limiter: OnceLock<Arc<Semaphore>>,
 }
 
@@ -82,6 +85,32 @@ impl HandlerRule {
             && self
                 .window
                 .is_none_or(|(from, until)| from <= at && at < until)
+    }
+
+    /// Notes that the rule matched a request.
+    pub(crate) fn mark_fired(&self) {
+        self.state.fired.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the rule ever matched a request.
+    pub(crate) fn fired(&self) -> bool {
+        self.state.fired.load(Ordering::Relaxed) > 0
+    }
+
+    /// The rule in the trace's words, for the "never fired" report.
+    pub(crate) fn describe(&self) -> String {
+        let method = self.method.as_deref().unwrap_or("every method");
+        let window = self.window.map_or(String::new(), |(a, b)| {
+            format!(
+                " during [{}, {})",
+                crate::trace::fmt_duration(a),
+                crate::trace::fmt_duration(b)
+            )
+        });
+        format!(
+            "handler fault on {} for {method}{window}: {:?}",
+            self.host, self.action
+        )
     }
 
     /// Counts a match and returns its number (1-based).

@@ -74,6 +74,7 @@ async fn run(
             biased;
             () = sleep(next_injection), if !tap.closing() => {
                 if let Some(i) = injections.pop_front() {
+                    i.mark_fired();
                     tap.record_injected(&i.frame.bytes);
                     queue.push_back(Out { bytes: Bytes::from(i.frame.bytes), release: None, kept: None });
                 }
