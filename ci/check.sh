@@ -20,5 +20,10 @@ execs=$((properties * cases))
 echo "wire proptests: ${properties} properties x ${cases} cases = ${execs} executions" \
     "in ${ms} ms wall = $((execs * 1000 / (ms > 0 ? ms : 1))) executions/s"
 
-# The README's test command, last, so its summary closes the log.
-cargo test --workspace --locked
+# The README's test command, last, so its summary closes the log. cargo
+# prints one summary per test binary (the last one is a doc-test binary with
+# no tests), so end with the totals over all of them.
+log=$(mktemp)
+cargo test --workspace --locked 2>&1 | tee "$log"
+awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
+rm -f "$log"
