@@ -16,7 +16,7 @@ use std::time::Duration;
 pub use builder::{defaults, SimBuilder, JITTER_ENV, SEED_ENV};
 pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
 pub use host::{Host, ServerHost};
-pub(crate) use shared::Shared;
+pub(crate) use shared::{Rules, Shared};
 
 use crate::fault::Fault;
 use crate::policy::KeepalivePolicy;

@@ -8,7 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use futures_util::FutureExt;
 use tracing_subscriber::layer::SubscriberExt;
 
-use super::shared::Rules;
+use super::Rules;
 use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::handler::HandlerLayer;

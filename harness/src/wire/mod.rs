@@ -25,7 +25,7 @@ mod streams;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
 

@@ -451,3 +451,6 @@ impl DirectionTap {
         Some(self.pending.split_to(n).freeze())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,133 @@
+//! The tap driven directly with scripted byte streams: whatever the
+//! chunking, it hands on exactly the bytes it was given, in order, minus
+//! what a fault removed, and keeps TCP order behind a kept-back frame.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{DirectionTap, Out};
+use crate::fault::{Fault, FaultKind};
+use crate::recorder::event::{EventKind, Fate};
+use crate::sim::{Rules, Shared};
+use crate::wire::testing::{unhex, H2_C2S};
+use crate::wire::{Direction, FrameType};
+
+/// A tap for the client→server direction of connection 1 with `faults`.
+fn tap(faults: Vec<Fault>) -> DirectionTap {
+    let mut rules = Rules::default();
+    for f in faults {
+        if let FaultKind::Frame(r) = f.0 {
+            rules.frame.push(r);
+        }
+    }
+    let shared = Arc::new(Shared::new(
+        0,
+        vec!["store".into()],
+        vec!["player".into()],
+        rules,
+    ));
+    DirectionTap::new(
+        shared,
+        1,
+        Direction::ClientToServer,
+        "player".into(),
+        "store".into(),
+        None,
+    )
+}
+
+/// Feeds `bytes` in chunks of the given sizes (cycled) and returns what the
+/// tap queued.
+fn feed(tap: &mut DirectionTap, bytes: &[u8], sizes: &[usize]) -> VecDeque<Out> {
+    let mut out = VecDeque::new();
+    let (mut at, mut i) = (0, 0);
+    while at < bytes.len() {
+        let n = sizes[i % sizes.len()].max(1).min(bytes.len() - at);
+        tap.on_bytes(&bytes[at..at + n], &mut out);
+        at += n;
+        i += 1;
+    }
+    out
+}
+
+fn joined(out: &VecDeque<Out>) -> Vec<u8> {
+    out.iter().flat_map(|o| o.bytes.iter().copied()).collect()
+}
+
+fn frames(tap: &DirectionTap) -> Vec<(String, Fate)> {
+    tap.shared()
+        .recorder
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Frame { frame, fate, .. } => Some((frame, fate)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn without_faults_every_byte_goes_out_in_order_whatever_the_chunking() {
+    let stream = unhex(H2_C2S);
+    let whole = frames(&{
+        let mut t = tap(vec![]);
+        assert_eq!(joined(&feed(&mut t, &stream, &[stream.len()])), stream);
+        t
+    });
+    for sizes in [&[1][..], &[7, 1, 300], &[9], &[4096, 3]] {
+        let mut t = tap(vec![]);
+        assert_eq!(
+            joined(&feed(&mut t, &stream, sizes)),
+            stream,
+            "chunks {sizes:?}"
+        );
+        assert_eq!(frames(&t), whole, "the same frames for chunks {sizes:?}");
+    }
+    assert!(whole.len() > 10, "the recording has frames: {whole:?}");
+}
+
+#[test]
+fn a_dropped_frame_is_cut_out_exactly() {
+    let stream = unhex(H2_C2S);
+    let fault = Fault::frames().kind(FrameType::Ping).drop();
+    let mut t = tap(vec![fault]);
+    let out = joined(&feed(&mut t, &stream, &[5, 64]));
+    let dropped = frames(&t)
+        .into_iter()
+        .filter(|(f, fate)| f == "PING" && *fate == Fate::Dropped)
+        .count();
+    assert!(dropped >= 1, "the recording holds a PING");
+    // A PING frame is 9 + 8 octets; nothing else is missing.
+    assert_eq!(stream.len() - out.len(), dropped * 17);
+    let mut again = tap(vec![]);
+    let clean = frames(&{
+        feed(&mut again, &out, &[out.len()]);
+        again
+    });
+    assert!(clean.iter().all(|(f, _)| f != "PING"), "{clean:?}");
+}
+
+#[test]
+fn bytes_behind_a_delayed_frame_wait_for_it() {
+    let stream = unhex(H2_C2S);
+    let fault = Fault::frames()
+        .kind(FrameType::Settings)
+        .delay(Duration::from_millis(40));
+    let mut t = tap(vec![fault]);
+    let out = feed(&mut t, &stream, &[11]);
+    assert_eq!(joined(&out), stream, "delayed, not lost or reordered");
+    let first_held = out
+        .iter()
+        .position(|o| o.release.is_some())
+        .expect("SETTINGS held");
+    assert!(
+        out.iter().skip(first_held).all(|o| o.release.is_some()),
+        "everything after the held SETTINGS is held too"
+    );
+    let releases: Vec<Duration> = out.iter().filter_map(|o| o.release).collect();
+    assert!(
+        releases.windows(2).all(|w| w[0] <= w[1]),
+        "in order: {releases:?}"
+    );
+}
