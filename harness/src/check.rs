@@ -184,7 +184,7 @@ mod tests {
     fn sweep_collects_failing_seeds() {
         let report = sweep(0..10, |seed| {
             if seed % 4 == 1 {
-                Err(Error::new(Kind::BadFault(format!("odd {seed}"))))
+                Err(Error::new(Kind::Misconfigured(format!("odd {seed}"))))
             } else {
                 Ok(())
             }

@@ -53,7 +53,7 @@ pub(crate) enum Kind {
         at: Duration,
         duration: Duration,
     },
-    BadFault(String),
+    Misconfigured(String),
     Timeout {
         duration: Duration,
         pending: Vec<String>,
@@ -131,7 +131,7 @@ impl Error {
                 | Kind::BadMethodPath { .. }
                 | Kind::UnknownService { .. }
                 | Kind::FaultAfterEnd { .. }
-                | Kind::BadFault(_)
+                | Kind::Misconfigured(_)
         )
     }
 
@@ -217,7 +217,7 @@ impl fmt::Display for Kind {
                 fmt_duration(*at),
                 fmt_duration(*duration)
             ),
-            Kind::BadFault(why) => f.write_str(why),
+            Kind::Misconfigured(why) => f.write_str(why),
             Kind::Timeout { duration, pending } => write!(
                 f,
                 "the run reached its duration ({}) with clients still running: {}; raise SimBuilder::duration or find what they wait on in the trace",

@@ -27,27 +27,43 @@ pub mod rules {
     pub const GOAWAY: &str = "stream not processed before GOAWAY: spec UNAVAILABLE (RFC 9113 §6.8)";
 }
 
-/// The gRPC name of a code, as in `doc/statuscodes.md` (`DEADLINE_EXCEEDED`).
+/// The gRPC status code names of grpc `doc/statuscodes.md`, indexed by code.
+pub(crate) const CODE_NAMES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// The gRPC name of a code, as in `doc/statuscodes.md` and service configs
+/// (`DEADLINE_EXCEEDED`).
 pub fn code_name(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "OK",
-        Code::Cancelled => "CANCELLED",
-        Code::Unknown => "UNKNOWN",
-        Code::InvalidArgument => "INVALID_ARGUMENT",
-        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
-        Code::NotFound => "NOT_FOUND",
-        Code::AlreadyExists => "ALREADY_EXISTS",
-        Code::PermissionDenied => "PERMISSION_DENIED",
-        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
-        Code::FailedPrecondition => "FAILED_PRECONDITION",
-        Code::Aborted => "ABORTED",
-        Code::OutOfRange => "OUT_OF_RANGE",
-        Code::Unimplemented => "UNIMPLEMENTED",
-        Code::Internal => "INTERNAL",
-        Code::Unavailable => "UNAVAILABLE",
-        Code::DataLoss => "DATA_LOSS",
-        Code::Unauthenticated => "UNAUTHENTICATED",
-    }
+    // `Code` is a fieldless enum with discriminants 0..=16, so the index is
+    // in range; the fallback only guards a future tonic adding codes.
+    CODE_NAMES.get(code as usize).copied().unwrap_or("UNKNOWN")
+}
+
+/// The code for a gRPC name (`"UNAVAILABLE"`); exact, upper-case match only,
+/// as grpc-go's `codes.Code.UnmarshalJSON` accepts.
+pub fn code_from_name(name: &str) -> Option<Code> {
+    CODE_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .and_then(|i| i32::try_from(i).ok())
+        .map(Code::from_i32)
 }
 
 /// The code the gRPC specification requires for the situation `status`

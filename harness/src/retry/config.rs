@@ -38,42 +38,8 @@ pub const MAX_ATTEMPTS_CAP: u32 = 5;
 /// (`google.protobuf.Duration`: ±10,000 years), as grpc-go checks it.
 const MAX_PROTO_SECONDS: u64 = 315_576_000_000;
 
-/// The gRPC status code names of grpc `doc/statuscodes.md`, indexed by code.
-const CODE_NAMES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
-
-/// The canonical name of a status code (`UNAVAILABLE`, `DEADLINE_EXCEEDED`),
-/// as grpc `doc/statuscodes.md` and service configs spell it.
-pub fn code_name(code: Code) -> &'static str {
-    // `Code` is a fieldless enum with discriminants 0..=16, so the index is in range.
-    CODE_NAMES.get(code as usize).copied().unwrap_or("UNKNOWN")
-}
-
-/// The code for a canonical name (`"UNAVAILABLE"`); exact, upper-case match
-/// only, as grpc-go's `codes.Code.UnmarshalJSON` accepts.
-pub fn code_from_name(name: &str) -> Option<Code> {
-    CODE_NAMES
-        .iter()
-        .position(|n| *n == name)
-        .map(|i| Code::from_i32(i as i32))
-}
+use crate::spec::CODE_NAMES;
+pub use crate::spec::{code_from_name, code_name};
 
 /// A parsed, validated service config: the method configs with their retry
 /// policies, and the optional retry throttling.

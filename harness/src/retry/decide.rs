@@ -193,12 +193,12 @@ impl fmt::Display for StopReason {
 }
 
 impl fmt::Display for Decision {
-    /// `retry after 93.117ms (backoff n=1)`, `retry after 0.000ms (pushback 0ms)`,
+    /// `retry after 93.117ms (backoff n=1)`, `retry after 0ms (pushback 0ms)`,
     /// `stop: max_attempts`. Delays in milliseconds with 3 decimals.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Decision::Retry { delay, reason } => {
-                write!(f, "retry after {}", fmt_ms(*delay))?;
+                write!(f, "retry after {}", crate::trace::fmt_duration(*delay))?;
                 match reason {
                     RetryReason::Backoff { n } => write!(f, " (backoff n={n})"),
                     RetryReason::Pushback { ms } => write!(f, " (pushback {ms}ms)"),
@@ -207,12 +207,6 @@ impl fmt::Display for Decision {
             Decision::Stop(r) => write!(f, "stop: {r}"),
         }
     }
-}
-
-/// `93.117ms`: milliseconds with 3 decimals (microsecond resolution).
-pub(crate) fn fmt_ms(d: Duration) -> String {
-    let us = d.as_micros();
-    format!("{}.{:03}ms", us / 1000, us % 1000)
 }
 
 /// Decides whether to retry after an attempt that ended with `input.code`.
@@ -591,7 +585,7 @@ mod tests {
             delay: ms(0),
             reason: RetryReason::Pushback { ms: 0 },
         };
-        assert_eq!(d.to_string(), "retry after 0.000ms (pushback 0ms)");
+        assert_eq!(d.to_string(), "retry after 0ms (pushback 0ms)");
         assert_eq!(
             Decision::Stop(StopReason::MaxAttempts).to_string(),
             "stop: max_attempts"

@@ -7,7 +7,8 @@ use std::time::Duration;
 use tonic::Code;
 
 use super::config::code_name;
-use super::decide::{fmt_ms, Decision, Pushback};
+use super::decide::{Decision, Pushback};
+use crate::trace::fmt_duration;
 
 /// The observer hook: called synchronously, in order, for every
 /// [`AttemptEvent`] of every call through the layer. Keep it cheap; it runs
@@ -114,7 +115,7 @@ impl fmt::Display for AttemptEvent {
         write!(f, "{} attempt {} ", self.path, self.attempt)?;
         match &self.kind {
             AttemptEventKind::Started { delay_before } => {
-                write!(f, "started after {}", fmt_ms(*delay_before))
+                write!(f, "started after {}", fmt_duration(*delay_before))
             }
             AttemptEventKind::Ended(outcome) => write!(f, "ended: {outcome}"),
             AttemptEventKind::Decided(decision) => write!(f, "decided: {decision}"),

@@ -314,7 +314,7 @@ async fn fails_first_two_then_succeeds_with_seeded_backoff() {
     assert_eq!(
         lines,
         [
-            "/tt.v1.Scoreboard/Hit attempt 1 started after 0.000ms",
+            "/tt.v1.Scoreboard/Hit attempt 1 started after 0ms",
             "/tt.v1.Scoreboard/Hit attempt 1 ended: trailers-only UNAVAILABLE",
             "/tt.v1.Scoreboard/Hit attempt 1 decided: retry after 82.214ms (backoff n=0)",
             "/tt.v1.Scoreboard/Hit attempt 2 started after 82.214ms",

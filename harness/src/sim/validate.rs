@@ -11,10 +11,10 @@ impl Sim {
     /// Every check that does not need the run itself.
     pub(crate) fn validate(&self) -> Result<(), Error> {
         if let Some(problem) = &self.problem {
-            return Err(Error::new(Kind::BadFault(problem.clone())));
+            return Err(Error::new(Kind::Misconfigured(problem.clone())));
         }
         if self.config.tick.is_zero() {
-            return Err(Error::new(Kind::BadFault(
+            return Err(Error::new(Kind::Misconfigured(
                 "SimBuilder::tick(0) would never advance simulated time; use at least 1µs (the default is 1ms)".to_owned(),
             )));
         }
@@ -81,7 +81,7 @@ impl Sim {
                     }
                     self.check_window(rule.window)?;
                     if matches!(rule.action, Action::ConcurrencyLimit(0)) {
-                        return Err(Error::new(Kind::BadFault(format!(
+                        return Err(Error::new(Kind::Misconfigured(format!(
                             "concurrency_limit(0) on `{}` would never run a handler; use hang() for that",
                             rule.host
                         ))));
@@ -104,7 +104,7 @@ impl Sim {
                 return Err(unknown(host, "a keepalive policy".to_owned()));
             }
             if !seen.insert(host.as_str()) {
-                return Err(Error::new(Kind::BadFault(format!(
+                return Err(Error::new(Kind::Misconfigured(format!(
                     "two keepalive policies for `{host}`; a server host enforces one"
                 ))));
             }
@@ -150,7 +150,7 @@ impl Sim {
             return Ok(());
         };
         if from >= until {
-            return Err(Error::new(Kind::BadFault(format!(
+            return Err(Error::new(Kind::Misconfigured(format!(
                 "handler fault window [{from:?}, {until:?}) is empty; `during(from, until)` needs from < until"
             ))));
         }

@@ -102,6 +102,45 @@ pub(super) fn connections(trace: &Trace, from: &str, to: &str) -> Vec<u32> {
     out
 }
 
+/// What both dead-peer stories must show once keepalive cut the
+/// connection: a PING, the call ending ~1 s later as UNAVAILABLE (by the
+/// spec), the handler dropped with the connection, and a redial that works.
+pub(super) struct Cut<'a> {
+    pub(super) ping: Option<Duration>,
+    pub(super) closed_after_ping: Option<Duration>,
+    pub(super) spec: &'a str,
+    pub(super) handler_dropped: bool,
+    pub(super) conns: usize,
+    pub(super) next_ok: bool,
+}
+
+impl Cut<'_> {
+    /// The checks, worded for `what` ended ("call", "stream") and `handler`.
+    pub(super) fn checks(&self, what: &str, handler: &str) -> Vec<(bool, String)> {
+        vec![
+            (self.ping.is_some(), "keepalive sent no PING".into()),
+            (
+                self.closed_after_ping
+                    .is_some_and(|d| d >= KEEPALIVE_TIMEOUT && d <= KEEPALIVE_TIMEOUT + ms(20)),
+                format!("the {what} did not end ~1s after the unanswered PING"),
+            ),
+            (
+                self.spec == "UNAVAILABLE",
+                format!("the {what} ended {}, not UNAVAILABLE", self.spec),
+            ),
+            (
+                self.handler_dropped,
+                format!("{handler} was not dropped with the connection"),
+            ),
+            (
+                self.conns == 2,
+                format!("{} connections, not 2", self.conns),
+            ),
+            (self.next_ok, "the next call did not succeed".into()),
+        ]
+    }
+}
+
 fn judge(trace: &Trace) -> Report {
     let calls: Vec<_> = trace.calls_from("player").collect();
     let (Some(first), Some(second)) = (calls.first(), calls.get(1)) else {
@@ -127,32 +166,13 @@ fn judge(trace: &Trace) -> Report {
         },
         conns.get(1).map_or("?".into(), |c| c.to_string()),
     );
-    Report::from_checks(
-        happened,
-        &[
-            (ping.is_some(), "keepalive sent no PING".into()),
-            (
-                closed_after_ping
-                    .is_some_and(|d| d >= KEEPALIVE_TIMEOUT && d <= KEEPALIVE_TIMEOUT + ms(20)),
-                "the call did not end ~1s after the unanswered PING".into(),
-            ),
-            (
-                spec == "UNAVAILABLE",
-                format!("the waiting call ended {spec}, not UNAVAILABLE"),
-            ),
-            (
-                handler_dropped,
-                "the store's handler was not dropped with the connection".into(),
-            ),
-            (
-                conns.len() == 2,
-                format!("{} connections, not 2", conns.len()),
-            ),
-            (
-                second.outcome().is_some_and(|o| o.is_ok()),
-                "the next call did not succeed".into(),
-            ),
-        ],
-    )
-    .with_findings(trace)
+    let cut = Cut {
+        ping,
+        closed_after_ping,
+        spec,
+        handler_dropped,
+        conns: conns.len(),
+        next_ok: second.outcome().is_some_and(|o| o.is_ok()),
+    };
+    Report::from_checks(happened, &cut.checks("call", "the store's handler")).with_findings(trace)
 }

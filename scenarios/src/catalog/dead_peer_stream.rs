@@ -11,7 +11,7 @@ use grpc_chaos::trace::RunEnd;
 use grpc_chaos::wire::FrameType;
 use grpc_chaos::{fmt_duration, EventKind, Fault, Sim, Trace};
 
-use super::dead_peer::{connections, first_ping, KEEPALIVE, KEEPALIVE_TIMEOUT, TICK};
+use super::dead_peer::{connections, first_ping, Cut, KEEPALIVE, KEEPALIVE_TIMEOUT, TICK};
 use super::world::ms;
 use super::{Report, Scenario};
 use crate::services::pb::scoreboard_client::ScoreboardClient;
@@ -119,33 +119,15 @@ fn judge(trace: &Trace) -> Report {
         second.outcome().map_or("did not end", |o| o.spec_code),
         conns.get(1).map_or("?".into(), |c| c.to_string()),
     );
-    Report::from_checks(
-        happened,
-        &[
-            (scores >= 1, "no score arrived before the PING".into()),
-            (ping.is_some(), "keepalive sent no PING".into()),
-            (
-                closed_after_ping
-                    .is_some_and(|d| d >= KEEPALIVE_TIMEOUT && d <= KEEPALIVE_TIMEOUT + ms(20)),
-                "the stream did not end ~1s after the unanswered PING".into(),
-            ),
-            (
-                spec == "UNAVAILABLE",
-                format!("the stream ended {spec}, not UNAVAILABLE"),
-            ),
-            (
-                handler_dropped,
-                "the gateway's Watch handler was not dropped with the connection".into(),
-            ),
-            (
-                conns.len() == 2,
-                format!("{} connections, not 2", conns.len()),
-            ),
-            (
-                second.outcome().is_some_and(|o| o.is_ok()),
-                "the next call did not succeed".into(),
-            ),
-        ],
-    )
-    .with_findings(trace)
+    let cut = Cut {
+        ping,
+        closed_after_ping,
+        spec,
+        handler_dropped,
+        conns: conns.len(),
+        next_ok: second.outcome().is_some_and(|o| o.is_ok()),
+    };
+    let mut checks = vec![(scores >= 1, "no score arrived before the PING".to_owned())];
+    checks.extend(cut.checks("stream", "the gateway's Watch handler"));
+    Report::from_checks(happened, &checks).with_findings(trace)
 }

@@ -116,17 +116,24 @@ impl DirectionTap {
     }
 
     /// Takes bytes the sender wrote; queues what may leave, and when.
-    pub(crate) fn on_bytes(&mut self, chunk: &[u8], out: &mut VecDeque<Out>) {
+    ///
+    /// Watching only (no frame faults, no policy reaction), the chunk goes on
+    /// as written, without a copy: this runs on every write of every
+    /// connection.
+    pub(crate) fn on_bytes(&mut self, chunk: Bytes, out: &mut VecDeque<Out>) {
         if self.closing {
             return;
         }
-        self.pending.extend_from_slice(chunk);
-        self.decoder.feed(chunk, &mut self.events);
+        if self.cut {
+            self.pending.extend_from_slice(&chunk);
+        }
+        self.decoder.feed(&chunk, &mut self.events);
         let events = std::mem::take(&mut self.events);
         for event in &events {
             if self.closing {
                 break;
             }
+            // Watching, `pending` stays empty and the emits are no-ops.
             self.on_event(event, out);
         }
         self.events = events;
@@ -136,7 +143,13 @@ impl DirectionTap {
             self.pending.clear();
             return;
         }
-        if !self.cut || self.decoder.is_opaque() {
+        if !self.cut {
+            out.push_back(Out {
+                bytes: chunk,
+                release: None,
+                kept: None,
+            });
+        } else if self.decoder.is_opaque() {
             let end = self.base + self.pending.len() as u64;
             self.emit(end, None, None, out);
         }

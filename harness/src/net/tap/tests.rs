@@ -6,6 +6,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use super::{DirectionTap, Out};
 use crate::fault::{Fault, FaultKind};
 use crate::recorder::event::{EventKind, Fate};
@@ -44,7 +46,7 @@ fn feed(tap: &mut DirectionTap, bytes: &[u8], sizes: &[usize]) -> VecDeque<Out> 
     let (mut at, mut i) = (0, 0);
     while at < bytes.len() {
         let n = sizes[i % sizes.len()].max(1).min(bytes.len() - at);
-        tap.on_bytes(&bytes[at..at + n], &mut out);
+        tap.on_bytes(Bytes::copy_from_slice(&bytes[at..at + n]), &mut out);
         at += n;
         i += 1;
     }

@@ -81,7 +81,7 @@ async fn run(
             }
             () = sleep(next_release) => {}
             chunk = rx.recv(), if open && !blocked && !tap.closing() => match chunk {
-                Some(bytes) => tap.on_bytes(&bytes, &mut queue),
+                Some(bytes) => tap.on_bytes(bytes, &mut queue),
                 None => open = false,
             },
         }
