@@ -25,10 +25,13 @@
 //!    over an in-memory `tokio::io::duplex` pipe in one ordinary
 //!    current-thread tokio runtime — tonic's own cost with no network, no
 //!    simulation and no recording. The ratio anchor/harness is the overhead
-//!    factor of running a call inside grpc-chaos. A second line (not one of
-//!    the anchors) serves and calls the same Store with tonic over
-//!    bare turmoil TCP, same tick and latency, so the factor splits into
-//!    what turmoil costs and what grpc-chaos's wiring and recording cost.
+//!    factor of running a call inside grpc-chaos. A second line runs the
+//!    harness with `SimBuilder::wire_tap(false)`: the same calls, recorded,
+//!    with no frame decoded, so the gap between the two is what decoding and
+//!    recording every frame costs. A third line (not an anchor) serves and
+//!    calls the same Store with tonic over bare turmoil TCP, same tick and
+//!    latency, so the rest splits into what turmoil costs and what
+//!    grpc-chaos's wiring and recording cost.
 //!    The harness line also says how much wall time came after the client
 //!    returned (tearing down, building the `Trace`), which should stay
 //!    small and linear in the number of calls.
@@ -114,9 +117,10 @@ fn main() {
         detail("  bare turmoil, 1 host + 1 client", &anchor, "sim s");
         detail("  bare turmoil, 2 hosts + 1 client", &same_hosts, "sim s");
     }
-    let [harness, anchor, bare] = best_of(repeat, || {
+    let [harness, untapped, anchor, bare] = best_of(repeat, || {
         [
-            harness_calls(calls),
+            harness_calls(calls, true),
+            harness_calls(calls, false),
             duplex_calls(calls),
             turmoil_calls(calls),
         ]
@@ -129,12 +133,19 @@ fn main() {
         anchor.rate() / harness.rate(),
     );
     row(
+        "  (same, wire tap off, vs the same anchor)",
+        &untapped,
+        &anchor,
+        anchor.rate() / untapped.rate(),
+    );
+    row(
         "  (tonic on bare turmoil, same tick + latency)",
         &harness,
         &bare,
         bare.rate() / harness.rate(),
     );
     detail("  grpc-chaos (tick 1ms)", &harness, "calls");
+    detail("  grpc-chaos, wire_tap(false)", &untapped, "calls");
     detail("  tonic over tokio::io::duplex", &anchor, "calls");
     detail("  tonic on bare turmoil (tick 1ms)", &bare, "calls");
     println!();
@@ -288,14 +299,16 @@ fn turmoil_idle(tick: Duration, idle: Duration, hosts: usize) -> Figure {
     }
 }
 
-/// `calls` sequential `Store/Load` calls through the recorded channel.
-fn harness_calls(calls: u64) -> Figure {
+/// `calls` sequential `Store/Load` calls through the recorded channel, with
+/// the wire tap on or off.
+fn harness_calls(calls: u64, wire_tap: bool) -> Figure {
     let span = SimSpan::default();
     // Each call takes a few simulated ms; leave plenty of room.
     let room = Duration::from_millis(10) * u32::try_from(calls).unwrap_or(u32::MAX);
     let mut sim = Sim::builder()
         .seed(SEED)
         .duration(room + Duration::from_secs(60))
+        .wire_tap(wire_tap)
         .build();
     sim.server("store", |s| s.add_service(Store::default().into_server()));
     let out = span.clone();
@@ -390,7 +403,7 @@ fn duplex_calls(calls: u64) -> Figure {
     }
 }
 
-/// Not one of the anchors, but it splits the calls overhead in two:
+/// Not an anchor, but it splits the calls overhead in two:
 /// tonic served and called over plain turmoil TCP, with the tick and link
 /// latency grpc-chaos uses, and none of its wiring, recording or layers.
 fn turmoil_calls(calls: u64) -> Figure {

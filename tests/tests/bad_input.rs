@@ -399,3 +399,26 @@ fn a_fault_that_never_fires_is_reported_in_the_trace() -> grpc_chaos::Result {
     );
     Ok(())
 }
+
+#[test]
+fn faults_that_need_the_wire_tap_are_refused_when_it_is_off() {
+    use grpc_chaos::policy::KeepalivePolicy;
+    use grpc_chaos::wire::FrameType;
+    let untapped = || {
+        let mut sim = Sim::builder().seed(5).wire_tap(false).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.client("player", |_| async { Ok(()) });
+        sim
+    };
+    let mut frames = untapped();
+    frames.fault(Fault::frames().kind(FrameType::Ping).drop());
+    let mut policy = untapped();
+    policy.keepalive_policy("store", KeepalivePolicy::grpc_go());
+    for (sim, what) in [(frames, "a frame fault"), (policy, "a keepalive policy")] {
+        let err = run_err(sim);
+        assert!(err.is_misconfigured(), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains(what), "{msg}");
+        assert!(msg.contains("SimBuilder::wire_tap(false)"), "{msg}");
+    }
+}

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use grpc_chaos::trace::{CallEnd, RenderOptions, RunEnd};
-use grpc_chaos::{Fault, Sim, Trace};
+use grpc_chaos::{EventKind, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
-use grpc_chaos_scenarios::services::pb::Rally;
+use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+use grpc_chaos_scenarios::services::pb::{LoadRequest, Rally};
 use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store, HIT, LOAD, SAVE};
 use tonic::Request;
 
@@ -358,5 +359,38 @@ fn same_seed_gives_byte_identical_traces() -> grpc_chaos::Result {
         b.render_with(&RenderOptions::everything())
     );
     assert_eq!(a.to_json(), b.to_json());
+    Ok(())
+}
+
+#[test]
+fn without_the_wire_tap_calls_are_recorded_and_frames_are_not() -> grpc_chaos::Result {
+    let story = |wire_tap: bool| {
+        let mut sim = Sim::builder().seed(3).wire_tap(wire_tap).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.client("player", |c| async move {
+            let mut store = StoreClient::new(c.channel("store"));
+            store
+                .load(LoadRequest {
+                    match_id: "m1".into(),
+                })
+                .await?;
+            Ok(())
+        });
+        sim.run()
+    };
+    let frames = |t: &Trace| {
+        t.events()
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Frame { .. }))
+            .count()
+    };
+    let (tapped, untapped) = (story(true)?, story(false)?);
+    assert!(frames(&tapped) > 0, "{}", tapped.render());
+    assert_eq!(frames(&untapped), 0, "{}", untapped.render());
+    for t in [&tapped, &untapped] {
+        let calls: Vec<_> = t.calls_from("player").collect();
+        assert_eq!(calls.len(), 1, "{}", t.render());
+        assert_eq!(calls[0].path, LOAD);
+    }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! One simulated TCP connection, as tonic sees it: reads come straight from
-//! the turmoil socket; writes go through the wire tap's writer task.
+//! the turmoil socket; writes go through the wire tap's writer task, or
+//! straight to the socket when the tap is off.
 
 use std::io;
 use std::pin::Pin;
@@ -23,10 +24,19 @@ pub(crate) struct PeerInfo {
     pub(crate) peer: Arc<str>,
 }
 
+/// Where a connection's writes go.
+enum Write {
+    /// To the wire tap's writer task.
+    Tapped(PollSender<Bytes>),
+    /// To the socket ([`SimBuilder::wire_tap`](crate::SimBuilder::wire_tap)
+    /// is off).
+    Direct(turmoil::net::tcp::OwnedWriteHalf),
+}
+
 /// A turmoil TCP stream wrapped at the wiring point.
 pub(crate) struct SimConn {
     read: turmoil::net::tcp::OwnedReadHalf,
-    write: PollSender<Bytes>,
+    write: Write,
     info: PeerInfo,
     /// Server end of a connection under a keepalive policy: reads end when
     /// the policy closes the connection.
@@ -64,18 +74,22 @@ impl SimConn {
             Direction::ClientToServer => None,
         };
         let (read, write) = stream.into_split();
-        let tap = DirectionTap::new(
-            end.shared,
-            conn,
-            end.direction,
-            end.me,
-            end.peer.clone(),
-            keepalive,
-        );
+        let info = PeerInfo {
+            peer: end.peer.clone(),
+        };
+        if !end.shared.wire_tap() {
+            return Ok(Self {
+                read,
+                write: Write::Direct(write),
+                info,
+                policed,
+            });
+        }
+        let tap = DirectionTap::new(end.shared, conn, end.direction, end.me, end.peer, keepalive);
         Ok(Self {
             read,
-            write: PollSender::new(spawn_writer(tap, write)),
-            info: PeerInfo { peer: end.peer },
+            write: Write::Tapped(PollSender::new(spawn_writer(tap, write))),
+            info,
             policed,
         })
     }
@@ -119,21 +133,34 @@ impl AsyncWrite for SimConn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        ready!(self.write.poll_reserve(cx)).map_err(|_| closed())?;
-        self.write
-            .send_item(Bytes::copy_from_slice(buf))
-            .map_err(|_| closed())?;
-        Poll::Ready(Ok(buf.len()))
+        match &mut self.write {
+            Write::Tapped(tx) => {
+                ready!(tx.poll_reserve(cx)).map_err(|_| closed())?;
+                tx.send_item(Bytes::copy_from_slice(buf))
+                    .map_err(|_| closed())?;
+                Poll::Ready(Ok(buf.len()))
+            }
+            Write::Direct(socket) => Pin::new(socket).poll_write(cx, buf),
+        }
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // The writer task writes as soon as bytes are due.
-        Poll::Ready(Ok(()))
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.write {
+            // The writer task writes as soon as bytes are due.
+            Write::Tapped(_) => Poll::Ready(Ok(())),
+            Write::Direct(socket) => Pin::new(socket).poll_flush(cx),
+        }
     }
 
-    fn poll_shutdown(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Closing the channel lets the writer task drain, then shut down.
-        self.write.close();
-        Poll::Ready(Ok(()))
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.write {
+            Write::Tapped(tx) => {
+                // Closing the channel lets the writer task drain, then shut
+                // down.
+                tx.close();
+                Poll::Ready(Ok(()))
+            }
+            Write::Direct(socket) => Pin::new(socket).poll_shutdown(cx),
+        }
     }
 }

@@ -16,8 +16,7 @@ use super::event::EventKind;
 use super::Recorder;
 
 /// Targets of the libraries under test: their own logs are noise in a trace
-/// (the wire tap records what they do on the wire instead). `loona_hpack` is
-/// the wire tap's own HPACK decoder.
+/// (the wire tap records what they do on the wire instead).
 const DEPENDENCY_TARGETS: &[&str] = &[
     "turmoil",
     "h2",
@@ -26,7 +25,6 @@ const DEPENDENCY_TARGETS: &[&str] = &[
     "tonic",
     "tower",
     "grpc_chaos",
-    "loona_hpack",
 ];
 
 fn is_dependency(target: &str) -> bool {
@@ -57,10 +55,13 @@ impl<S> Layer<S> for CaptureLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    /// Dependencies log at DEBUG/TRACE on every frame: turn their events
-    /// off at the call site, once, instead of filtering each one.
+    /// Dependencies log at DEBUG/TRACE and open TRACE spans on every frame:
+    /// turn them off at the call site, once, instead of filtering each one.
+    /// A disabled span is transparent, so a user event inside one still
+    /// finds turmoil's `node` span, the one dependency span kept.
     fn register_callsite(&self, meta: &'static tracing::Metadata<'static>) -> Interest {
-        if meta.is_event() && is_dependency(meta.target()) {
+        let host_span = meta.is_span() && meta.name() == TURMOIL_HOST_SPAN;
+        if is_dependency(meta.target()) && !host_span {
             Interest::never()
         } else {
             Interest::always()

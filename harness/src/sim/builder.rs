@@ -53,6 +53,7 @@ pub struct SimBuilder {
     latency: Duration,
     jitter: Option<Duration>,
     settle: Duration,
+    wire_tap: bool,
 }
 
 impl Default for SimBuilder {
@@ -64,6 +65,7 @@ impl Default for SimBuilder {
             latency: defaults::LATENCY,
             jitter: None,
             settle: defaults::SETTLE,
+            wire_tap: true,
         }
     }
 }
@@ -124,6 +126,18 @@ impl SimBuilder {
         self
     }
 
+    /// Whether the wire tap decodes and records every HTTP/2 frame. Defaults
+    /// to `true`. With `false`, hosts write straight to their sockets: the
+    /// trace keeps calls, attempts, handler runs, host faults and logs, but
+    /// no frames, and a run is cheaper (see the speed table in the README).
+    /// Frame faults, injected frames and keepalive policies act through the
+    /// tap, so with it off they are an [`Error`](crate::Error) from
+    /// [`Sim::run`](crate::Sim::run) that says so.
+    pub fn wire_tap(mut self, on: bool) -> Self {
+        self.wire_tap = on;
+        self
+    }
+
     /// Builds the sim. Reads `CHAOS_SEED` if no seed was given and
     /// `CHAOS_JITTER_US` if no jitter was; an unparsable value is an error
     /// from [`Sim::run`](crate::Sim::run).
@@ -150,6 +164,7 @@ impl SimBuilder {
                 latency: self.latency,
                 jitter,
                 settle: self.settle,
+                wire_tap: self.wire_tap,
             },
             problem,
         )

@@ -36,6 +36,7 @@ pub(crate) struct Config {
     pub(crate) latency: Duration,
     pub(crate) jitter: Duration,
     pub(crate) settle: Duration,
+    pub(crate) wire_tap: bool,
 }
 
 /// A simulated network of tonic servers and clients, the faults to inject

@@ -52,12 +52,17 @@ impl Sim {
         }
         // Stable sort: faults at the same instant fire in the order added.
         host_faults.sort_by_key(|f| f.at);
-        let shared = Arc::new(Shared::new(
+        let shared = Shared::new(
             config.seed,
             servers.iter().map(|(n, _)| n.clone()).collect(),
             clients.iter().map(|(n, _)| n.clone()).collect(),
             rules,
-        ));
+        );
+        let shared = Arc::new(if config.wire_tap {
+            shared
+        } else {
+            shared.without_wire_tap()
+        });
         let mut world = turmoil::Builder::new()
             .rng_seed(config.seed)
             .epoch(UNIX_EPOCH + Duration::from_secs(defaults::EPOCH_SECS))

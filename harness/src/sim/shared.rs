@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     clients: Vec<String>,
     rules: Rules,
     conns: super::conns::Registry,
+    /// Whether connections go through the wire tap.
+    wire_tap: bool,
     problems: Mutex<Vec<Error>>,
     finished: Mutex<BTreeSet<String>>,
 }
@@ -43,6 +45,7 @@ impl Shared {
             clients,
             rules,
             conns: super::conns::Registry::default(),
+            wire_tap: true,
             problems: Mutex::default(),
             finished: Mutex::default(),
         }
@@ -166,6 +169,17 @@ impl Shared {
     }
 
     /// The connection registry (ids shared by both ends).
+    /// Turns the wire tap off ([`SimBuilder::wire_tap`](super::SimBuilder::wire_tap)).
+    pub(crate) fn without_wire_tap(mut self) -> Self {
+        self.wire_tap = false;
+        self
+    }
+
+    /// Whether connections go through the wire tap.
+    pub(crate) fn wire_tap(&self) -> bool {
+        self.wire_tap
+    }
+
     pub(crate) fn conns(&self) -> &super::conns::Registry {
         &self.conns
     }

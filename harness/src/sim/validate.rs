@@ -90,7 +90,27 @@ impl Sim {
             }
         }
         self.check_keepalive(&unknown)?;
-        Ok(())
+        self.check_wire_tap()
+    }
+
+    /// Frame faults, injections and keepalive policies act in the wire tap.
+    fn check_wire_tap(&self) -> Result<(), Error> {
+        if self.config.wire_tap {
+            return Ok(());
+        }
+        let needs_tap = self.faults.iter().find_map(|f| match &f.0 {
+            FaultKind::Frame(_) => Some("a frame fault"),
+            FaultKind::Inject(_) => Some("an injected frame"),
+            _ => None,
+        });
+        let needs_tap = needs_tap.or(self.keepalive.first().map(|_| "a keepalive policy"));
+        match needs_tap {
+            None => Ok(()),
+            Some(what) => Err(Error::new(Kind::Misconfigured(format!(
+                "{what} acts in the wire tap, which SimBuilder::wire_tap(false) turned off; \
+                 remove one of the two"
+            )))),
+        }
     }
 
     /// Each keepalive policy names one server host, once.

@@ -5,6 +5,7 @@
 mod blocks;
 mod connection;
 mod encode;
+mod hpack;
 mod malformed;
 mod recorded;
 
