@@ -145,15 +145,17 @@ impl HeaderBlock {
         self.grpc_previous_rpc_attempts.as_deref()?.parse().ok()
     }
 
-    /// Adds one decoded field. Called by the decoder in wire order.
-    pub(crate) fn push(&mut self, name: &[u8], value: &[u8]) {
-        let name = String::from_utf8_lossy(name).into_owned();
+    /// Adds one decoded field. Called by the decoder in wire order; takes
+    /// the decoder's buffers so that valid UTF-8 (nearly every field) is
+    /// kept without a copy.
+    pub(crate) fn push(&mut self, name: Vec<u8>, value: Vec<u8>) {
+        let name = utf8_lossy(name);
         // HTTP/2 field names are lower case (§8.2.1), but a peer that breaks
         // that rule must not leak the wall clock into a trace either.
         let value = if name.eq_ignore_ascii_case("date") {
             DATE_MASK.to_owned()
         } else {
-            String::from_utf8_lossy(value).into_owned()
+            utf8_lossy(value)
         };
         let slot = match name.as_str() {
             ":method" => Some(&mut self.method),
@@ -180,6 +182,11 @@ impl HeaderBlock {
     pub(crate) fn set_truncated(&mut self) {
         self.truncated = true;
     }
+}
+
+/// `bytes` as a string, invalid UTF-8 replaced.
+fn utf8_lossy(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Decodes `%XX` escapes as `PROTOCOL-HTTP2.md` specifies for `grpc-message`:

@@ -127,7 +127,7 @@ impl FieldDecoder {
                 if used > self.max_header_list {
                     block.set_truncated();
                 } else {
-                    block.push(&name, &value);
+                    block.push(name, value);
                 }
             }
         }

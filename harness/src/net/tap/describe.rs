@@ -88,27 +88,28 @@ fn with_flag(mut text: String, set: bool, flag: &str) -> String {
 /// `POST /tt.v1.Store/Save grpc-timeout=380000u`, `:status=200`,
 /// `trailers grpc-status=0`, `trailers-only grpc-status=14 grpc-message="…"`.
 fn block_text(block: &HeaderBlock) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    match block.kind {
-        BlockKind::Request => {
-            parts.push(block.get(":method").unwrap_or("?").to_owned());
-            parts.push(block.get(":path").unwrap_or("?").to_owned());
-        }
-        BlockKind::Response => {
-            parts.push(format!(":status={}", block.get(":status").unwrap_or("?")))
-        }
-        BlockKind::Trailers => parts.push("trailers".to_owned()),
-        BlockKind::TrailersOnly => parts.push("trailers-only".to_owned()),
-    }
+    let mut text = String::with_capacity(64);
+    // Writing to a String cannot fail.
+    let _ = match block.kind {
+        BlockKind::Request => write!(
+            text,
+            "{} {}",
+            block.get(":method").unwrap_or("?"),
+            block.get(":path").unwrap_or("?")
+        ),
+        BlockKind::Response => write!(text, ":status={}", block.get(":status").unwrap_or("?")),
+        BlockKind::Trailers => write!(text, "trailers"),
+        BlockKind::TrailersOnly => write!(text, "trailers-only"),
+    };
     for (name, value) in block.all() {
         if !SHOWN.contains(&name.as_str()) {
             continue;
         }
-        parts.push(if name == "grpc-message" {
-            format!("{name}={value:?}")
+        let _ = if name == "grpc-message" {
+            write!(text, " {name}={value:?}")
         } else {
-            format!("{name}={value}")
-        });
+            write!(text, " {name}={value}")
+        };
     }
-    parts.join(" ")
+    text
 }

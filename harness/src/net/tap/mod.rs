@@ -216,15 +216,21 @@ impl DirectionTap {
         };
         let (detail, noise) = describe::describe(frame);
         let name = frame.ty.to_string();
-        self.record(EventKind::Frame {
-            conn: self.conn,
-            to: self.to.to_string(),
-            stream: frame.stream_id,
-            frame: name.clone(),
-            detail,
-            fate,
-            noise,
-        });
+        // `now` was read above: reading the simulated clock costs a lookup
+        // in the world, and this runs for every frame.
+        self.shared.recorder.push_at(
+            now,
+            &self.from,
+            EventKind::Frame {
+                conn: self.conn,
+                to: self.to.to_string(),
+                stream: frame.stream_id,
+                frame: name.clone(),
+                detail,
+                fate,
+                noise,
+            },
+        );
         let judged = self.keepalive_frame(frame, fate, now);
         let end = frame.offset + frame.wire_len();
         match fate {
