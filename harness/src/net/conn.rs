@@ -57,11 +57,11 @@ impl SimConn {
         let now = end.shared.recorder.now();
         let (conn, state) = end.shared.conns().open(client, server, || ConnState {
             keepalive: policy.map(|p| KeepaliveConn::new(p, now)),
+            tap: Default::default(),
         });
-        let keepalive = policy.map(|_| state);
         let policed = match end.direction {
-            Direction::ServerToClient => keepalive.clone(),
-            Direction::ClientToServer => None,
+            Direction::ServerToClient if policy.is_some() => Some(state.clone()),
+            _ => None,
         };
         let (read, write) = stream.into_split();
         let tap = DirectionTap::new(
@@ -70,7 +70,7 @@ impl SimConn {
             end.direction,
             end.me,
             end.peer.clone(),
-            keepalive,
+            state,
         );
         Ok(Self {
             read,
