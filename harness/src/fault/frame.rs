@@ -15,7 +15,9 @@ use crate::wire::{encode, ErrorCode, FrameType, SettingId};
 
 /// What [`Fate::Delayed`](crate::recorder::event::Fate::Delayed) says for a
 /// frame kept back by [`FrameFault::hold`] (or queued behind one): it
-/// leaves when released, at no time known in advance.
+/// leaves when released, at no time known in advance. Renders as `[held
+/// until released]`; in JSON (`until_us`) it is 18,446,744,073,709,551,615
+/// (`u64::MAX`).
 pub const UNTIL_RELEASED: Duration = Duration::MAX;
 
 /// Which frames a frame fault matches. Build with [`Fault::frames`], narrow
@@ -347,10 +349,14 @@ impl Inject {
     /// are sent as given, out of range ones included (§6.5.2: the receiver
     /// then fails the connection with PROTOCOL_ERROR or FLOW_CONTROL_ERROR).
     ///
-    /// The receiver's HTTP/2 stack acks it with a SETTINGS ACK of its own;
-    /// the tap counts the injected frame among `from`'s SETTINGS, so a
+    /// The receiver's HTTP/2 stack applies it and acks it (§6.5.3). The
+    /// tap counts the injected frame among `from`'s SETTINGS, so a
     /// `MAX_FRAME_SIZE` in it becomes the limit the tap checks `to`'s frames
-    /// against once `to` acks it (§6.5.3).
+    /// against once `to` acks it. `from`'s own stack never sent it, so that
+    /// ACK is one it did not expect: h2 answers GOAWAY(PROTOCOL_ERROR)
+    /// ("received unexpected settings ack"). To keep the lie hidden, drop
+    /// the ACK with a frame fault on `to`'s SETTINGS ACKs (`.nth(2)` when
+    /// the injection follows `from`'s first SETTINGS).
     pub fn settings(self, values: &[(SettingId, u32)]) -> InjectAt {
         self.frame(encode::settings(values))
     }
