@@ -528,6 +528,42 @@ fn a_timed_release_frees_its_hold_and_a_hold_never_released_is_reported() -> grp
     Ok(())
 }
 
+/// A frame held until a time after the end of the run never left either.
+#[test]
+fn a_frame_due_after_the_end_of_the_run_is_reported_as_never_left() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(1).duration(ms(1_000)).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(
+        Fault::frames()
+            .from("store")
+            .kind(FrameType::Headers)
+            .hold_until(ms(5_000)),
+    );
+    sim.client("player", |c| async move {
+        let _ = StoreClient::new(c.channel("store"))
+            .save(save(1, ms(300)))
+            .await;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let never_left: Vec<String> = trace
+        .events_on("store")
+        .filter_map(|e| match &e.kind {
+            EventKind::Log { message, .. } if message.contains("never left") => {
+                Some(message.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(never_left.len(), 3, "{}", trace.render());
+    assert!(
+        never_left[0].starts_with("c1 s1 HEADERS to player never left")
+            && never_left.iter().all(|m| m.ends_with("held until 5000ms")),
+        "{never_left:?}"
+    );
+    Ok(())
+}
+
 // ---- misconfigured frame faults ----
 
 fn store_and_player() -> Sim {

@@ -4,7 +4,14 @@
 //! TCP is a byte stream, so a frame kept back keeps back every later byte in
 //! the same direction of the same connection: a delayed PING ACK also
 //! delays the DATA behind it. The tap keeps that true (it releases bytes in
-//! order), and the trace shows when each kept-back frame finally left.
+//! order), and the trace shows when each kept-back frame finally left. A
+//! frame still kept back when the run ends never left: the end of the trace
+//! says so, one `WARN` log from `grpc_chaos::tap` per frame.
+//!
+//! Injected frames go in at a time ([`InjectAt::at`]) or right after a
+//! frame a filter matches ([`InjectAt::after`]); held frames leave at a
+//! time ([`FrameFault::hold_until`]) or at a named release
+//! ([`FrameFault::hold`]).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
