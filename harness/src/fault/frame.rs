@@ -4,20 +4,35 @@
 //! TCP is a byte stream, so a frame kept back keeps back every later byte in
 //! the same direction of the same connection: a delayed PING ACK also
 //! delays the DATA behind it. The tap keeps that true (it releases bytes in
-//! order), and the trace shows when each kept-back frame finally left.
+//! order), and the trace shows when each kept-back frame finally left. A
+//! frame still kept back when the run ends never left: the end of the trace
+//! says so, one `WARN` log from `grpc_chaos::tap` per frame.
+//!
+//! Injected frames go in at a time ([`InjectAt::at`]) or right after a
+//! frame a filter matches ([`InjectAt::after`]); held frames leave at a
+//! time ([`FrameFault::hold_until`]) or at a named release
+//! ([`FrameFault::hold`]).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Fault, FaultKind};
-use crate::wire::{encode, ErrorCode, FrameType};
+use crate::wire::{encode, ErrorCode, FrameType, SettingId};
+
+/// What [`Fate::Delayed`](crate::recorder::event::Fate::Delayed) says for a
+/// frame kept back by [`FrameFault::hold`] (or queued behind one): it
+/// leaves when released, at no time known in advance. Renders as `[held
+/// until released]`; in JSON (`until_us`) it is 18,446,744,073,709,551,615
+/// (`u64::MAX`).
+pub const UNTIL_RELEASED: Duration = Duration::MAX;
 
 /// Which frames a frame fault matches. Build with [`Fault::frames`], narrow
 /// with the methods below, then pick an action: [`FrameFault::drop`],
-/// [`FrameFault::delay`], [`FrameFault::hold_until`].
+/// [`FrameFault::delay`], [`FrameFault::hold_until`], [`FrameFault::hold`];
+/// or use it as the trigger of an injection ([`InjectAt::after`]).
 #[derive(Debug, Clone, Default)]
-#[must_use = "pick an action (drop, delay, hold_until) to get a Fault"]
+#[must_use = "pick an action (drop, delay, hold_until, hold) to get a Fault"]
 pub struct FrameFault {
     pub(crate) from: Option<String>,
     pub(crate) to: Option<String>,
@@ -29,11 +44,14 @@ pub struct FrameFault {
 }
 
 /// What a frame fault does to the frames it matches.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum FrameAction {
     Drop,
     Delay(Duration),
     HoldUntil(Duration),
+    /// Kept back until the named release ([`Fault::release`],
+    /// [`Host::release`](crate::Host::release)).
+    Hold(Arc<str>),
 }
 
 /// A frame fault as added to the sim; clones share the match counter.
@@ -59,13 +77,7 @@ impl FrameRule {
     /// Whether the rule applies to `f`; counts the match for `nth`.
     pub(crate) fn applies(&self, f: &FrameInfo<'_>) -> bool {
         let r = &self.filter;
-        let matches = r.from.as_deref().is_none_or(|h| h == f.from)
-            && r.to.as_deref().is_none_or(|h| h == f.to)
-            && r.kind.is_none_or(|k| k == f.kind)
-            && r.ack.is_none_or(|a| a == f.ack)
-            && r.stream.is_none_or(|s| s == f.stream)
-            && r.window.is_none_or(|(a, b)| a <= f.at && f.at < b);
-        if !matches {
+        if !r.matches(f) {
             return false;
         }
         let n = self.matched.fetch_add(1, Ordering::Relaxed) + 1;
@@ -88,6 +100,47 @@ impl FrameRule {
 }
 
 impl FrameFault {
+    /// Whether `f` meets every condition but [`FrameFault::nth`], which
+    /// the caller counts (over the run for a rule, per connection for a
+    /// trigger).
+    pub(crate) fn matches(&self, f: &FrameInfo<'_>) -> bool {
+        self.from.as_deref().is_none_or(|h| h == f.from)
+            && self.to.as_deref().is_none_or(|h| h == f.to)
+            && self.kind.is_none_or(|k| k == f.kind)
+            && self.ack.is_none_or(|a| a == f.ack)
+            && self.stream.is_none_or(|s| s == f.stream)
+            && self.window.is_none_or(|(a, b)| a <= f.at && f.at < b)
+    }
+
+    /// The filter in the trace's words: `HEADERS from player on stream 3`.
+    pub(crate) fn describe(&self) -> String {
+        let mut text = match (self.kind, self.ack) {
+            (Some(k), Some(true)) => format!("{k} ACK"),
+            (Some(k), Some(false)) => format!("{k} without ACK"),
+            (Some(k), None) => k.to_string(),
+            (None, Some(true)) => "a frame with ACK".to_owned(),
+            (None, Some(false)) => "a frame without ACK".to_owned(),
+            (None, None) => "any frame".to_owned(),
+        };
+        if let Some(h) = &self.from {
+            text += &format!(" from {h}");
+        }
+        if let Some(h) = &self.to {
+            text += &format!(" to {h}");
+        }
+        if let Some(s) = self.stream {
+            text += &format!(" on stream {s}");
+        }
+        if let Some(n) = self.nth {
+            text += &format!(", match #{n}");
+        }
+        if let Some((a, b)) = self.window {
+            let fmt = crate::trace::fmt_duration;
+            text += &format!(", written in [{}, {})", fmt(a), fmt(b));
+        }
+        text
+    }
+
     /// Only frames written by host `host`.
     pub fn from(mut self, host: impl Into<String>) -> Self {
         self.from = Some(host.into());
@@ -120,7 +173,8 @@ impl FrameFault {
     }
 
     /// Only the `n`-th frame (1-based) that the other conditions match,
-    /// counted over the whole run.
+    /// counted over the whole run for a rule, and on each connection for the
+    /// trigger of an injection ([`InjectAt::after`]).
     pub fn nth(mut self, n: u32) -> Self {
         self.nth = Some(n);
         self
@@ -152,6 +206,24 @@ impl FrameFault {
         self.action(FrameAction::HoldUntil(at))
     }
 
+    /// Keeps matching frames back until `name` is released: by
+    /// [`Fault::release`]`(name).at(t)`, or by a host's code calling
+    /// [`Host::release`](crate::Host::release)`(name)`. Later bytes in the
+    /// same direction wait behind them. Every connection holding frames
+    /// for `name` sends them at the release's *simulated* instant (turmoil
+    /// runs hosts in turn, so a release by a host that runs after the
+    /// holding one in a step reaches it one tick later); frames written
+    /// after the release pass. One release frees every hold of that name.
+    ///
+    /// The trace shows a held frame as `[held until released]`
+    /// ([`UNTIL_RELEASED`]), then `released after <kept>` when it leaves;
+    /// one never released is reported at the end of the run as a `WARN`
+    /// log from `grpc_chaos::tap` that says it never left.
+    pub fn hold(self, name: impl Into<String>) -> Fault {
+        let name: String = name.into();
+        self.action(FrameAction::Hold(name.into()))
+    }
+
     fn action(self, action: FrameAction) -> Fault {
         Fault(FaultKind::Frame(FrameRule {
             filter: self,
@@ -162,18 +234,19 @@ impl FrameFault {
     }
 }
 
-/// A frame the tap writes into a connection at a time, as if `from` had
-/// sent it. Build with [`Fault::inject`].
+/// A frame the tap writes into a connection at a time or after a frame,
+/// as if `from` had sent it. Build with [`Fault::inject`].
 #[derive(Debug, Clone)]
-#[must_use = "pick a frame (goaway, rst_stream, ping) and call .at(time)"]
+#[must_use = "pick a frame (goaway, rst_stream, ping, settings) and call .at(time) or .after(frames)"]
 pub struct Inject {
     from: String,
     to: String,
 }
 
-/// An injection waiting for its time; finish it with [`InjectAt::at`].
+/// An injection waiting for its trigger; finish it with [`InjectAt::at`]
+/// or [`InjectAt::after`].
 #[derive(Debug, Clone)]
-#[must_use = "call .at(time) to get a Fault"]
+#[must_use = "call .at(time) or .after(frames) to get a Fault"]
 pub struct InjectAt {
     from: String,
     to: String,
@@ -185,12 +258,22 @@ pub(crate) struct InjectedFrame {
     pub(crate) bytes: Vec<u8>,
 }
 
+/// What sets an injection off.
+#[derive(Debug, Clone)]
+pub(crate) enum When {
+    /// At this *simulated* time, on every connection then open.
+    At(Duration),
+    /// Once per connection, right after the first frame (or the `nth`)
+    /// this filter matches on it, in either direction.
+    After(FrameFault),
+}
+
 /// An injection as added to the sim.
 #[derive(Debug, Clone)]
 pub(crate) struct Injection {
     pub(crate) from: String,
     pub(crate) to: String,
-    pub(crate) at: Duration,
+    pub(crate) when: When,
     pub(crate) frame: InjectedFrame,
     fired: Arc<AtomicU32>,
 }
@@ -208,14 +291,33 @@ impl Injection {
 
     /// The injection in the trace's words, for the "never fired" report.
     pub(crate) fn describe(&self) -> String {
-        format!(
-            "frame injected from {} to {} at {}: no connection from {} to {} was open then",
-            self.from,
-            self.to,
-            crate::trace::fmt_duration(self.at),
-            self.from,
-            self.to
-        )
+        let (from, to) = (&self.from, &self.to);
+        match &self.when {
+            When::At(at) => format!(
+                "frame injected from {from} to {to} at {}: no connection from {from} to {to} was open then",
+                crate::trace::fmt_duration(*at),
+            ),
+            When::After(filter) => format!(
+                "frame injected from {from} to {to} after {}: no such frame was written on a connection between {from} and {to}",
+                filter.describe()
+            ),
+        }
+    }
+
+    /// The time of an `.at` injection.
+    pub(crate) fn at(&self) -> Option<Duration> {
+        match self.when {
+            When::At(at) => Some(at),
+            When::After(_) => None,
+        }
+    }
+
+    /// The trigger of an `.after` injection.
+    pub(crate) fn trigger(&self) -> Option<&FrameFault> {
+        match &self.when {
+            When::After(filter) => Some(filter),
+            When::At(_) => None,
+        }
     }
 }
 
@@ -247,17 +349,80 @@ impl Inject {
     pub fn ping(self, ack: bool, opaque: [u8; 8]) -> InjectAt {
         self.frame(encode::ping(ack, opaque))
     }
+
+    /// SETTINGS (RFC 9113 §6.5) with `values` in order (the receiver applies
+    /// them in order, the last of a duplicated id wins, §6.5.3); at most
+    /// 2,730 values ([`encode::MAX_SETTINGS`]), more are left out. Values
+    /// are sent as given, out of range ones included (§6.5.2: the receiver
+    /// then fails the connection with PROTOCOL_ERROR or FLOW_CONTROL_ERROR).
+    ///
+    /// The receiver's HTTP/2 stack applies it and acks it (§6.5.3). The
+    /// tap counts the injected frame among `from`'s SETTINGS, so a
+    /// `MAX_FRAME_SIZE` in it becomes the limit the tap checks `to`'s frames
+    /// against once `to` acks it. `from`'s own stack never sent it, so that
+    /// ACK is one it did not expect: h2 answers GOAWAY(PROTOCOL_ERROR)
+    /// ("received unexpected settings ack"). To keep the lie hidden, drop
+    /// the ACK with a frame fault on `to`'s SETTINGS ACKs (`.nth(2)` when
+    /// the injection follows `from`'s first SETTINGS).
+    pub fn settings(self, values: &[(SettingId, u32)]) -> InjectAt {
+        self.frame(encode::settings(values))
+    }
+
+    /// An empty SETTINGS with the ACK flag (RFC 9113 §6.5.3), acking a
+    /// SETTINGS frame `from`'s stack never acked: when `to` had none
+    /// waiting for an ACK, its stack sees a protocol error (h2 sends
+    /// GOAWAY(PROTOCOL_ERROR)). The tap does not count it as `from` having
+    /// applied `to`'s settings; `from`'s own ACK still does.
+    pub fn settings_ack(self) -> InjectAt {
+        self.frame(encode::settings_ack())
+    }
 }
 
 impl InjectAt {
     /// Writes the frame at `at` (*simulated* time since the start of the
     /// run) on every open connection from `from` to `to`, between two whole
-    /// frames of that direction.
+    /// frames of that direction. A time after the end of the run is an
+    /// error from [`Sim::run`](crate::Sim::run).
     pub fn at(self, at: Duration) -> Fault {
+        self.when(When::At(at))
+    }
+
+    /// Writes the frame on each connection between `from` and `to` as soon
+    /// as a frame matching `trigger` was written on it, in either
+    /// direction; once per connection. [`FrameFault::nth`] counts the
+    /// matches on that connection; [`FrameFault::during`] is *simulated*
+    /// time. Only frames the hosts' HTTP/2 stacks write count (not
+    /// injected ones), whatever the frame faults then do with them.
+    ///
+    /// In the trigger's direction the frame goes right after the
+    /// triggering frame in the byte stream (behind it, if that frame is
+    /// kept back). In the other direction the writer of `from` → `to` is
+    /// woken at once and puts it between two whole frames: at the same
+    /// *simulated* instant, or one tick later when `from`'s host already
+    /// ran in this step (turmoil runs hosts in turn).
+    ///
+    /// A trigger that names a host other than `from` and `to`, or an
+    /// unknown one, is an error from [`Sim::run`](crate::Sim::run); an
+    /// injection that never fired is reported at the end of the trace.
+    ///
+    /// ```
+    /// use grpc_chaos::Fault;
+    /// use grpc_chaos::wire::{ErrorCode, FrameType};
+    /// // The store goes away as soon as the player opens stream 3.
+    /// let fault = Fault::inject("store", "player")
+    ///     .goaway(ErrorCode::NoError, 1, b"")
+    ///     .after(Fault::frames().from("player").kind(FrameType::Headers).stream(3));
+    /// # let _ = fault;
+    /// ```
+    pub fn after(self, trigger: FrameFault) -> Fault {
+        self.when(When::After(trigger))
+    }
+
+    fn when(self, when: When) -> Fault {
         Fault(FaultKind::Inject(Injection {
             from: self.from,
             to: self.to,
-            at,
+            when,
             frame: self.frame,
             fired: Arc::default(),
         }))

@@ -1,4 +1,5 @@
-//! Host faults: turmoil's own levers, applied between simulation steps.
+//! Host faults: turmoil's own levers, applied between simulation steps;
+//! and timed releases of held frames, which fire the same way.
 
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ pub(crate) enum HostAction {
     Partition(String, String),
     Repair(String, String),
     Latency(String, String, Duration),
+    /// Releases the frames held under this name ([`super::FrameFault::hold`]).
+    Release(String),
 }
 
 impl HostAction {
@@ -24,6 +27,7 @@ impl HostAction {
         match self {
             Self::Crash(h) | Self::Restart(h) => vec![h],
             Self::Partition(a, b) | Self::Repair(a, b) | Self::Latency(a, b, _) => vec![a, b],
+            Self::Release(_) => vec![],
         }
     }
 

@@ -3,7 +3,7 @@
 //! | family | acts on | built with |
 //! |---|---|---|
 //! | host | turmoil: crash, restart, partition, repair, link latency | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::repair`], [`Fault::link_latency`] |
-//! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold, inject | [`Fault::frames`], [`Fault::inject`] |
+//! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold (until a time or a named release), inject (at a time or after a frame) | [`Fault::frames`], [`Fault::inject`], [`Fault::release`] |
 //! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
 //!
 //! Every fault is recorded in the trace when it fires. Times are *simulated*
@@ -18,7 +18,7 @@ use std::time::Duration;
 use tonic::Code;
 
 pub(crate) use frame::{FrameAction, FrameInfo, FrameRule, Injection};
-pub use frame::{FrameFault, Inject, InjectAt};
+pub use frame::{FrameFault, Inject, InjectAt, UNTIL_RELEASED};
 pub(crate) use handler::{Action, HandlerRule, Reply};
 pub(crate) use host::{HostAction, HostFault};
 
@@ -114,10 +114,31 @@ impl Fault {
         FrameFault::default()
     }
 
-    /// Writes a frame into every connection from `from` to `to` at a time,
-    /// as if `from` had sent it.
+    /// Writes a frame into every connection from `from` to `to` at a time
+    /// ([`InjectAt::at`]) or after a frame ([`InjectAt::after`]), as if
+    /// `from` had sent it.
     pub fn inject(from: impl Into<String>, to: impl Into<String>) -> Inject {
         Inject::new(from.into(), to.into())
+    }
+
+    /// Releases the frames [`FrameFault::hold`]`(name)` keeps back, at the
+    /// time given to [`HostFaultBuilder::at`] (*simulated* time since the
+    /// start of the run), as [`Host::release`](crate::Host::release) does
+    /// from a host's code. A `name` no hold uses, or a time after the end
+    /// of the run, is an error from [`Sim::run`](crate::Sim::run).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// use grpc_chaos::wire::FrameType;
+    /// let hold = Fault::frames().from("player").kind(FrameType::WindowUpdate).hold("window");
+    /// let release = Fault::release("window").at(Duration::from_secs(10));
+    /// # let _ = (hold, release);
+    /// ```
+    pub fn release(name: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Release(name.into()),
+        }
     }
 
     /// A fault in the handlers of server host `host`: narrow it with

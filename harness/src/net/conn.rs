@@ -67,11 +67,11 @@ impl SimConn {
         let now = end.shared.recorder.now();
         let (conn, state) = end.shared.conns().open(client, server, || ConnState {
             keepalive: policy.map(|p| KeepaliveConn::new(p, now)),
+            tap: Default::default(),
         });
-        let keepalive = policy.map(|_| state);
         let policed = match end.direction {
-            Direction::ServerToClient => keepalive.clone(),
-            Direction::ClientToServer => None,
+            Direction::ServerToClient if policy.is_some() => Some(state.clone()),
+            _ => None,
         };
         let (read, write) = stream.into_split();
         let info = PeerInfo {
@@ -85,7 +85,7 @@ impl SimConn {
                 policed,
             });
         }
-        let tap = DirectionTap::new(end.shared, conn, end.direction, end.me, end.peer, keepalive);
+        let tap = DirectionTap::new(end.shared, conn, end.direction, end.me, end.peer, state);
         Ok(Self {
             read,
             write: Write::Tapped(PollSender::new(spawn_writer(tap, write))),

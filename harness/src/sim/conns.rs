@@ -1,13 +1,14 @@
 //! Connection ids: both ends of a simulated TCP connection must agree on its
 //! id (`c1, c2, …`, in order of first appearance), whichever end sees it
 //! first. Next to the id, the registry keeps the state both ends' writer
-//! tasks share (keepalive enforcement, `net/tap/keepalive.rs`).
+//! tasks share (keepalive enforcement, `net/tap/keepalive.rs`; SETTINGS in
+//! flight, injections and kept-back frames, `net/tap/pair.rs`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::net::KeepaliveConn;
+use crate::net::{KeepaliveConn, TapPair};
 
 /// A connection's (client address, server address).
 type Pair = (SocketAddr, SocketAddr);
@@ -18,6 +19,8 @@ type Pair = (SocketAddr, SocketAddr);
 pub(crate) struct ConnState {
     /// Keepalive enforcement, when the server host has a policy.
     pub(crate) keepalive: Option<KeepaliveConn>,
+    /// What the two directions' taps tell each other.
+    pub(crate) tap: TapPair,
 }
 
 /// One connection, shared by its two ends.
@@ -56,5 +59,13 @@ impl Registry {
             (*next, Arc::new(Mutex::new(init())))
         });
         (*id, state.clone())
+    }
+
+    /// Every connection seen so far, by id.
+    pub(crate) fn all(&self) -> Vec<(u32, SharedConn)> {
+        let guard = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all: Vec<(u32, SharedConn)> = guard.1.values().cloned().collect();
+        all.sort_by_key(|(id, _)| *id);
+        all
     }
 }

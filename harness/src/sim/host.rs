@@ -112,6 +112,24 @@ impl Host {
         self.tonic_channel_with(to, |e| e)
     }
 
+    /// Releases the frames [`FrameFault::hold`](crate::fault::FrameFault::hold)`(name)`
+    /// keeps back, on every connection, at this *simulated* instant (or one
+    /// tick later on a host that already ran in this step: turmoil runs
+    /// hosts in turn); frames the hold matches after this pass. Releasing a
+    /// name twice is harmless. A `name` no hold uses does not panic: the
+    /// run then fails with a misconfiguration error
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)).
+    ///
+    /// ```
+    /// # async fn body(player: grpc_chaos::Host) {
+    /// // … calls that stall while the player's WINDOW_UPDATEs are held …
+    /// player.release("window");
+    /// # }
+    /// ```
+    pub fn release(&self, name: &str) {
+        self.shared.release(name, Some(&self.name));
+    }
+
     /// [`Host::tonic_channel`] with `Endpoint` options.
     pub fn tonic_channel_with(
         &self,

@@ -13,9 +13,13 @@ use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::handler::HandlerLayer;
 use crate::fault::{FaultKind, HostAction, HostFault};
+use crate::net::Until;
 use crate::recorder::event::EventKind;
 use crate::recorder::CaptureLayer;
-use crate::trace::Trace;
+use crate::trace::{fmt_duration, Trace};
+
+/// The log target of the end-of-run report of frames that never left.
+const NEVER_LEFT_TARGET: &str = "grpc_chaos::tap";
 
 impl Sim {
     /// Runs the simulation until every client body has returned, and
@@ -91,6 +95,7 @@ impl Sim {
         // Tearing the world down drops every handler and call still going:
         // that is the end of the run, not a cancellation, so leave them open.
         let ended = world.elapsed();
+        report_never_left(&shared, ended);
         for (host, fault) in shared.unused_faults() {
             shared
                 .recorder
@@ -210,6 +215,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             rec.push(a, EventKind::Repaired { peer: b.clone() });
             world.repair(a.as_str(), b.as_str());
         }
+        HostAction::Release(name) => shared.release(name, None),
         HostAction::Latency(a, b, latency) => {
             rec.push(
                 a,
@@ -219,6 +225,37 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
                 },
             );
             world.set_link_latency(a.as_str(), b.as_str(), *latency);
+        }
+    }
+}
+
+/// Frames kept back that never left, recorded at the end of the run: held
+/// for a release that never came, due after the end, or queued behind
+/// such a frame, on a connection that stayed open or died with them.
+fn report_never_left(shared: &Shared, ended: Duration) {
+    for (conn, state) in shared.conns().all() {
+        let state = super::lock_conn(&state);
+        for w in state.tap.still_waiting() {
+            let why = match &w.until {
+                Until::At(t) => format!("held until {}", fmt_duration(*t)),
+                Until::Released(name) => format!("held until release {name:?}, never released"),
+            };
+            let message = format!(
+                "c{conn} s{} {} to {} never left: written at {}, {why}",
+                w.stream,
+                w.frame,
+                w.to,
+                fmt_duration(w.since)
+            );
+            shared.recorder.push_at(
+                ended,
+                &w.from,
+                EventKind::Log {
+                    level: "WARN",
+                    target: NEVER_LEFT_TARGET.to_owned(),
+                    message,
+                },
+            );
         }
     }
 }

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-
-use crate::error::{Error, Kind};
 use std::time::Duration;
 
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
+
+use crate::error::{Error, Kind};
 use crate::fault::{FrameAction, FrameInfo, FrameRule, HandlerRule, Injection};
 use crate::policy::KeepalivePolicy;
 use crate::recorder::Recorder;
@@ -34,6 +36,10 @@ pub(crate) struct Shared {
     wire_tap: bool,
     problems: Mutex<Vec<Error>>,
     finished: Mutex<BTreeSet<String>>,
+    /// Names released so far ([`FrameFault::hold`](crate::fault::FrameFault::hold)).
+    released: Mutex<BTreeSet<String>>,
+    /// Wakes every writer task waiting on a named hold when one is released.
+    release_notify: Notify,
 }
 
 impl Shared {
@@ -48,6 +54,8 @@ impl Shared {
             wire_tap: true,
             problems: Mutex::default(),
             finished: Mutex::default(),
+            released: Mutex::default(),
+            release_notify: Notify::new(),
         }
     }
 
@@ -132,12 +140,12 @@ impl Shared {
     }
 
     /// What the first matching frame fault does with a frame, if any.
-    pub(crate) fn frame_action(&self, frame: &FrameInfo<'_>) -> Option<FrameAction> {
+    pub(crate) fn frame_action(&self, frame: &FrameInfo<'_>) -> Option<&FrameAction> {
         self.rules
             .frame
             .iter()
             .find(|r| r.applies(frame))
-            .map(|r| r.action)
+            .map(|r| &r.action)
     }
 
     /// Whether any frame fault exists (the tap then cuts the byte stream at
@@ -146,17 +154,69 @@ impl Shared {
         !self.rules.frame.is_empty() || !self.rules.inject.is_empty()
     }
 
-    /// Injections into the direction `from` → `to` still due at or after `now`.
+    /// `.at` injections into the direction `from` → `to` still due at or
+    /// after `now`, soonest first.
     pub(crate) fn injections(&self, from: &str, to: &str, now: Duration) -> Vec<Injection> {
         let mut due: Vec<Injection> = self
             .rules
             .inject
             .iter()
-            .filter(|i| i.from == from && i.to == to && i.at >= now)
+            .filter(|i| i.from == from && i.to == to && i.at().is_some_and(|at| at >= now))
             .cloned()
             .collect();
-        due.sort_by_key(|i| i.at);
+        due.sort_by_key(Injection::at);
         due
+    }
+
+    /// `.after` injections whose frame goes on a connection between `a`
+    /// and `b` (either way), with their index among the run's injections.
+    pub(crate) fn triggers_between(&self, a: &str, b: &str) -> Vec<(usize, Injection)> {
+        self.rules
+            .inject
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.trigger().is_some())
+            .filter(|(_, i)| (i.from == a && i.to == b) || (i.from == b && i.to == a))
+            .map(|(n, i)| (n, i.clone()))
+            .collect()
+    }
+
+    /// Releases the frames held under `name` ([`FrameAction::Hold`]) and
+    /// wakes every writer task waiting on one. `by` names the host whose
+    /// code asked (`None`: a timed [`Fault::release`](crate::Fault::release));
+    /// a name no hold uses is recorded as a misconfiguration.
+    pub(crate) fn release(&self, name: &str, by: Option<&str>) {
+        let held = self
+            .rules
+            .frame
+            .iter()
+            .any(|r| matches!(&r.action, FrameAction::Hold(h) if &**h == name));
+        if !held {
+            let who = by.map_or_else(String::new, |h| format!(" on `{h}`"));
+            self.problem(Error::new(Kind::Misconfigured(format!(
+                "release({name:?}){who}: no frame fault holds frames under that name (FrameFault::hold)"
+            ))));
+            return;
+        }
+        self.released
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_owned());
+        self.release_notify.notify_waiters();
+    }
+
+    /// Whether the hold `name` was released.
+    pub(crate) fn is_released(&self, name: &str) -> bool {
+        self.released
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(name)
+    }
+
+    /// Resolves at the next release. Create it before checking
+    /// [`Shared::is_released`]: a release in between still wakes it.
+    pub(crate) fn next_release(&self) -> Notified<'_> {
+        self.release_notify.notified()
     }
 
     /// The keepalive policy server host `host` enforces, if any.

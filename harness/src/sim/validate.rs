@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::Sim;
 use crate::error::{Error, Kind};
-use crate::fault::{Action, FaultKind, HostFault};
+use crate::fault::{Action, FaultKind, FrameAction, HostAction, HostFault, Injection};
 
 impl Sim {
     /// Every check that does not need the run itself.
@@ -49,20 +49,7 @@ impl Sim {
                     }
                     self.check_window(f.window)?;
                 }
-                FaultKind::Inject(i) => {
-                    for host in [&i.from, &i.to] {
-                        if !names.contains(host.as_str()) {
-                            return Err(unknown(host, "an injected frame".to_owned()));
-                        }
-                    }
-                    if i.at > self.config.duration {
-                        return Err(Error::new(Kind::FaultAfterEnd {
-                            fault: format!("frame injected from {} to {}", i.from, i.to),
-                            at: i.at,
-                            duration: self.config.duration,
-                        }));
-                    }
-                }
+                FaultKind::Inject(i) => self.check_injection(i, &names, &unknown)?,
                 FaultKind::Handler(rule) => {
                     if !self.servers.iter().any(|(n, _)| *n == rule.host) {
                         if self.clients.iter().any(|(n, _)| *n == rule.host) {
@@ -144,6 +131,9 @@ impl Sim {
                 return Err(unknown(host, format!("fault {what}")));
             }
         }
+        if let HostAction::Release(name) = &fault.action {
+            self.check_release(name)?;
+        }
         if let Some(host) = fault.action.restarted_host() {
             if !self.servers.iter().any(|(n, _)| n == host) {
                 return Err(Error::new(Kind::NotAServer {
@@ -160,6 +150,56 @@ impl Sim {
             }));
         }
         Ok(())
+    }
+
+    /// An injection names known hosts; `.at` is inside the run; the
+    /// trigger of `.after` names only hosts of the connection it watches.
+    fn check_injection(
+        &self,
+        i: &Injection,
+        names: &BTreeSet<&str>,
+        unknown: &dyn Fn(&str, String) -> Error,
+    ) -> Result<(), Error> {
+        for host in [&i.from, &i.to] {
+            if !names.contains(host.as_str()) {
+                return Err(unknown(host, "an injected frame".to_owned()));
+            }
+        }
+        if let Some(at) = i.at().filter(|at| *at > self.config.duration) {
+            return Err(Error::new(Kind::FaultAfterEnd {
+                fault: format!("frame injected from {} to {}", i.from, i.to),
+                at,
+                duration: self.config.duration,
+            }));
+        }
+        let Some(trigger) = i.trigger() else {
+            return Ok(());
+        };
+        for host in trigger.from.iter().chain(&trigger.to) {
+            if !names.contains(host.as_str()) {
+                return Err(unknown(host, "the trigger of an injected frame".to_owned()));
+            }
+            if *host != i.from && *host != i.to {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "the frame injected from {} to {} waits for {}, which no connection between {} and {} carries; name only those two hosts in the trigger",
+                    i.from, i.to, trigger.describe(), i.from, i.to
+                ))));
+            }
+        }
+        self.check_window(trigger.window)
+    }
+
+    /// A timed release frees a hold some frame fault uses.
+    fn check_release(&self, name: &str) -> Result<(), Error> {
+        let held = self.faults.iter().any(|f| {
+            matches!(&f.0, FaultKind::Frame(r) if matches!(&r.action, FrameAction::Hold(h) if &**h == name))
+        });
+        if held {
+            return Ok(());
+        }
+        Err(Error::new(Kind::Misconfigured(format!(
+            "Fault::release({name:?}) frees nothing: no frame fault holds frames under that name (FrameFault::hold)"
+        ))))
     }
 
     fn check_window(

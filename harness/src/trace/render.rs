@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{fmt_duration, Trace};
+use crate::fault::UNTIL_RELEASED;
 use crate::recorder::event::{Event, EventKind, Fate, Outcome};
 
 /// What the text render shows.
@@ -204,6 +205,9 @@ fn line(e: &Event) -> (String, String) {
             match fate {
                 Fate::Passed => {}
                 Fate::Dropped => text.push_str(" [dropped]"),
+                Fate::Delayed { until } if *until == UNTIL_RELEASED => {
+                    text.push_str(" [held until released]");
+                }
                 Fate::Delayed { until } => {
                     let _ = write!(text, " [held until {}]", fmt_duration(*until));
                 }

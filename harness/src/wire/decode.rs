@@ -23,7 +23,8 @@ mod parse;
 use self::blocks::PendingBlock;
 use self::parse::{check_skippable, Bad, Head};
 use super::frame::{
-    flags, Detail, Frame, FrameType, FRAME_HEADER_LEN, MAX_FRAME_SIZE_LIMIT, PREFACE,
+    flags, Detail, Frame, FrameType, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LEN,
+    MAX_FRAME_SIZE_LIMIT, PREFACE,
 };
 use super::hpack::FieldDecoder;
 use super::streams::StreamKinds;
@@ -40,11 +41,12 @@ const RETAINED_BUFFER: usize = 64 * 1024;
 /// [`HeaderBlock`](super::HeaderBlock) keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest frame payload accepted. Default 16,777,215 (2^24 - 1, the
-    /// largest `SETTINGS_MAX_FRAME_SIZE` a receiver can advertise, RFC 9113
-    /// §4.2), since a tap does not know what the receiver advertised; lower
-    /// it to the receiver's value (at least 16,384) to flag FRAME_SIZE_ERRORs.
-    /// Values above the default are clamped to it.
+    /// Largest frame payload accepted, in octets. Default 16,384, the
+    /// initial `SETTINGS_MAX_FRAME_SIZE` every receiver starts with (RFC
+    /// 9113 §4.2, §6.5.2). A receiver that advertises more lets its peer
+    /// send more once the peer acked it (§6.5.3): follow that with
+    /// [`Decoder::set_max_frame_size`], as the wire tap does. Clamped to
+    /// 16,384 ..= 16,777,215 (2^24 - 1).
     pub max_frame_size: u32,
     /// Largest field block held while waiting for END_HEADERS, counted as
     /// wire octets of the HEADERS/PUSH_PROMISE frame and its CONTINUATIONs
@@ -63,7 +65,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_frame_size: MAX_FRAME_SIZE_LIMIT,
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             max_header_block: 1 << 20,
             max_header_list: 1 << 20,
             max_table_size: 1 << 20,
@@ -144,11 +146,36 @@ struct Payload {
     reject: Option<String>,
 }
 
+/// Where the frame-size limit in force came from, for the FRAME_SIZE_ERROR
+/// report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FrameSizeFrom {
+    /// The initial `SETTINGS_MAX_FRAME_SIZE`, 16,384 octets.
+    Initial,
+    /// [`Limits::max_frame_size`] given to [`Decoder::with_limits`].
+    Limits,
+    /// [`Decoder::set_max_frame_size`]: the receiver's advertised value.
+    Settings,
+}
+
+impl FrameSizeFrom {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Initial => "the initial SETTINGS_MAX_FRAME_SIZE, RFC 9113 §6.5.2",
+            Self::Limits => "Limits::max_frame_size",
+            Self::Settings => {
+                "the SETTINGS_MAX_FRAME_SIZE the receiver advertised, in force since the sender acked it, RFC 9113 §6.5.3"
+            }
+        }
+    }
+}
+
 /// Decodes one direction of one HTTP/2 connection. See the [module
 /// docs](self) for the error model and [`Limits`] for memory bounds.
 pub struct Decoder {
     direction: Direction,
     limits: Limits,
+    frame_size_from: FrameSizeFrom,
     state: State,
     /// Octets fed so far; the offset of the next octet.
     pos: u64,
@@ -191,9 +218,12 @@ impl Decoder {
     /// A decoder with explicit [`Limits`]; `max_frame_size` is clamped to
     /// 16,384 ..= 16,777,215 octets (RFC 9113 §4.2).
     pub fn with_limits(direction: Direction, mut limits: Limits) -> Self {
-        limits.max_frame_size = limits
-            .max_frame_size
-            .clamp(super::frame::DEFAULT_MAX_FRAME_SIZE, MAX_FRAME_SIZE_LIMIT);
+        limits.max_frame_size = clamp_frame_size(limits.max_frame_size);
+        let frame_size_from = if limits.max_frame_size == DEFAULT_MAX_FRAME_SIZE {
+            FrameSizeFrom::Initial
+        } else {
+            FrameSizeFrom::Limits
+        };
         let state = match direction {
             Direction::ClientToServer => State::Preface { matched: 0 },
             Direction::ServerToClient => State::Head {
@@ -204,6 +234,7 @@ impl Decoder {
         Self {
             direction,
             limits,
+            frame_size_from,
             state,
             pos: 0,
             accounted: 0,
@@ -223,6 +254,18 @@ impl Decoder {
     /// The limits in force (after clamping).
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// Sets the largest frame payload accepted from the next frame header
+    /// on, in octets, clamped to 16,384 ..= 16,777,215 (RFC 9113 §4.2,
+    /// §6.5.2). Call it with the receiver's `SETTINGS_MAX_FRAME_SIZE` when
+    /// the sender acks the SETTINGS frame that carried it (§6.5.3); feed
+    /// with [`Decoder::feed_until_event`] so that no frame header after the
+    /// ACK was parsed before the call. A frame over the limit is reported
+    /// as a fatal [`Event::Malformed`] naming the limit and this source.
+    pub fn set_max_frame_size(&mut self, octets: u32) {
+        self.limits.max_frame_size = clamp_frame_size(octets);
+        self.frame_size_from = FrameSizeFrom::Settings;
     }
 
     /// Octets fed so far.
@@ -259,24 +302,50 @@ impl Decoder {
     /// plus one pending field block (see [`Limits`]).
     pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<Event>) {
         while !bytes.is_empty() {
-            let (taken, step) = self.step(bytes);
-            self.pos += taken as u64;
+            let taken = self.feed_until_event(bytes, out);
             bytes = &bytes[taken..];
-            match step {
-                Step::More => {}
-                Step::PrefaceDone => {
-                    out.push(Event::Preface { offset: 0 });
-                    self.accounted = PREFACE.len() as u64;
-                }
-                Step::BadPreface => {
-                    self.fail(
-                        out,
-                        "connection preface mismatch (RFC 9113 §3.4)".to_owned(),
-                    );
-                }
-                Step::Head(head) => self.on_head(head, out),
-                Step::PayloadDone => self.on_payload(out),
+        }
+    }
+
+    /// Feeds octets from the front of `bytes` until one completes an event
+    /// (or all of them), appends the events to `out`, and returns how many
+    /// octets it took: at least one when `bytes` is not empty. Use it
+    /// instead of [`Decoder::feed`] when an event changes how the octets
+    /// after it must be read (a SETTINGS ACK that moves the frame-size
+    /// limit, [`Decoder::set_max_frame_size`]). One step may complete
+    /// several events (a HEADERS frame and its CONTINUATIONs).
+    pub fn feed_until_event(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> usize {
+        let before = out.len();
+        let mut used = 0;
+        while used < bytes.len() {
+            let (taken, step) = self.step(&bytes[used..]);
+            self.pos += taken as u64;
+            used += taken;
+            self.on_step(step, out);
+            // An opaque direction swallows the rest in one more step, so a
+            // preface mismatch (which takes no octet) still makes progress.
+            if out.len() > before && !self.is_opaque() {
+                break;
             }
+        }
+        used
+    }
+
+    fn on_step(&mut self, step: Step, out: &mut Vec<Event>) {
+        match step {
+            Step::More => {}
+            Step::PrefaceDone => {
+                out.push(Event::Preface { offset: 0 });
+                self.accounted = PREFACE.len() as u64;
+            }
+            Step::BadPreface => {
+                self.fail(
+                    out,
+                    "connection preface mismatch (RFC 9113 §3.4)".to_owned(),
+                );
+            }
+            Step::Head(head) => self.on_head(head, out),
+            Step::PayloadDone => self.on_payload(out),
         }
     }
 
@@ -427,12 +496,7 @@ impl Decoder {
     fn check_fatal(&mut self, head: &Head) -> Result<(), String> {
         let at = head.offset;
         let (ty, id) = (head.ty, head.stream_id);
-        if head.len > self.limits.max_frame_size {
-            return Err(format!(
-                "{ty} frame at offset {at} has a {} octet payload, over the {} octet limit (RFC 9113 §4.2: FRAME_SIZE_ERROR)",
-                head.len, self.limits.max_frame_size
-            ));
-        }
+        // A broken preface says more than the size of what broke it.
         if !self.seen_frame {
             self.seen_frame = true;
             if ty != FrameType::Settings || head.has(flags::ACK) {
@@ -440,6 +504,14 @@ impl Decoder {
                     "first frame is {ty}, not SETTINGS (RFC 9113 §3.4: the connection preface ends with SETTINGS)"
                 ));
             }
+        }
+        if head.len > self.limits.max_frame_size {
+            return Err(format!(
+                "{ty} frame at offset {at} has a {} octet payload, over the {} octet limit ({}); RFC 9113 §4.2: FRAME_SIZE_ERROR",
+                head.len,
+                self.limits.max_frame_size,
+                self.frame_size_from.describe()
+            ));
         }
         let block_frame = matches!(
             ty,
@@ -539,6 +611,12 @@ impl Decoder {
             }
         }
     }
+}
+
+/// Clamps a frame-size limit to what `SETTINGS_MAX_FRAME_SIZE` may say,
+/// 16,384 ..= 16,777,215 octets (RFC 9113 §6.5.2).
+fn clamp_frame_size(octets: u32) -> u32 {
+    octets.clamp(DEFAULT_MAX_FRAME_SIZE, MAX_FRAME_SIZE_LIMIT)
 }
 
 /// What one [`Decoder::step`] completed.

@@ -12,9 +12,19 @@
 //! exact rules), and the server→client direction is cut at frame boundaries
 //! so that the policy's reaction goes out right after the PING ACK that
 //! triggered it, and nothing the server writes after it does.
+//!
+//! Both directions of a connection share a [`TapPair`]: the SETTINGS in
+//! flight (so that one direction's frame-size limit follows what the other
+//! direction's receiver advertised, from the sender's ACK on, RFC 9113
+//! §6.5.3), the injections a frame of one direction sets off for the other,
+//! and the frames kept back that have not left. It is locked only when a
+//! SETTINGS frame passes, a frame is kept back or leaves, or a trigger
+//! matches: never for an ordinary frame.
 
 mod describe;
+mod inject;
 pub(crate) mod keepalive;
+mod pair;
 mod react;
 mod writer;
 
@@ -25,21 +35,35 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 
 pub(crate) use keepalive::KeepaliveConn;
+pub(crate) use pair::{TapPair, Until, Waiting};
 pub(crate) use writer::spawn_writer;
 
-use crate::fault::{FrameAction, FrameInfo};
+use crate::fault::{FrameAction, FrameInfo, Injection, UNTIL_RELEASED};
 use crate::policy::{Action, PingVerdict, TOO_MANY_PINGS};
 use crate::recorder::event::{EventKind, Fate};
 use crate::sim::{lock_conn, Shared, SharedConn};
-use crate::wire::{self, BlockKind, Decoder, Detail, Direction, Frame};
+use crate::wire::{self, BlockKind, Decoder, Detail, Direction, Frame, FrameType, SettingId};
 use keepalive::Judged;
 
 /// Bytes ready to leave, and when (*simulated* time; `None`: now).
 pub(crate) struct Out {
     pub(crate) bytes: Bytes,
     pub(crate) release: Option<Duration>,
+    /// A named hold ([`FrameAction::Hold`]): not due before its release,
+    /// whatever `release` says.
+    pub(crate) hold: Option<Arc<str>>,
     /// For a kept-back frame: what to record when it leaves.
     pub(crate) kept: Option<Kept>,
+}
+
+/// How a frame waits, from its own action and what queues ahead of it.
+struct Keep {
+    /// The latest time it may leave (its own, or a frame's ahead of it).
+    release: Option<Duration>,
+    /// Its own named hold, while unreleased.
+    hold: Option<Arc<str>>,
+    /// What the trace says it waits for; `None`: it passes.
+    until: Option<Until>,
 }
 
 /// A kept-back frame, remembered until it leaves.
@@ -63,9 +87,14 @@ pub(crate) struct DirectionTap {
     /// Offset of `pending[0]` in this direction's byte stream.
     base: u64,
     events: Vec<wire::Event>,
-    /// The connection's shared state, when its server host enforces a
-    /// keepalive policy.
-    keepalive: Option<SharedConn>,
+    /// The connection's state, shared with the other direction's tap.
+    conn_state: SharedConn,
+    /// Whether the server host enforces a keepalive policy: every frame
+    /// then feeds `conn_state.keepalive`.
+    policed: bool,
+    /// `.after` injections that may fire on this connection, with their
+    /// index among the run's injections.
+    triggers: Vec<(usize, Injection)>,
     /// Set once the keepalive policy's reaction is queued: everything the
     /// sender writes from then on is dropped, and the writer closes the
     /// connection once the queue is out.
@@ -79,12 +108,14 @@ impl DirectionTap {
         direction: Direction,
         from: Arc<str>,
         to: Arc<str>,
-        keepalive: Option<SharedConn>,
+        conn_state: SharedConn,
     ) -> Self {
-        let reacts = keepalive.is_some() && direction == Direction::ServerToClient;
+        let policed = lock_conn(&conn_state).keepalive.is_some();
+        let reacts = policed && direction == Direction::ServerToClient;
         Self {
             decoder: Decoder::new(direction),
             cut: shared.has_frame_rules() || reacts,
+            triggers: shared.triggers_between(&from, &to),
             shared,
             conn,
             from,
@@ -92,7 +123,8 @@ impl DirectionTap {
             pending: BytesMut::new(),
             base: 0,
             events: Vec::new(),
-            keepalive,
+            conn_state,
+            policed,
             closing: false,
         }
     }
@@ -127,17 +159,23 @@ impl DirectionTap {
         if self.cut {
             self.pending.extend_from_slice(&chunk);
         }
-        self.decoder.feed(&chunk, &mut self.events);
-        let events = std::mem::take(&mut self.events);
-        for event in &events {
-            if self.closing {
-                break;
+        let mut rest: &[u8] = &chunk;
+        // An event at a time: a SETTINGS ACK moves the frame-size limit
+        // for the frames right behind it (RFC 9113 §6.5.3).
+        while !rest.is_empty() && !self.closing {
+            let taken = self.decoder.feed_until_event(rest, &mut self.events);
+            rest = &rest[taken..];
+            let events = std::mem::take(&mut self.events);
+            for event in &events {
+                if self.closing {
+                    break;
+                }
+                // Watching, `pending` stays empty and the emits are no-ops.
+                self.on_event(event, out);
             }
-            // Watching, `pending` stays empty and the emits are no-ops.
-            self.on_event(event, out);
+            self.events = events;
+            self.events.clear();
         }
-        self.events = events;
-        self.events.clear();
         if self.closing {
             // The policy closed the connection: the rest never leaves.
             self.pending.clear();
@@ -147,11 +185,12 @@ impl DirectionTap {
             out.push_back(Out {
                 bytes: chunk,
                 release: None,
+                hold: None,
                 kept: None,
             });
         } else if self.decoder.is_opaque() {
             let end = self.base + self.pending.len() as u64;
-            self.emit(end, None, None, out);
+            self.emit(end, None, None, None, out);
         }
     }
 
@@ -159,7 +198,7 @@ impl DirectionTap {
         match event {
             wire::Event::Preface { .. } => {
                 let end = event.offset() + event.wire_len().unwrap_or(0);
-                self.emit(end, None, None, out);
+                self.emit(end, None, None, None, out);
             }
             wire::Event::Frame(frame) => self.on_frame(frame, out),
             wire::Event::Malformed {
@@ -176,7 +215,7 @@ impl DirectionTap {
                 // Passed through untouched: the receiver's HTTP/2 stack
                 // decides what a protocol error means.
                 let end = len.map_or(self.base + self.pending.len() as u64, |n| offset + n);
-                self.emit(end, None, None, out);
+                self.emit(end, None, None, None, out);
             }
         }
     }
@@ -195,23 +234,14 @@ impl DirectionTap {
             stream: frame.stream_id,
             at: now,
         };
-        let action = self.shared.frame_action(&info);
-        let own = match action {
-            Some(FrameAction::Delay(d)) => Some(now + d),
-            Some(FrameAction::HoldUntil(t)) if t > now => Some(t),
-            _ => None,
-        };
-        // TCP keeps order: a frame queued behind a kept-back one leaves no
-        // earlier than it, and the trace must say so.
-        let ahead = out
-            .iter()
-            .filter_map(|o| o.release)
-            .max()
-            .filter(|t| *t > now);
-        let release = own.max(ahead);
-        let fate = match (action, release) {
+        let action = self.shared.frame_action(&info).cloned();
+        let keep = self.keep(action.as_ref(), now, out);
+        let fate = match (&action, &keep.until) {
             (Some(FrameAction::Drop), _) => Fate::Dropped,
-            (_, Some(until)) => Fate::Delayed { until },
+            (_, Some(Until::At(until))) => Fate::Delayed { until: *until },
+            (_, Some(Until::Released(_))) => Fate::Delayed {
+                until: UNTIL_RELEASED,
+            },
             _ => Fate::Passed,
         };
         let (detail, noise) = describe::describe(frame);
@@ -231,30 +261,116 @@ impl DirectionTap {
                 noise,
             },
         );
+        if frame.ty == FrameType::Settings {
+            self.track_settings(&frame.detail, fate);
+        }
         let judged = self.keepalive_frame(frame, fate, now);
         let end = frame.offset + frame.wire_len();
         match fate {
             Fate::Dropped => self.discard(end),
             _ => {
-                let kept = release.map(|_| Kept {
-                    stream: frame.stream_id,
-                    frame: name,
-                    since: now,
-                });
-                self.emit(end, release, kept, out);
+                let kept = keep
+                    .until
+                    .map(|until| self.kept(frame.stream_id, name, now, until));
+                self.emit(end, keep.release, keep.hold, kept, out);
             }
         }
+        self.fire_triggers(frame, ack, now, keep.release, out);
         if let Some(judged) = judged {
             self.react(judged, out);
+        }
+    }
+
+    /// How a frame waits: for its own action, and behind what queues ahead
+    /// of it (TCP keeps order: it leaves no earlier, and the trace must say
+    /// so).
+    fn keep(&self, action: Option<&FrameAction>, now: Duration, out: &VecDeque<Out>) -> Keep {
+        let own = match action {
+            Some(FrameAction::Delay(d)) => Some(now + *d),
+            Some(FrameAction::HoldUntil(t)) if *t > now => Some(*t),
+            _ => None,
+        };
+        let hold = match action {
+            Some(FrameAction::Hold(name)) if !self.shared.is_released(name) => Some(name.clone()),
+            _ => None,
+        };
+        let ahead = out
+            .iter()
+            .filter_map(|o| o.release)
+            .max()
+            .filter(|t| *t > now);
+        let release = own.max(ahead);
+        let held_ahead = || {
+            out.iter()
+                .filter_map(|o| o.hold.as_ref())
+                .find(|h| !self.shared.is_released(h))
+                .cloned()
+        };
+        let until = hold
+            .clone()
+            .or_else(held_ahead)
+            .map(Until::Released)
+            .or(release.map(Until::At));
+        Keep {
+            release,
+            hold,
+            until,
+        }
+    }
+
+    /// Notes a kept-back frame in the connection's state (for the end of
+    /// the run, should it never leave) and returns what to record when it
+    /// leaves.
+    fn kept(&self, stream: u32, frame: String, since: Duration, until: Until) -> Kept {
+        let waiting = Waiting {
+            from: self.from.clone(),
+            to: self.to.clone(),
+            stream,
+            frame: frame.clone(),
+            since,
+            until,
+        };
+        lock_conn(&self.conn_state)
+            .tap
+            .kept(self.decoder.direction(), waiting);
+        Kept {
+            stream,
+            frame,
+            since,
+        }
+    }
+
+    /// Follows the SETTINGS exchange of RFC 9113 §6.5.3: this direction's
+    /// SETTINGS wait for the peer's ACK; this direction's ACK puts the
+    /// peer's oldest unacked `SETTINGS_MAX_FRAME_SIZE` in force for the
+    /// frames this direction sends next (§4.2).
+    fn track_settings(&mut self, detail: &Detail, fate: Fate) {
+        let Detail::Settings { ack, values } = detail else {
+            return;
+        };
+        let direction = self.decoder.direction();
+        let mut state = lock_conn(&self.conn_state);
+        if *ack {
+            // The sender applies the settings as it acks them, whatever the
+            // network then does with the ACK.
+            if let Some(size) = state.tap.settings_acked(direction) {
+                drop(state);
+                self.decoder.set_max_frame_size(size);
+            }
+        } else if fate != Fate::Dropped {
+            // A SETTINGS frame the network lost is never acked.
+            state.tap.settings_sent(direction, max_frame_size(values));
         }
     }
 
     /// Feeds a frame to the connection's keepalive state; for a PING ACK
     /// from the server, records how the PING was judged and returns that.
     fn keepalive_frame(&mut self, frame: &Frame, fate: Fate, now: Duration) -> Option<Judged> {
-        let shared = self.keepalive.as_ref()?;
+        if !self.policed {
+            return None;
+        }
         let id = frame.stream_id;
-        let mut state = lock_conn(shared);
+        let mut state = lock_conn(&self.conn_state);
         let ka = state.keepalive.as_mut()?;
         match self.decoder.direction() {
             Direction::ClientToServer => {
@@ -356,6 +472,7 @@ impl DirectionTap {
             out.push_back(Out {
                 bytes: Bytes::from(bytes),
                 release: None,
+                hold: None,
                 kept: None,
             });
         }
@@ -365,10 +482,8 @@ impl DirectionTap {
     /// Closes the connection after the policy's reaction went out: the
     /// server's reads end, and the close is recorded.
     pub(crate) fn close(&self) {
-        if let Some(shared) = &self.keepalive {
-            if let Some(ka) = lock_conn(shared).keepalive.as_mut() {
-                ka.close();
-            }
+        if let Some(ka) = lock_conn(&self.conn_state).keepalive.as_mut() {
+            ka.close();
         }
         self.record(EventKind::KeepaliveClosed {
             conn: self.conn,
@@ -385,12 +500,11 @@ impl DirectionTap {
         });
     }
 
-    /// Records a frame the harness injects into this direction.
-    pub(crate) fn record_injected(&self, bytes: &[u8]) {
-        self.record_injected_as(bytes, None);
-    }
-
     /// Records injected frames; `kind` overrides the block kind of HEADERS.
+    /// An injected SETTINGS frame counts among this direction's SETTINGS:
+    /// the receiver's stack will ack it (RFC 9113 §6.5.3). An injected ACK
+    /// does not count as this direction applying the peer's: the sender's
+    /// stack did not.
     fn record_injected_as(&self, bytes: &[u8], kind: Option<BlockKind>) {
         let mut events = Vec::new();
         let direction = self.decoder.direction();
@@ -408,6 +522,11 @@ impl DirectionTap {
                 if let (Some(kind), Detail::Headers { block, .. }) = (kind, &mut frame.detail) {
                     block.kind = kind;
                 }
+                if let Detail::Settings { ack: false, values } = &frame.detail {
+                    lock_conn(&self.conn_state)
+                        .tap
+                        .settings_sent(direction, max_frame_size(values));
+                }
                 let (detail, noise) = describe::describe(&frame);
                 self.record(EventKind::Frame {
                     conn: self.conn,
@@ -424,6 +543,9 @@ impl DirectionTap {
 
     /// Records that a kept-back frame left.
     pub(crate) fn record_release(&self, kept: &Kept) {
+        lock_conn(&self.conn_state)
+            .tap
+            .left(self.decoder.direction());
         let now = self.shared.recorder.now();
         self.record(EventKind::FrameReleased {
             conn: self.conn,
@@ -443,6 +565,7 @@ impl DirectionTap {
         &mut self,
         end: u64,
         release: Option<Duration>,
+        hold: Option<Arc<str>>,
         kept: Option<Kept>,
         out: &mut VecDeque<Out>,
     ) {
@@ -450,9 +573,20 @@ impl DirectionTap {
             out.push_back(Out {
                 bytes,
                 release,
+                hold,
                 kept,
             });
         }
+    }
+
+    /// Whether `item` may leave now: its time has come and its named hold,
+    /// if any, was released.
+    pub(crate) fn is_due(&self, item: &Out, now: Duration) -> bool {
+        item.release.is_none_or(|t| t <= now)
+            && item
+                .hold
+                .as_ref()
+                .is_none_or(|h| self.shared.is_released(h))
     }
 
     /// Drops the pending bytes up to stream offset `end`.
@@ -471,5 +605,18 @@ impl DirectionTap {
     }
 }
 
+/// The `SETTINGS_MAX_FRAME_SIZE` a SETTINGS frame carries: the last one
+/// when repeated (RFC 9113 §6.5.3 applies values in order).
+fn max_frame_size(values: &[(SettingId, u32)]) -> Option<u32> {
+    values
+        .iter()
+        .rev()
+        .find(|(id, _)| *id == SettingId::MaxFrameSize)
+        .map(|(_, v)| *v)
+}
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod pair_tests;

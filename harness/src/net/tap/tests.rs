@@ -35,7 +35,7 @@ fn tap(faults: Vec<Fault>) -> DirectionTap {
         Direction::ClientToServer,
         "player".into(),
         "store".into(),
-        None,
+        Arc::default(),
     )
 }
 

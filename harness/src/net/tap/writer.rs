@@ -3,7 +3,9 @@
 //! simulated socket in order, each when it is due.
 //!
 //! A task (not the write call itself) does this so that a kept-back frame
-//! leaves on a simulated timer even if the sender never writes again.
+//! leaves on a simulated timer, or when its hold is released, even if the
+//! sender never writes again; and so that a frame the other direction set
+//! off goes out at once.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -36,21 +38,23 @@ async fn run(
     mut socket: turmoil::net::tcp::OwnedWriteHalf,
     mut rx: mpsc::Receiver<Bytes>,
 ) {
-    let now = tap.shared().recorder.now();
-    let mut injections: VecDeque<Injection> =
-        tap.shared().injections(tap.from(), tap.to(), now).into();
+    let shared = tap.shared().clone();
+    let now = shared.recorder.now();
+    let mut injections: VecDeque<Injection> = shared.injections(tap.from(), tap.to(), now).into();
+    let posted = tap.posted_wake();
     let mut queue: VecDeque<Out> = VecDeque::new();
     let mut open = true;
     loop {
         if write_due(&tap, &mut socket, &mut queue).await.is_err() {
             return; // the peer is gone; the reader side reports it
         }
-        let now = tap.shared().recorder.now();
+        let now = shared.recorder.now();
+        // Made before `blocked` is computed: a release in between wakes it.
+        let released = shared.next_release();
         // While a kept-back frame waits, take no more bytes: the sender
         // feels it as a full send buffer (TCP keeps order).
-        let blocked = queue
-            .front()
-            .is_some_and(|o| o.release.is_some_and(|t| t > now));
+        let blocked = queue.front().is_some_and(|o| !tap.is_due(o, now));
+        let on_hold = queue.front().is_some_and(|o| o.hold.is_some());
         if !open && queue.is_empty() {
             // The host's HTTP/2 stack shut its end down or dropped it.
             tap.record_closed();
@@ -69,16 +73,19 @@ async fn run(
             .front()
             .and_then(|o| o.release)
             .map(|t| t.saturating_sub(now));
-        let next_injection = injections.front().map(|i| i.at.saturating_sub(now));
+        let next_injection = injections
+            .front()
+            .and_then(Injection::at)
+            .map(|at| at.saturating_sub(now));
         tokio::select! {
             biased;
             () = sleep(next_injection), if !tap.closing() => {
                 if let Some(i) = injections.pop_front() {
-                    i.mark_fired();
-                    tap.record_injected(&i.frame.bytes);
-                    queue.push_back(Out { bytes: Bytes::from(i.frame.bytes), release: None, kept: None });
+                    tap.inject(&i, None, &mut queue);
                 }
             }
+            () = posted.notified() => tap.take_posted(&mut queue),
+            () = released, if on_hold => {}
             () = sleep(next_release) => {}
             chunk = rx.recv(), if open && !blocked && !tap.closing() => match chunk {
                 Some(bytes) => tap.on_bytes(bytes, &mut queue),
@@ -105,7 +112,7 @@ async fn write_due(
 ) -> std::io::Result<()> {
     while let Some(front) = queue.front() {
         let now = tap.shared().recorder.now();
-        if front.release.is_some_and(|t| t > now) {
+        if !tap.is_due(front, now) {
             break;
         }
         let Some(item) = queue.pop_front() else { break };

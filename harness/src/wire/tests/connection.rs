@@ -55,8 +55,8 @@ fn preface_split_anywhere_is_still_a_preface() {
 #[test]
 fn server_direction_expects_no_preface() {
     let events = decode(S2C, &Wire::client().into_bytes());
-    // "PRI " read as a frame header: a 5 MiB payload of type 0x20 — over no
-    // limit by default, but not SETTINGS, so the server preface is broken.
+    // "PRI " read as a frame header: a 5 MiB payload of type 0x20 — over the
+    // limit too, but not SETTINGS is what breaks the server preface.
     let bad = malformed(&events);
     assert_eq!(bad.len(), 1);
     assert!(bad[0].2.contains("not SETTINGS"), "{}", bad[0].2);

@@ -65,6 +65,102 @@ fn limits_are_clamped_to_the_rfc_range() {
     assert_eq!(dec.limits().max_frame_size, 16_384);
 }
 
+/// A DATA frame of 16,385 octets, one over the initial limit.
+fn data_16385(stream: u32) -> Wire {
+    Wire::server().data(stream, 16_385, false)
+}
+
+#[test]
+fn a_frame_over_16384_octets_is_fatal_by_default() {
+    // RFC 9113 §4.2: a receiver that advertised nothing accepts 16,384.
+    let events = decode(S2C, &data_16385(1).into_bytes());
+    let bad = malformed(&events);
+    assert_eq!((bad.len(), bad[0].0, bad[0].1), (1, 9, None), "{bad:?}");
+    assert!(
+        bad[0]
+            .2
+            .contains("16385 octet payload, over the 16384 octet limit")
+            && bad[0].2.contains("initial SETTINGS_MAX_FRAME_SIZE"),
+        "{}",
+        bad[0].2
+    );
+}
+
+#[test]
+fn a_raised_frame_size_limit_accepts_the_larger_frame_and_names_its_source() {
+    let mut dec = Decoder::new(S2C);
+    dec.set_max_frame_size(16_385);
+    assert_eq!(dec.limits().max_frame_size, 16_385);
+    let mut out = Vec::new();
+    dec.feed(&data_16385(1).data(1, 16_386, true).into_bytes(), &mut out);
+    let data: Vec<_> = frames(&out)
+        .into_iter()
+        .filter(|f| f.ty == T::Data)
+        .collect();
+    assert_eq!(data.len(), 1, "{:#?}", render(&out));
+    assert_eq!(data[0].len, 16_385);
+    let bad = malformed(&out);
+    assert_eq!(bad.len(), 1, "the 16,386-octet frame is still over");
+    assert!(
+        bad[0].2.contains("over the 16385 octet limit")
+            && bad[0]
+                .2
+                .contains("the SETTINGS_MAX_FRAME_SIZE the receiver advertised"),
+        "{}",
+        bad[0].2
+    );
+}
+
+#[test]
+fn set_max_frame_size_is_clamped_to_the_rfc_range() {
+    let mut dec = Decoder::new(C2S);
+    dec.set_max_frame_size(100);
+    assert_eq!(dec.limits().max_frame_size, 16_384);
+    dec.set_max_frame_size(u32::MAX);
+    assert_eq!(dec.limits().max_frame_size, (1 << 24) - 1);
+}
+
+#[test]
+fn feeding_until_an_event_lets_a_settings_ack_move_the_limit_in_time() {
+    // ACK and an oversized DATA frame arrive in one read: the limit the
+    // ACK puts in force must apply to the DATA frame behind it.
+    let bytes = Wire::server()
+        .settings_ack()
+        .data(1, 20_000, true)
+        .into_bytes();
+    let mut dec = Decoder::new(S2C);
+    let mut out = Vec::new();
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let before = out.len();
+        let n = dec.feed_until_event(rest, &mut out);
+        assert!(n > 0);
+        rest = &rest[n..];
+        let acked = out[before..].iter().any(|e| {
+            matches!(e, Event::Frame(f) if f.detail == Detail::Settings { ack: true, values: vec![] })
+        });
+        if acked {
+            assert_eq!(out.len(), before + 1, "stops right after the ACK");
+            dec.set_max_frame_size(32_768);
+        }
+    }
+    assert!(malformed(&out).is_empty(), "{:#?}", render(&out));
+    assert_eq!(frames(&out).last().map(|f| f.len), Some(20_000));
+    // Fed whole, the DATA frame is judged before anyone saw the ACK.
+    let mut whole = Vec::new();
+    Decoder::new(S2C).feed(&bytes, &mut whole);
+    assert_eq!(malformed(&whole).len(), 1);
+}
+
+#[test]
+fn feeding_until_an_event_makes_progress_on_a_bad_preface() {
+    let mut dec = Decoder::new(C2S);
+    let mut out = Vec::new();
+    assert_eq!(dec.feed_until_event(b"GET / HTTP/1.1\r\n", &mut out), 16);
+    assert_eq!(malformed(&out).len(), 1);
+    assert!(dec.is_opaque());
+}
+
 #[test]
 fn continuation_without_headers_is_fatal() {
     let bytes = Wire::client()

@@ -1,0 +1,111 @@
+//! Injected frames: put on the wire at a time by the writer task, or set
+//! off by a frame of either direction ([`InjectAt::after`]).
+//!
+//! [`InjectAt::after`]: crate::fault::InjectAt::after
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use super::{DirectionTap, Out};
+use crate::fault::{FrameInfo, Injection};
+use crate::sim::lock_conn;
+use crate::wire::{Direction, Frame};
+
+impl DirectionTap {
+    /// Puts `injection`'s frame on this direction's queue, behind what is
+    /// there, leaving no earlier than `release` (*simulated* time), and
+    /// records it as injected.
+    pub(crate) fn inject(
+        &mut self,
+        injection: &Injection,
+        release: Option<Duration>,
+        out: &mut VecDeque<Out>,
+    ) {
+        injection.mark_fired();
+        let bytes = Bytes::from(injection.frame.bytes.clone());
+        self.record_injected_as(&bytes, None);
+        out.push_back(Out {
+            bytes,
+            release,
+            hold: None,
+            kept: None,
+        });
+    }
+
+    /// Fires the `.after` injections `frame` triggers on this connection:
+    /// into this direction right behind `frame` (which leaves no earlier
+    /// than `release`), or posted to the other direction's writer.
+    pub(super) fn fire_triggers(
+        &mut self,
+        frame: &Frame,
+        ack: bool,
+        now: Duration,
+        release: Option<Duration>,
+        out: &mut VecDeque<Out>,
+    ) {
+        if self.triggers.is_empty() || self.closing {
+            return;
+        }
+        let info = FrameInfo {
+            from: &self.from,
+            to: &self.to,
+            kind: frame.ty,
+            ack,
+            stream: frame.stream_id,
+            at: now,
+        };
+        // Allocates only when a trigger fires.
+        let mut fired = Vec::new();
+        for (index, injection) in &self.triggers {
+            let Some(trigger) = injection.trigger() else {
+                continue;
+            };
+            if trigger.matches(&info)
+                && lock_conn(&self.conn_state)
+                    .tap
+                    .trigger_matched(*index, trigger.nth)
+            {
+                fired.push(injection.clone());
+            }
+        }
+        for injection in fired {
+            if *injection.from == *self.from {
+                self.inject(&injection, release, out);
+            } else {
+                let other = opposite(self.decoder.direction());
+                lock_conn(&self.conn_state).tap.post(other, injection);
+            }
+        }
+    }
+
+    /// Queues what the other direction's frames set off for this one.
+    pub(crate) fn take_posted(&mut self, out: &mut VecDeque<Out>) {
+        if self.closing {
+            return;
+        }
+        let direction = self.decoder.direction();
+        let posted = lock_conn(&self.conn_state).tap.take_posted(direction);
+        for injection in &posted {
+            self.inject(injection, None, out);
+        }
+    }
+
+    /// What wakes this direction's writer when the other direction posts
+    /// an injection for it.
+    pub(crate) fn posted_wake(&self) -> Arc<Notify> {
+        lock_conn(&self.conn_state)
+            .tap
+            .wake(self.decoder.direction())
+    }
+}
+
+fn opposite(direction: Direction) -> Direction {
+    match direction {
+        Direction::ClientToServer => Direction::ServerToClient,
+        Direction::ServerToClient => Direction::ClientToServer,
+    }
+}
