@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use grpc_chaos::fault::UNTIL_RELEASED;
 use grpc_chaos::recorder::event::Fate;
 use grpc_chaos::trace::{Call, RenderOptions};
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
@@ -427,12 +426,7 @@ fn a_held_answer_leaves_when_the_client_releases_it() -> grpc_chaos::Result {
     let store = seen(&trace, "store");
     let held: Vec<(u32, &str)> = store
         .iter()
-        .filter(|f| {
-            f.fate
-                == Fate::Delayed {
-                    until: UNTIL_RELEASED,
-                }
-        })
+        .filter(|f| f.fate == Fate::Held)
         .map(|f| (f.stream, f.frame.as_str()))
         .collect();
     // The response headers, and the DATA and trailers queued behind them.
@@ -487,43 +481,36 @@ fn a_timed_release_frees_its_hold_and_a_hold_never_released_is_reported() -> grp
         (code.as_str(), spec.as_str()),
         ("CANCELLED", "DEADLINE_EXCEEDED")
     );
-    let never_left: Vec<(Duration, String, String)> = trace
+    let never_left: Vec<_> = trace
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Log {
-                level: "WARN",
-                target,
-                message,
-            } if target == "grpc_chaos::tap" => Some((e.at, e.host.clone(), message.clone())),
+            EventKind::FrameNeverLeft {
+                stream,
+                frame,
+                waiting_for,
+                ..
+            } => Some((
+                e.at,
+                e.host.as_str(),
+                *stream,
+                frame.as_str(),
+                waiting_for.as_str(),
+            )),
             _ => None,
         })
         .collect();
     let held_s3 = seen(&trace, "store")
         .into_iter()
-        .filter(|f| {
-            f.stream == 3
-                && f.fate
-                    == Fate::Delayed {
-                        until: UNTIL_RELEASED,
-                    }
-        })
+        .filter(|f| f.stream == 3 && f.fate == Fate::Held)
         .count();
     assert!(held_s3 >= 3, "HEADERS, DATA, trailers of stream 3");
     assert_eq!(never_left.len(), held_s3, "{never_left:?}");
-    for (at, host, message) in &never_left {
-        assert_eq!((*at, host.as_str()), (trace.ended_at(), "store"));
-        assert!(
-            message.contains("never left") && message.contains("release \"never\", never released"),
-            "{message}"
-        );
+    for (at, host, stream, _, waiting_for) in &never_left {
+        assert_eq!((*at, *host, *stream), (trace.ended_at(), "store", 3));
+        assert_eq!(*waiting_for, "held until release \"never\"");
     }
-    assert!(
-        never_left[0]
-            .2
-            .starts_with("c1 s3 HEADERS to player never left"),
-        "{never_left:?}"
-    );
+    assert_eq!(never_left[0].3, "HEADERS", "{never_left:?}");
     insta::assert_snapshot!(trace.render());
     Ok(())
 }
@@ -546,19 +533,26 @@ fn a_frame_due_after_the_end_of_the_run_is_reported_as_never_left() -> grpc_chao
         Ok(())
     });
     let trace = sim.run()?;
-    let never_left: Vec<String> = trace
+    let never_left: Vec<(u32, &str, &str)> = trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
-            EventKind::Log { message, .. } if message.contains("never left") => {
-                Some(message.clone())
-            }
+            EventKind::FrameNeverLeft {
+                stream,
+                frame,
+                waiting_for,
+                ..
+            } => Some((*stream, frame.as_str(), waiting_for.as_str())),
             _ => None,
         })
         .collect();
     assert_eq!(never_left.len(), 3, "{}", trace.render());
+    assert_eq!(
+        (never_left[0].0, never_left[0].1),
+        (1, "HEADERS"),
+        "{never_left:?}"
+    );
     assert!(
-        never_left[0].starts_with("c1 s1 HEADERS to player never left")
-            && never_left.iter().all(|m| m.ends_with("held until 5000ms")),
+        never_left.iter().all(|f| f.2 == "held until 5000ms"),
         "{never_left:?}"
     );
     Ok(())

@@ -6,7 +6,7 @@
 //! delays the DATA behind it. The tap keeps that true (it releases bytes in
 //! order), and the trace shows when each kept-back frame finally left. A
 //! frame still kept back when the run ends never left: the end of the trace
-//! says so, one `WARN` log from `grpc_chaos::tap` per frame.
+//! says so, one `FrameNeverLeft` event per frame.
 //!
 //! Injected frames go in at a time ([`InjectAt::at`]) or right after a
 //! frame a filter matches ([`InjectAt::after`]); held frames leave at a
@@ -19,13 +19,6 @@ use std::time::Duration;
 
 use super::{Fault, FaultKind};
 use crate::wire::{encode, ErrorCode, FrameType, SettingId};
-
-/// What [`Fate::Delayed`](crate::recorder::event::Fate::Delayed) says for a
-/// frame kept back by [`FrameFault::hold`] (or queued behind one): it
-/// leaves when released, at no time known in advance. Renders as `[held
-/// until released]`; in JSON (`until_us`) it is 18,446,744,073,709,551,615
-/// (`u64::MAX`).
-pub const UNTIL_RELEASED: Duration = Duration::MAX;
 
 /// Which frames a frame fault matches. Build with [`Fault::frames`], narrow
 /// with the methods below, then pick an action: [`FrameFault::drop`],
@@ -216,9 +209,10 @@ impl FrameFault {
     /// after the release pass. One release frees every hold of that name.
     ///
     /// The trace shows a held frame as `[held until released]`
-    /// ([`UNTIL_RELEASED`]), then `released after <kept>` when it leaves;
-    /// one never released is reported at the end of the run as a `WARN`
-    /// log from `grpc_chaos::tap` that says it never left.
+    /// ([`Fate::Held`](crate::recorder::event::Fate::Held)), then `released
+    /// after <kept>` when it leaves; one never released is reported at the
+    /// end of the run as
+    /// [`EventKind::FrameNeverLeft`](crate::EventKind::FrameNeverLeft).
     pub fn hold(self, name: impl Into<String>) -> Fault {
         let name: String = name.into();
         self.action(FrameAction::Hold(name.into()))

@@ -78,6 +78,10 @@ pub enum Fate {
         #[serde(rename = "until_us", serialize_with = "micros")]
         until: Duration,
     },
+    /// Kept back until a release ([`FrameFault::hold`](crate::fault::FrameFault::hold)),
+    /// at no time known in advance; every later byte in that direction
+    /// waits behind it.
+    Held,
     /// Written by the harness, not by the sender's HTTP/2 stack.
     Injected,
 }
@@ -248,6 +252,23 @@ pub enum EventKind {
         /// How long it was kept back, *simulated* time.
         #[serde(rename = "kept_us", serialize_with = "micros")]
         kept: Duration,
+    },
+    /// A kept-back frame was still waiting when the run ended: it never
+    /// reached the receiver.
+    FrameNeverLeft {
+        /// The connection.
+        conn: u32,
+        /// The receiving host.
+        to: String,
+        /// The stream id.
+        stream: u32,
+        /// The frame type name.
+        frame: String,
+        /// When the sender wrote it, *simulated* time since the start.
+        #[serde(rename = "written_us", serialize_with = "micros")]
+        written: Duration,
+        /// What it was waiting for, e.g. `held until release "window"`.
+        waiting_for: String,
     },
     /// A host closed its end of a connection: its HTTP/2 stack shut the
     /// connection down or dropped it (for a peer that broke the protocol

@@ -18,9 +18,6 @@ use crate::recorder::event::EventKind;
 use crate::recorder::CaptureLayer;
 use crate::trace::{fmt_duration, Trace};
 
-/// The log target of the end-of-run report of frames that never left.
-const NEVER_LEFT_TARGET: &str = "grpc_chaos::tap";
-
 impl Sim {
     /// Runs the simulation until every client body has returned, and
     /// returns the trace.
@@ -236,24 +233,20 @@ fn report_never_left(shared: &Shared, ended: Duration) {
     for (conn, state) in shared.conns().all() {
         let state = super::lock_conn(&state);
         for w in state.tap.still_waiting() {
-            let why = match &w.until {
+            let waiting_for = match &w.until {
                 Until::At(t) => format!("held until {}", fmt_duration(*t)),
-                Until::Released(name) => format!("held until release {name:?}, never released"),
+                Until::Released(name) => format!("held until release {name:?}"),
             };
-            let message = format!(
-                "c{conn} s{} {} to {} never left: written at {}, {why}",
-                w.stream,
-                w.frame,
-                w.to,
-                fmt_duration(w.since)
-            );
             shared.recorder.push_at(
                 ended,
                 &w.from,
-                EventKind::Log {
-                    level: "WARN",
-                    target: NEVER_LEFT_TARGET.to_owned(),
-                    message,
+                EventKind::FrameNeverLeft {
+                    conn,
+                    to: w.to.to_string(),
+                    stream: w.stream,
+                    frame: w.frame.to_string(),
+                    written: w.since,
+                    waiting_for,
                 },
             );
         }

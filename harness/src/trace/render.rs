@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 
 use super::{fmt_duration, Trace};
-use crate::fault::UNTIL_RELEASED;
 use crate::recorder::event::{Event, EventKind, Fate, Outcome};
 
 /// What the text render shows.
@@ -84,7 +83,9 @@ fn shown(e: &Event, options: &RenderOptions) -> bool {
         EventKind::Frame { noise, fate, .. } => {
             options.frames && (options.noise || !noise || *fate != Fate::Passed)
         }
-        EventKind::FrameReleased { .. } | EventKind::ProtocolError { .. } => options.frames,
+        EventKind::FrameReleased { .. }
+        | EventKind::FrameNeverLeft { .. }
+        | EventKind::ProtocolError { .. } => options.frames,
         EventKind::ConnClosed { .. } => options.frames && options.noise,
         EventKind::Log { level, .. } => options.debug_logs || !matches!(*level, "DEBUG" | "TRACE"),
         _ => true,
@@ -205,9 +206,7 @@ fn line(e: &Event) -> (String, String) {
             match fate {
                 Fate::Passed => {}
                 Fate::Dropped => text.push_str(" [dropped]"),
-                Fate::Delayed { until } if *until == UNTIL_RELEASED => {
-                    text.push_str(" [held until released]");
-                }
+                Fate::Held => text.push_str(" [held until released]"),
                 Fate::Delayed { until } => {
                     let _ = write!(text, " [held until {}]", fmt_duration(*until));
                 }
@@ -226,6 +225,20 @@ fn line(e: &Event) -> (String, String) {
             format!(
                 "c{conn} s{stream} {frame} released after {}",
                 fmt_duration(*kept)
+            ),
+        ),
+        EventKind::FrameNeverLeft {
+            conn,
+            to,
+            stream,
+            frame,
+            written,
+            waiting_for,
+        } => (
+            format!("{host}→{to}"),
+            format!(
+                "c{conn} s{stream} {frame} never left: written at {}, {waiting_for}",
+                fmt_duration(*written)
             ),
         ),
         EventKind::ConnClosed { conn, to } => (format!("{host}→{to}"), format!("c{conn} closed")),

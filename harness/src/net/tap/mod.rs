@@ -38,7 +38,7 @@ pub(crate) use keepalive::KeepaliveConn;
 pub(crate) use pair::{TapPair, Until, Waiting};
 pub(crate) use writer::spawn_writer;
 
-use crate::fault::{FrameAction, FrameInfo, Injection, UNTIL_RELEASED};
+use crate::fault::{FrameAction, FrameInfo, Injection};
 use crate::policy::{Action, PingVerdict, TOO_MANY_PINGS};
 use crate::recorder::event::{EventKind, Fate};
 use crate::sim::{lock_conn, Shared, SharedConn};
@@ -239,9 +239,7 @@ impl DirectionTap {
         let fate = match (&action, &keep.until) {
             (Some(FrameAction::Drop), _) => Fate::Dropped,
             (_, Some(Until::At(until))) => Fate::Delayed { until: *until },
-            (_, Some(Until::Released(_))) => Fate::Delayed {
-                until: UNTIL_RELEASED,
-            },
+            (_, Some(Until::Released(_))) => Fate::Held,
             _ => Fate::Passed,
         };
         let (detail, noise) = describe::describe(frame);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{DirectionTap, Out};
-use crate::fault::{Fault, FaultKind, Injection, UNTIL_RELEASED};
+use crate::fault::{Fault, FaultKind, Injection};
 use crate::recorder::event::{EventKind, Fate};
 use crate::sim::{Rules, Shared, SharedConn};
 use crate::wire::frame::DEFAULT_MAX_FRAME_SIZE;
@@ -259,10 +259,7 @@ fn a_named_hold_keeps_frames_and_what_follows_until_released() {
     assert!(!player.is_due(&out[held], now));
     assert!(out.iter().skip(held).all(|o| o.kept.is_some()));
     let fates: Vec<Fate> = frames(&player).into_iter().map(|(_, _, f)| f).collect();
-    let until_released = Fate::Delayed {
-        until: UNTIL_RELEASED,
-    };
-    assert_eq!(fates, [Fate::Passed, until_released, until_released]);
+    assert_eq!(fates, [Fate::Passed, Fate::Held, Fate::Held]);
     player.shared().release("pings", Some("player"));
     assert!(player.is_due(&out[held], now));
     // Released: the hold is over for later frames.
