@@ -465,5 +465,6 @@ impl DirectionTap {
     }
 }
 
+mod mock_io;
 #[cfg(test)]
 mod tests;
