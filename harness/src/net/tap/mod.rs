@@ -466,5 +466,6 @@ impl DirectionTap {
 }
 
 mod mock_io;
+mod proptests;
 #[cfg(test)]
 mod tests;
