@@ -137,7 +137,8 @@ struct Writer {
 
 impl Writer {
     /// Starts the writer of `direction` with `faults`; its socket follows
-    /// `script`. Simulated time 0 is now.
+    /// `script`. Simulated time 0 is now. The mock starts a `.wait(d)` when
+    /// the write before it is done, so a script starts with a write.
     fn start(direction: Direction, faults: Vec<Fault>, script: &mut Builder) -> Self {
         let tap = tap_for(direction, faults);
         let shared = Arc::clone(tap.shared());
