@@ -5,19 +5,25 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-# The wire decoder's property tests once more, at a high case count
-# (`cargo test` runs them at proptest's default of 256 cases). 10,000 cases
-# per property is about a minute on 2 cores; raise PROPTEST_CASES here only
-# with a new measurement (README, "Determinism and reproducing failures").
+# The property tests of the wire decoder and of the tap once more, at a
+# high case count (`cargo test` runs them at proptest's default of 256
+# cases). 10,000 cases per property is about a minute on 2 cores in a debug
+# build (47 s for both files; the tap's 3 properties alone 18 s); raise
+# PROPTEST_CASES here only with a new measurement (README, "Determinism and
+# reproducing failures").
 cases="${PROPTEST_CASES:-10000}"
 cargo test -p grpc-chaos --locked --lib --no-run
-properties=$(grep -c '^    fn ' harness/src/wire/proptests.rs)
+# A property is a `fn` indented once, inside `proptest!`; helpers in these
+# files stay at the top level.
+proptest_files=(harness/src/wire/proptests.rs harness/src/net/tap/proptests.rs)
+properties=$(cat "${proptest_files[@]}" | grep -c '^    fn ')
 start=$(date +%s%N)
-PROPTEST_CASES="$cases" cargo test -p grpc-chaos --locked --lib wire::proptests
+PROPTEST_CASES="$cases" cargo test -p grpc-chaos --locked --lib -- \
+    wire::proptests net::tap::proptests
 end=$(date +%s%N)
 ms=$(((end - start) / 1000000))
 execs=$((properties * cases))
-echo "wire proptests: ${properties} properties x ${cases} cases = ${execs} executions" \
+echo "wire and tap proptests: ${properties} properties x ${cases} cases = ${execs} executions" \
     "in ${ms} ms wall = $((execs * 1000 / (ms > 0 ? ms : 1))) executions/s"
 
 # The README's test command, last, so its summary closes the log. cargo

@@ -614,6 +614,10 @@ fn max_frame_size(values: &[(SettingId, u32)]) -> Option<u32> {
 }
 
 #[cfg(test)]
+mod mock_io;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 
 #[cfg(test)]

@@ -17,10 +17,19 @@ use crate::wire::{Direction, FrameType};
 
 /// A tap for the client→server direction of connection 1 with `faults`.
 fn tap(faults: Vec<Fault>) -> DirectionTap {
+    tap_for(Direction::ClientToServer, faults)
+}
+
+/// A tap for one direction of connection 1 between client host `player`
+/// and server host `store`, with the frame faults and injections among
+/// `faults`, and a recorder of its own.
+pub(super) fn tap_for(direction: Direction, faults: Vec<Fault>) -> DirectionTap {
     let mut rules = Rules::default();
     for f in faults {
-        if let FaultKind::Frame(r) = f.0 {
-            rules.frame.push(r);
+        match f.0 {
+            FaultKind::Frame(r) => rules.frame.push(r),
+            FaultKind::Inject(i) => rules.inject.push(i),
+            _ => {}
         }
     }
     let shared = Arc::new(Shared::new(
@@ -29,14 +38,11 @@ fn tap(faults: Vec<Fault>) -> DirectionTap {
         vec!["player".into()],
         rules,
     ));
-    DirectionTap::new(
-        shared,
-        1,
-        Direction::ClientToServer,
-        "player".into(),
-        "store".into(),
-        Arc::default(),
-    )
+    let (from, to) = match direction {
+        Direction::ClientToServer => ("player", "store"),
+        Direction::ServerToClient => ("store", "player"),
+    };
+    DirectionTap::new(shared, 1, direction, from.into(), to.into(), Arc::default())
 }
 
 /// Feeds `bytes` in chunks of the given sizes (cycled) and returns what the

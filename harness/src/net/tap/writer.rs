@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::{DirectionTap, Out};
@@ -20,7 +20,7 @@ use crate::fault::Injection;
 /// Chunks buffered between the HTTP/2 stack and the writer task. Small, so
 /// that a kept-back frame pushes back on the sender the way a full TCP
 /// send buffer would.
-const CHANNEL_CHUNKS: usize = 16;
+pub(super) const CHANNEL_CHUNKS: usize = 16;
 
 /// Starts the writer task of a direction on the current host's runtime and
 /// returns the sender its `AsyncWrite` feeds.
@@ -33,9 +33,12 @@ pub(crate) fn spawn_writer(
     tx
 }
 
-async fn run(
+/// The task's body. Generic over the socket so that unit tests can script
+/// the wire with a mock; the real wiring passes turmoil's write half
+/// (monomorphized: no cost there).
+pub(super) async fn run<W: AsyncWrite + Unpin>(
     mut tap: DirectionTap,
-    mut socket: turmoil::net::tcp::OwnedWriteHalf,
+    mut socket: W,
     mut rx: mpsc::Receiver<Bytes>,
 ) {
     let shared = tap.shared().clone();
@@ -105,9 +108,9 @@ async fn sleep(d: Option<Duration>) {
 
 /// Writes every queued item that is due, in order; stops at the first that
 /// is not.
-async fn write_due(
+async fn write_due<W: AsyncWrite + Unpin>(
     tap: &DirectionTap,
-    socket: &mut turmoil::net::tcp::OwnedWriteHalf,
+    socket: &mut W,
     queue: &mut VecDeque<Out>,
 ) -> std::io::Result<()> {
     while let Some(front) = queue.front() {
