@@ -13,12 +13,13 @@ use tokio::sync::Notify;
 use super::{DirectionTap, Out};
 use crate::fault::{FrameInfo, Injection};
 use crate::sim::lock_conn;
-use crate::wire::{Direction, Frame};
+use crate::wire::{Direction, Frame, FrameType};
 
 impl DirectionTap {
     /// Puts `injection`'s frame on this direction's queue, behind what is
     /// there, leaving no earlier than `release` (*simulated* time), and
-    /// records it as injected.
+    /// records it as injected. Queued behind a kept-back frame, it waits
+    /// too (TCP keeps order), and the trace says when it left.
     pub(crate) fn inject(
         &mut self,
         injection: &Injection,
@@ -28,11 +29,18 @@ impl DirectionTap {
         injection.mark_fired();
         let bytes = Bytes::from(injection.frame.bytes.clone());
         self.record_injected_as(&bytes, None);
+        let now = self.shared.recorder.now();
+        let keep = self.keep(None, now, out);
+        let release = release.max(keep.release);
+        let kept = keep.until.map(|until| {
+            let (stream, frame) = frame_head(&bytes);
+            self.kept(stream, frame, now, until)
+        });
         out.push_back(Out {
             bytes,
             release,
             hold: None,
-            kept: None,
+            kept,
         });
     }
 
@@ -101,6 +109,17 @@ impl DirectionTap {
             .tap
             .wake(self.decoder.direction())
     }
+}
+
+/// The stream id and type name of the encoded frame at the start of
+/// `bytes` (RFC 9113 §4.1); injected frames are built whole by the harness.
+fn frame_head(bytes: &[u8]) -> (u32, String) {
+    let ty = bytes.get(3).copied().map(FrameType::from);
+    let stream = bytes
+        .get(5..9)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map_or(0, |b| u32::from_be_bytes(b) & 0x7fff_ffff);
+    (stream, ty.map_or_else(String::new, |t| t.to_string()))
 }
 
 fn opposite(direction: Direction) -> Direction {

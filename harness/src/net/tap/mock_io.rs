@@ -356,12 +356,23 @@ async fn an_injected_frame_waits_behind_kept_back_bytes() {
     // Only the held WINDOW_UPDATE is out of the sender's hands.
     w.send(&stream[..C2S_WINDOW_UPDATE + WINDOW_UPDATE_LEN], &[4096])
         .await;
-    let (log, _) = w.finish().await;
+    let (log, events) = w.finish().await;
     let left = [
         (ms(0), C2S_WINDOW_UPDATE),
         (ms(30), WINDOW_UPDATE_LEN + PING_LEN),
     ];
     assert_eq!(log.left, left);
+    // The trace says the injected PING waited too, and for how long.
+    let injected = frames(&events)
+        .into_iter()
+        .filter(|f| f.2 == Fate::Injected)
+        .collect::<Vec<_>>();
+    assert_eq!(injected, [(ms(20), "PING".to_owned(), Fate::Injected)]);
+    let released = [
+        (ms(30), "WINDOW_UPDATE".to_owned(), ms(30)),
+        (ms(30), "PING".to_owned(), ms(10)),
+    ];
+    assert_eq!(releases(&events), released);
 }
 
 #[tokio::test(start_paused = true)]
