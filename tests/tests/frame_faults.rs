@@ -164,6 +164,29 @@ fn store_settings() -> grpc_chaos::fault::FrameFault {
         .ack(false)
 }
 
+/// A store whose first SETTINGS is followed by an injected one carrying
+/// `values`, and whose player's ACK of that injected SETTINGS (its second
+/// ACK) is dropped, so the store's stack never sees an ACK it did not ask
+/// for.
+fn settings_injected(values: &[(SettingId, u32)]) -> Sim {
+    let mut sim = Sim::builder().seed(1).duration(ms(2_000)).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(
+        Fault::inject("store", "player")
+            .settings(values)
+            .after(store_settings()),
+    );
+    sim.fault(
+        Fault::frames()
+            .from("player")
+            .kind(FrameType::Settings)
+            .ack(true)
+            .nth(2)
+            .drop(),
+    );
+    sim
+}
+
 /// RFC 9113 §6.8: a GOAWAY whose last-stream-id is below a stream the
 /// client just opened. Set off by the client's HEADERS on stream 3, it
 /// leaves the store on the next tick (the store's host runs before the
@@ -260,21 +283,7 @@ fn an_injection_set_off_by_the_servers_frame_leaves_the_client_at_the_same_insta
 /// asked for (next test).
 #[test]
 fn max_concurrent_streams_0_leaves_the_next_call_without_a_stream() -> grpc_chaos::Result {
-    let mut sim = Sim::builder().seed(1).duration(ms(2_000)).build();
-    sim.server("store", |s| s.add_service(Store::default().into_server()));
-    sim.fault(
-        Fault::inject("store", "player")
-            .settings(&[(SettingId::MaxConcurrentStreams, 0)])
-            .after(store_settings()),
-    );
-    sim.fault(
-        Fault::frames()
-            .from("player")
-            .kind(FrameType::Settings)
-            .ack(true)
-            .nth(2)
-            .drop(),
-    );
+    let mut sim = settings_injected(&[(SettingId::MaxConcurrentStreams, 0)]);
     sim.client("player", |c| async move {
         let mut store = StoreClient::new(c.channel("store"));
         store.save(save(1, ms(1_000))).await?;
@@ -350,21 +359,7 @@ fn injected_settings_are_acked_to_a_stack_that_never_sent_them() -> grpc_chaos::
 /// with GOAWAY(FRAME_SIZE_ERROR).
 #[test]
 fn a_max_frame_size_the_server_never_advertised_gets_a_frame_it_refuses() -> grpc_chaos::Result {
-    let mut sim = Sim::builder().seed(1).duration(ms(2_000)).build();
-    sim.server("store", |s| s.add_service(Store::default().into_server()));
-    sim.fault(
-        Fault::inject("store", "player")
-            .settings(&[(SettingId::MaxFrameSize, 65_536)])
-            .after(store_settings()),
-    );
-    sim.fault(
-        Fault::frames()
-            .from("player")
-            .kind(FrameType::Settings)
-            .ack(true)
-            .nth(2)
-            .drop(),
-    );
+    let mut sim = settings_injected(&[(SettingId::MaxFrameSize, 65_536)]);
     sim.client("player", |c| async move {
         let mut store = StoreClient::new(c.channel("store"));
         store.load(LoadRequest::default()).await?;

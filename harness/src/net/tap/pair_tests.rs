@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::{DirectionTap, Out};
 use crate::fault::{Fault, FaultKind, Injection};
 use crate::recorder::event::{EventKind, Fate};
-use crate::sim::{Rules, Shared, SharedConn};
+use crate::sim::SharedConn;
 use crate::wire::frame::DEFAULT_MAX_FRAME_SIZE;
 use crate::wire::testing::{headers, Wire};
 use crate::wire::{encode, Direction, ErrorCode, FrameType, SettingId};
@@ -20,20 +20,7 @@ const MFS: SettingId = SettingId::MaxFrameSize;
 
 /// The player→store and store→player taps of connection 1, with `faults`.
 fn taps(faults: Vec<Fault>) -> (DirectionTap, DirectionTap) {
-    let mut rules = Rules::default();
-    for f in faults {
-        match f.0 {
-            FaultKind::Frame(r) => rules.frame.push(r),
-            FaultKind::Inject(i) => rules.inject.push(i),
-            _ => {}
-        }
-    }
-    let shared = Arc::new(Shared::new(
-        0,
-        vec!["store".into()],
-        vec!["player".into()],
-        rules,
-    ));
+    let shared = super::tests::shared_with(faults);
     let conn: SharedConn = Arc::default();
     let tap = |direction, from: &str, to: &str| {
         DirectionTap::new(

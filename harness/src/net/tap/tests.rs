@@ -20,10 +20,9 @@ fn tap(faults: Vec<Fault>) -> DirectionTap {
     tap_for(Direction::ClientToServer, faults)
 }
 
-/// A tap for one direction of connection 1 between client host `player`
-/// and server host `store`, with the frame faults and injections among
-/// `faults`, and a recorder of its own.
-pub(super) fn tap_for(direction: Direction, faults: Vec<Fault>) -> DirectionTap {
+/// The run state of a server host `store` and a client host `player`, with
+/// the frame faults and injections among `faults`.
+pub(super) fn shared_with(faults: Vec<Fault>) -> Arc<Shared> {
     let mut rules = Rules::default();
     for f in faults {
         match f.0 {
@@ -32,12 +31,19 @@ pub(super) fn tap_for(direction: Direction, faults: Vec<Fault>) -> DirectionTap 
             _ => {}
         }
     }
-    let shared = Arc::new(Shared::new(
+    Arc::new(Shared::new(
         0,
         vec!["store".into()],
         vec!["player".into()],
         rules,
-    ));
+    ))
+}
+
+/// A tap for one direction of connection 1 between client host `player`
+/// and server host `store`, with the frame faults and injections among
+/// `faults`, and a recorder of its own.
+pub(super) fn tap_for(direction: Direction, faults: Vec<Fault>) -> DirectionTap {
+    let shared = shared_with(faults);
     let (from, to) = match direction {
         Direction::ClientToServer => ("player", "store"),
         Direction::ServerToClient => ("store", "player"),
