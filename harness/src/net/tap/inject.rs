@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::{DirectionTap, Out};
-use crate::fault::{FrameInfo, Injection};
+use crate::fault::Injection;
 use crate::sim::lock_conn;
 use crate::wire::{Direction, Frame, FrameType};
 
@@ -58,14 +58,7 @@ impl DirectionTap {
         if self.triggers.is_empty() || self.closing {
             return;
         }
-        let info = FrameInfo {
-            from: &self.from,
-            to: &self.to,
-            kind: frame.ty,
-            ack,
-            stream: frame.stream_id,
-            at: now,
-        };
+        let info = self.frame_info(frame, ack, now);
         // Allocates only when a trigger fires.
         let mut fired = Vec::new();
         for (index, injection) in &self.triggers {

@@ -375,9 +375,9 @@ async fn an_injected_frame_waits_behind_kept_back_bytes() {
     assert_eq!(releases(&events), released);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_kept_back_frame_pushes_back_on_the_sender() {
-    let stream = unhex(H2_C2S);
+/// A writer whose WINDOW_UPDATE is held until 30 ms, and a socket that
+/// wants `stream` up to it at once and the rest at 30 ms.
+fn window_update_held_until_30ms(stream: &[u8]) -> Writer {
     let fault = Fault::frames()
         .kind(FrameType::WindowUpdate)
         .hold_until(ms(30));
@@ -386,7 +386,13 @@ async fn a_kept_back_frame_pushes_back_on_the_sender() {
         .write(&stream[..C2S_WINDOW_UPDATE])
         .wait(ms(30))
         .write(&stream[C2S_WINDOW_UPDATE..]);
-    let w = Writer::start(C2S, vec![fault], &mut script);
+    Writer::start(C2S, vec![fault], &mut script)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_kept_back_frame_pushes_back_on_the_sender() {
+    let stream = unhex(H2_C2S);
+    let w = window_update_held_until_30ms(&stream);
     // One-octet writes: once the WINDOW_UPDATE is whole the writer takes no
     // more, the channel fills, and the sender waits as on a full TCP send
     // buffer until the frame leaves.
@@ -400,15 +406,7 @@ async fn a_kept_back_frame_pushes_back_on_the_sender() {
 #[tokio::test(start_paused = true)]
 async fn shutdown_waits_until_the_queue_is_out() {
     let stream = unhex(H2_C2S);
-    let fault = Fault::frames()
-        .kind(FrameType::WindowUpdate)
-        .hold_until(ms(30));
-    let mut script = Builder::new();
-    script
-        .write(&stream[..C2S_WINDOW_UPDATE])
-        .wait(ms(30))
-        .write(&stream[C2S_WINDOW_UPDATE..]);
-    let w = Writer::start(C2S, vec![fault], &mut script);
+    let w = window_update_held_until_30ms(&stream);
     w.send(&stream, &[512]).await;
     // Shut down at 0 ms, with the WINDOW_UPDATE and all after it unsent.
     let (log, events) = w.finish().await;

@@ -226,14 +226,7 @@ impl DirectionTap {
             frame.detail,
             Detail::Ping { ack: true, .. } | Detail::Settings { ack: true, .. }
         );
-        let info = FrameInfo {
-            from: &self.from,
-            to: &self.to,
-            kind: frame.ty,
-            ack,
-            stream: frame.stream_id,
-            at: now,
-        };
+        let info = self.frame_info(frame, ack, now);
         let action = self.shared.frame_action(&info).cloned();
         let keep = self.keep(action.as_ref(), now, out);
         let fate = match (&action, &keep.until) {
@@ -313,6 +306,18 @@ impl DirectionTap {
             release,
             hold,
             until,
+        }
+    }
+
+    /// What the fault rules and triggers match `frame` on.
+    fn frame_info(&self, frame: &Frame, ack: bool, now: Duration) -> FrameInfo<'_> {
+        FrameInfo {
+            from: &self.from,
+            to: &self.to,
+            kind: frame.ty,
+            ack,
+            stream: frame.stream_id,
+            at: now,
         }
     }
 
