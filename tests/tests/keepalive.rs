@@ -660,3 +660,55 @@ fn catalog_keepalive_stories_pass() {
         "19 of 19 PINGs ok, 0 GOAWAY(s); the call ended OK"
     );
 }
+
+/// The policy's reaction waits behind a held PING ACK like any later byte
+/// (TCP keeps order): the GOAWAY is written when the server judges the
+/// PING, leaves when the ACK in front of it does, and the connection closes
+/// only then.
+#[test]
+fn the_goaway_waits_behind_a_delayed_ping_ack() -> grpc_chaos::Result {
+    let mut sim = store_world(KeepalivePolicy::grpc_go());
+    sim.fault(
+        Fault::frames()
+            .from("store")
+            .kind(grpc_chaos::wire::FrameType::Ping)
+            .ack(true)
+            .delay(ms(500)),
+    );
+    sim.client("player", |c| async move {
+        let mut store = StoreClient::new(c.channel_with("store", pinger(secs(30))));
+        store.save(save()).await.expect_err("cut by the GOAWAY");
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let cut = judged(&trace)
+        .into_iter()
+        .find(|j| j.verdict == "too_many_pings")
+        .expect("the 4th PING is too many");
+    assert_eq!(goaways(&trace)[0].0, cut.at, "written when judged");
+    let released: Vec<(Duration, String, Duration)> = trace
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::FrameReleased {
+                conn: 1,
+                frame,
+                kept,
+                ..
+            } if e.at >= cut.at => Some((e.at, frame.clone(), *kept)),
+            _ => None,
+        })
+        .collect();
+    let leaves = cut.at + ms(500);
+    assert_eq!(
+        released,
+        [
+            (leaves, "PING".to_owned(), ms(500)),
+            (leaves, "GOAWAY".to_owned(), ms(500)),
+        ],
+        "{}",
+        trace.render()
+    );
+    assert_eq!(closes(&trace)[0], (leaves, 1));
+    Ok(())
+}

@@ -18,8 +18,7 @@ use crate::wire::{Direction, Frame, FrameType};
 impl DirectionTap {
     /// Puts `injection`'s frame on this direction's queue, behind what is
     /// there, leaving no earlier than `release` (*simulated* time), and
-    /// records it as injected. Queued behind a kept-back frame, it waits
-    /// too (TCP keeps order), and the trace says when it left.
+    /// records it as injected.
     pub(crate) fn inject(
         &mut self,
         injection: &Injection,
@@ -29,16 +28,28 @@ impl DirectionTap {
         injection.mark_fired();
         let bytes = Bytes::from(injection.frame.bytes.clone());
         self.record_injected_as(&bytes, None);
+        self.queue_injected(bytes, release, out);
+    }
+
+    /// Queues a frame the harness wrote (an injection, a keepalive policy's
+    /// reaction), already recorded, behind what is there. Queued behind a
+    /// kept-back frame, it waits too (TCP keeps order), and the trace says
+    /// when it left.
+    pub(super) fn queue_injected(
+        &self,
+        bytes: Bytes,
+        release: Option<Duration>,
+        out: &mut VecDeque<Out>,
+    ) {
         let now = self.shared.recorder.now();
         let keep = self.keep(None, now, out);
-        let release = release.max(keep.release);
         let kept = keep.until.map(|until| {
             let (stream, frame) = frame_head(&bytes);
             self.kept(stream, frame, now, until)
         });
         out.push_back(Out {
             bytes,
-            release,
+            release: release.max(keep.release),
             hold: None,
             kept,
         });

@@ -472,12 +472,7 @@ impl DirectionTap {
                 _ => None,
             };
             self.record_injected_as(&bytes, kind);
-            out.push_back(Out {
-                bytes: Bytes::from(bytes),
-                release: None,
-                hold: None,
-                kept: None,
-            });
+            self.queue_injected(Bytes::from(bytes), None, out);
         }
         self.closing = true;
     }
