@@ -108,15 +108,20 @@ pub fn spec_code(status: &Status) -> Code {
 /// error` for every h2 reason), so this reads the error chain tonic keeps as
 /// the status's source: h2 0.4 renders a GOAWAY received from the peer as
 /// `connection error received: <reason>`, and NO_ERROR as `not a result of
-/// an error`. h2 fails a stream with a *graceful* GOAWAY only when the
+/// an error`, followed by ` (b"<debug data>")` when the GOAWAY carried
+/// debug data. h2 fails a stream with a *graceful* GOAWAY only when the
 /// stream was above last-stream-id (or was opened after the GOAWAY):
 /// streams at or below it run on (h2 `Streams::recv_go_away`), so such a
 /// stream was never processed.
 fn refused_by_goaway(status: &Status) -> bool {
     let mut source = std::error::Error::source(status);
     while let Some(e) = source {
-        if e.to_string() == "connection error received: not a result of an error" {
-            return true;
+        let text = e.to_string();
+        if let Some(rest) = text.strip_prefix("connection error received: not a result of an error")
+        {
+            if rest.is_empty() || rest.starts_with(" (b\"") {
+                return true;
+            }
         }
         source = e.source();
     }
@@ -188,6 +193,9 @@ mod tests {
     #[test]
     fn graceful_goaway_above_last_stream_id_is_unavailable() {
         let s = internal_from("connection error received: not a result of an error");
+        assert_eq!(classify(&s), (Code::Unavailable, Some(rules::GOAWAY)));
+        // h2 adds the GOAWAY's debug data, when there is some.
+        let s = internal_from(r#"connection error received: not a result of an error (b"bye")"#);
         assert_eq!(classify(&s), (Code::Unavailable, Some(rules::GOAWAY)));
     }
 

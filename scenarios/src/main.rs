@@ -71,9 +71,19 @@ struct RunArgs {
     /// Seed of every run (default: CHAOS_SEED, else 0).
     #[arg(long, env = "CHAOS_SEED")]
     seed: Option<u64>,
-    /// Where to write each story's trace (`<name>.txt`, `<name>.json`).
-    #[arg(long, default_value = "target/grpc-chaos/catalog")]
+    /// Where to write each story's trace (`<name>.txt`, `<name>.json`);
+    /// default `<target>/grpc-chaos/catalog`, `<target>` being
+    /// `CARGO_TARGET_DIR` when set, else `./target` (where failed tests
+    /// leave theirs too).
+    #[arg(long, default_value_os_t = default_out())]
     out: PathBuf,
+}
+
+fn default_out() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| PathBuf::from("target"), PathBuf::from)
+        .join("grpc-chaos")
+        .join("catalog")
 }
 
 fn main() -> ExitCode {

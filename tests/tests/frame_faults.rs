@@ -242,6 +242,44 @@ fn goaway_after_the_players_stream_3_fails_that_call_and_spares_stream_1() -> gr
     Ok(())
 }
 
+/// The same GOAWAY with debug data: h2 appends it to its error text, and
+/// the call is still UNAVAILABLE by the spec.
+#[test]
+fn goaway_debug_data_does_not_change_the_spec_code() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(1).duration(ms(2_000)).build();
+    sim.server("store", |s| {
+        s.add_service(Store::with_work(ms(100)).into_server())
+    });
+    sim.fault(
+        Fault::inject("store", "player")
+            .goaway(ErrorCode::NoError, 1, b"bye")
+            .after(
+                Fault::frames()
+                    .from("player")
+                    .kind(FrameType::Headers)
+                    .stream(3),
+            ),
+    );
+    sim.client("player", |c| async move {
+        let store = StoreClient::new(c.channel("store"));
+        let (mut a, mut b) = (store.clone(), store.clone());
+        let first = tokio::spawn(async move { a.save(save(1, ms(1_000))).await });
+        tokio::time::sleep(ms(10)).await;
+        let err = b.save(save(2, ms(1_000))).await.expect_err("refused");
+        assert_eq!(
+            grpc_chaos::spec_code(&err),
+            tonic::Code::Unavailable,
+            "{err:?}"
+        );
+        let _ = first.await;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let (code, _, spec, _) = ended(&trace, "player", 1);
+    assert_eq!((code.as_str(), spec.as_str()), ("INTERNAL", "UNAVAILABLE"));
+    Ok(())
+}
+
 /// The other way round: a frame the store writes sets off an injection
 /// from the player, whose host runs after the store's in the same step,
 /// so it leaves at the same simulated instant.
@@ -602,6 +640,7 @@ fn releasing_a_name_no_hold_uses_is_misconfigured() {
     let err = sim.run().expect_err("misconfigured");
     assert!(err.is_misconfigured(), "{err}");
     assert!(err.to_string().contains("\"answr\""), "{err}");
+    assert!(err.to_string().contains("holds: \"answer\""), "{err}");
 
     let mut sim = Sim::builder().seed(1).duration(ms(1_000)).build();
     sim.server("store", |s| s.add_service(Store::default().into_server()));
@@ -612,6 +651,74 @@ fn releasing_a_name_no_hold_uses_is_misconfigured() {
     let err = sim.run().expect_err("misconfigured at run time");
     assert!(err.is_misconfigured(), "{err}");
     assert!(err.to_string().contains("on `player`"), "{err}");
+    assert!(err.to_string().contains("there is none"), "{err}");
+}
+
+#[test]
+fn frame_fault_mistakes_are_misconfigurations_that_say_what_to_change() {
+    let cases: [(Fault, &str); 4] = [
+        (
+            Fault::frames().kind(FrameType::Ping).nth(0).drop(),
+            "frame fault with nth(0) never matches: frames are counted from 1",
+        ),
+        (
+            Fault::frames().during(ms(100), ms(50)).drop(),
+            "frame fault window [100ms, 50ms) is empty",
+        ),
+        (
+            Fault::inject("store", "player")
+                .ping(false, [0; 8])
+                .after(Fault::frames().from("player").nth(0)),
+            "injection trigger with nth(0) never matches",
+        ),
+        (
+            Fault::inject("store", "store")
+                .ping(false, [0; 8])
+                .at(ms(5)),
+            "a host has no connection to itself",
+        ),
+    ];
+    for (fault, says) in cases {
+        let mut sim = store_and_player();
+        sim.fault(fault);
+        let err = sim.run().expect_err("misconfigured");
+        assert!(err.is_misconfigured(), "{err}");
+        assert!(err.to_string().contains(says), "{err}");
+    }
+}
+
+#[test]
+fn faults_that_never_acted_are_reported_in_words() -> grpc_chaos::Result {
+    let mut sim = store_and_player();
+    sim.fault(
+        Fault::frames()
+            .from("store")
+            .kind(FrameType::PushPromise)
+            .hold("pp"),
+    );
+    sim.fault(
+        Fault::inject("store", "player")
+            .ping(false, [0; 8])
+            .at(ms(900)),
+    );
+    let trace = sim.run()?;
+    let never: Vec<String> = trace
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::FaultNeverFired { fault } => Some(fault.clone()),
+            _ => None,
+        })
+        .collect();
+    let ended = grpc_chaos::fmt_duration(trace.ended_at());
+    assert_eq!(
+        never,
+        [
+            "frame fault: hold until release \"pp\" PUSH_PROMISE from store".to_owned(),
+            format!("frame injected from store to player at 900ms: the run ended at {ended}, before it was due"),
+        ]
+    );
+    Ok(())
 }
 
 #[test]
@@ -634,6 +741,50 @@ fn an_injection_whose_trigger_never_matched_is_reported() -> grpc_chaos::Result 
     assert_eq!(
         never,
         ["frame injected from store to player after RST_STREAM from player: no such frame was written on a connection between store and player"]
+    );
+    Ok(())
+}
+
+/// An injected frame queued behind a frame held for a release that never
+/// comes never leaves either, and the end of the trace says so.
+#[test]
+fn an_injection_behind_a_frame_never_released_never_leaves() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(1).duration(ms(1_000)).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(
+        Fault::frames()
+            .from("store")
+            .kind(FrameType::Data)
+            .hold("never"),
+    );
+    sim.fault(
+        Fault::inject("store", "player")
+            .rst_stream(1, ErrorCode::Cancel)
+            .at(ms(50)),
+    );
+    sim.client("player", |c| async move {
+        // The response headers get through, and tonic's deadline covers
+        // only the wait for them: the player bounds the body itself.
+        let mut store = StoreClient::new(c.channel("store"));
+        let call = store.save(save(1, ms(300)));
+        let _ = tokio::time::timeout(ms(300), call).await;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let never_left: Vec<(String, &str)> = trace
+        .events_on("store")
+        .filter_map(|e| match &e.kind {
+            EventKind::FrameNeverLeft {
+                frame, waiting_for, ..
+            } => Some((frame.clone(), waiting_for.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        never_left.last(),
+        Some(&("RST_STREAM".to_owned(), "held until release \"never\"")),
+        "{}",
+        trace.render()
     );
     Ok(())
 }

@@ -88,7 +88,14 @@ impl FrameRule {
 
     /// The rule in the trace's words, for the "never fired" report.
     pub(crate) fn describe(&self) -> String {
-        format!("frame fault {:?}: {:?}", self.filter, self.action)
+        let fmt = crate::trace::fmt_duration;
+        let action = match &self.action {
+            FrameAction::Drop => "drop".to_owned(),
+            FrameAction::Delay(d) => format!("delay by {}", fmt(*d)),
+            FrameAction::HoldUntil(t) => format!("hold until {}", fmt(*t)),
+            FrameAction::Hold(name) => format!("hold until release {name:?}"),
+        };
+        format!("frame fault: {action} {}", self.filter.describe())
     }
 }
 
@@ -284,12 +291,18 @@ impl Injection {
     }
 
     /// The injection in the trace's words, for the "never fired" report.
-    pub(crate) fn describe(&self) -> String {
+    pub(crate) fn describe(&self, ended: Duration) -> String {
         let (from, to) = (&self.from, &self.to);
+        let fmt = crate::trace::fmt_duration;
         match &self.when {
+            When::At(at) if *at > ended => format!(
+                "frame injected from {from} to {to} at {}: the run ended at {}, before it was due",
+                fmt(*at),
+                fmt(ended),
+            ),
             When::At(at) => format!(
                 "frame injected from {from} to {to} at {}: no connection from {from} to {to} was open then",
-                crate::trace::fmt_duration(*at),
+                fmt(*at),
             ),
             When::After(filter) => format!(
                 "frame injected from {from} to {to} after {}: no such frame was written on a connection between {from} and {to}",

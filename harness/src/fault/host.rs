@@ -22,6 +22,21 @@ pub(crate) enum HostAction {
 }
 
 impl HostAction {
+    /// The action in the trace's words, for errors: `crash of store`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Self::Crash(h) => format!("crash of {h}"),
+            Self::Restart(h) => format!("restart of {h}"),
+            Self::Partition(a, b) => format!("partition between {a} and {b}"),
+            Self::Repair(a, b) => format!("repair between {a} and {b}"),
+            Self::Latency(a, b, d) => format!(
+                "latency {} between {a} and {b}",
+                crate::trace::fmt_duration(*d)
+            ),
+            Self::Release(name) => format!("release {name:?}"),
+        }
+    }
+
     /// Every host the action names.
     pub(crate) fn hosts(&self) -> Vec<&str> {
         match self {

@@ -93,7 +93,7 @@ impl Sim {
         // that is the end of the run, not a cancellation, so leave them open.
         let ended = world.elapsed();
         report_never_left(&shared, ended);
-        for (host, fault) in shared.unused_faults() {
+        for (host, fault) in shared.unused_faults(ended) {
             shared
                 .recorder
                 .push_at(ended, &host, EventKind::FaultNeverFired { fault });

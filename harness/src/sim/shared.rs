@@ -117,7 +117,7 @@ impl Shared {
     /// Every fault that never acted in this run, described: a typo in a
     /// method path, a window no request fell in, a frame that never
     /// passed, an injection with no connection to go on.
-    pub(crate) fn unused_faults(&self) -> Vec<(String, String)> {
+    pub(crate) fn unused_faults(&self, ended: Duration) -> Vec<(String, String)> {
         let handler = self
             .rules
             .handler
@@ -135,7 +135,7 @@ impl Shared {
             .inject
             .iter()
             .filter(|i| !i.fired())
-            .map(|i| (i.from.clone(), i.describe()));
+            .map(|i| (i.from.clone(), i.describe(ended)));
         handler.chain(frame).chain(inject).collect()
     }
 
@@ -186,15 +186,25 @@ impl Shared {
     /// code asked (`None`: a timed [`Fault::release`](crate::Fault::release));
     /// a name no hold uses is recorded as a misconfiguration.
     pub(crate) fn release(&self, name: &str, by: Option<&str>) {
-        let held = self
+        let holds: Vec<&str> = self
             .rules
             .frame
             .iter()
-            .any(|r| matches!(&r.action, FrameAction::Hold(h) if &**h == name));
-        if !held {
+            .filter_map(|r| match &r.action {
+                FrameAction::Hold(h) => Some(&**h),
+                _ => None,
+            })
+            .collect();
+        if !holds.contains(&name) {
             let who = by.map_or_else(String::new, |h| format!(" on `{h}`"));
+            let known = if holds.is_empty() {
+                "there is none".to_owned()
+            } else {
+                let quoted: Vec<String> = holds.iter().map(|h| format!("{h:?}")).collect();
+                format!("holds: {}", quoted.join(", "))
+            };
             self.problem(Error::new(Kind::Misconfigured(format!(
-                "release({name:?}){who}: no frame fault holds frames under that name (FrameFault::hold)"
+                "release({name:?}){who}: no frame fault holds frames under that name (FrameFault::hold; {known})"
             ))));
             return;
         }

@@ -47,7 +47,8 @@ impl Sim {
                             return Err(unknown(host, "a frame fault".to_owned()));
                         }
                     }
-                    self.check_window(f.window)?;
+                    self.check_window("frame fault", f.window)?;
+                    check_nth("frame fault", f.nth)?;
                 }
                 FaultKind::Inject(i) => self.check_injection(i, &names, &unknown)?,
                 FaultKind::Handler(rule) => {
@@ -66,7 +67,7 @@ impl Sim {
                             path: rule.method.clone().unwrap_or_default(),
                         }));
                     }
-                    self.check_window(rule.window)?;
+                    self.check_window("handler fault", rule.window)?;
                     if matches!(rule.action, Action::ConcurrencyLimit(0)) {
                         return Err(Error::new(Kind::Misconfigured(format!(
                             "concurrency_limit(0) on `{}` would never run a handler; use hang() for that",
@@ -125,7 +126,7 @@ impl Sim {
         names: &BTreeSet<&str>,
         unknown: &dyn Fn(&str, String) -> Error,
     ) -> Result<(), Error> {
-        let what = format!("{:?}", fault.action);
+        let what = fault.action.describe();
         for host in fault.action.hosts() {
             if !names.contains(host) {
                 return Err(unknown(host, format!("fault {what}")));
@@ -165,6 +166,12 @@ impl Sim {
                 return Err(unknown(host, "an injected frame".to_owned()));
             }
         }
+        if i.from == i.to {
+            return Err(Error::new(Kind::Misconfigured(format!(
+                "a frame injected from {0} to {0}: a host has no connection to itself; name the two ends of a connection",
+                i.from
+            ))));
+        }
         if let Some(at) = i.at().filter(|at| *at > self.config.duration) {
             return Err(Error::new(Kind::FaultAfterEnd {
                 fault: format!("frame injected from {} to {}", i.from, i.to),
@@ -186,41 +193,72 @@ impl Sim {
                 ))));
             }
         }
-        self.check_window(trigger.window)
+        check_nth("injection trigger", trigger.nth)?;
+        self.check_window("injection trigger", trigger.window)
     }
 
     /// A timed release frees a hold some frame fault uses.
     fn check_release(&self, name: &str) -> Result<(), Error> {
-        let held = self.faults.iter().any(|f| {
-            matches!(&f.0, FaultKind::Frame(r) if matches!(&r.action, FrameAction::Hold(h) if &**h == name))
-        });
-        if held {
+        let holds: BTreeSet<&str> = self
+            .faults
+            .iter()
+            .filter_map(|f| match &f.0 {
+                FaultKind::Frame(r) => match &r.action {
+                    FrameAction::Hold(h) => Some(&**h),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        if holds.contains(name) {
             return Ok(());
         }
+        let known = if holds.is_empty() {
+            "there is none".to_owned()
+        } else {
+            let quoted: Vec<String> = holds.iter().map(|h| format!("{h:?}")).collect();
+            format!("holds: {}", quoted.join(", "))
+        };
         Err(Error::new(Kind::Misconfigured(format!(
-            "Fault::release({name:?}) frees nothing: no frame fault holds frames under that name (FrameFault::hold)"
+            "Fault::release({name:?}) frees nothing: no frame fault holds frames under that name (FrameFault::hold; {known})"
         ))))
     }
 
+    /// `what`'s `during(from, until)` window, if any, is not empty and
+    /// starts within the run.
     fn check_window(
         &self,
+        what: &str,
         window: Option<(std::time::Duration, std::time::Duration)>,
     ) -> Result<(), Error> {
         let Some((from, until)) = window else {
             return Ok(());
         };
+        let fmt = crate::trace::fmt_duration;
         if from >= until {
             return Err(Error::new(Kind::Misconfigured(format!(
-                "handler fault window [{from:?}, {until:?}) is empty; `during(from, until)` needs from < until"
+                "{what} window [{}, {}) is empty; `during(from, until)` needs from < until",
+                fmt(from),
+                fmt(until)
             ))));
         }
         if from > self.config.duration {
             return Err(Error::new(Kind::FaultAfterEnd {
-                fault: "handler fault window".to_owned(),
+                fault: format!("{what} window"),
                 at: from,
                 duration: self.config.duration,
             }));
         }
         Ok(())
     }
+}
+
+/// `nth(0)` would never match: frames are counted from 1.
+fn check_nth(what: &str, nth: Option<u32>) -> Result<(), Error> {
+    if nth == Some(0) {
+        return Err(Error::new(Kind::Misconfigured(format!(
+            "{what} with nth(0) never matches: frames are counted from 1"
+        ))));
+    }
+    Ok(())
 }
