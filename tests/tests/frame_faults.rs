@@ -701,6 +701,7 @@ fn faults_that_never_acted_are_reported_in_words() -> grpc_chaos::Result {
             .ping(false, [0; 8])
             .at(ms(900)),
     );
+    sim.fault(Fault::release("pp").at(ms(950)));
     let trace = sim.run()?;
     let never: Vec<String> = trace
         .events()
@@ -716,6 +717,7 @@ fn faults_that_never_acted_are_reported_in_words() -> grpc_chaos::Result {
         [
             "frame fault: hold until release \"pp\" PUSH_PROMISE from store".to_owned(),
             format!("frame injected from store to player at 900ms: the run ended at {ended}, before it was due"),
+            format!("release \"pp\" at 950ms: the run ended at {ended}, before it was due"),
         ]
     );
     Ok(())

@@ -253,6 +253,16 @@ pub enum EventKind {
         #[serde(rename = "kept_us", serialize_with = "micros")]
         kept: Duration,
     },
+    /// A named hold ([`FrameFault::hold`](crate::fault::FrameFault::hold))
+    /// was released: the frames it kept back leave now. Recorded at the
+    /// host whose code called [`Host::release`](crate::Host::release), or
+    /// at no host for a timed [`Fault::release`](crate::Fault::release).
+    HoldReleased {
+        /// The hold's name.
+        name: String,
+        /// Whether a [`Fault::release`](crate::Fault::release) released it.
+        timed: bool,
+    },
     /// A kept-back frame was still waiting when the run ended: it never
     /// reached the receiver.
     FrameNeverLeft {

@@ -88,12 +88,22 @@ impl Sim {
                 result
             });
         }
-        let outcome = drive(&mut world, &shared, host_faults, &config);
+        let outcome = drive(&mut world, &shared, host_faults.clone(), &config);
         // Tearing the world down drops every handler and call still going:
         // that is the end of the run, not a cancellation, so leave them open.
         let ended = world.elapsed();
         report_never_left(&shared, ended);
-        for (host, fault) in shared.unused_faults(ended) {
+        let late = host_faults.iter().filter(|f| f.at > ended).map(|f| {
+            let host = f.action.hosts().first().map_or("", |h| *h).to_owned();
+            let fault = format!(
+                "{} at {}: the run ended at {}, before it was due",
+                f.action.describe(),
+                fmt_duration(f.at),
+                fmt_duration(ended)
+            );
+            (host, fault)
+        });
+        for (host, fault) in shared.unused_faults(ended).into_iter().chain(late) {
             shared
                 .recorder
                 .push_at(ended, &host, EventKind::FaultNeverFired { fault });

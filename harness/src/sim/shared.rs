@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use crate::error::{Error, Kind};
 use crate::fault::{FrameAction, FrameInfo, FrameRule, HandlerRule, Injection};
 use crate::policy::KeepalivePolicy;
+use crate::recorder::event::EventKind;
 use crate::recorder::Recorder;
 
 /// The faults that act inside hosts, as added to the sim.
@@ -212,6 +213,13 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.to_owned());
+        self.recorder.push(
+            by.unwrap_or_default(),
+            EventKind::HoldReleased {
+                name: name.to_owned(),
+                timed: by.is_none(),
+            },
+        );
         self.release_notify.notify_waiters();
     }
 

@@ -227,6 +227,14 @@ fn line(e: &Event) -> (String, String) {
                 fmt_duration(*kept)
             ),
         ),
+        EventKind::HoldReleased { name, timed } => (
+            host,
+            if *timed {
+                format!("hold {name:?} released by Fault::release")
+            } else {
+                format!("hold {name:?} released")
+            },
+        ),
         EventKind::FrameNeverLeft {
             conn,
             to,
