@@ -57,6 +57,8 @@ pub(crate) enum Kind {
     Timeout {
         duration: Duration,
         pending: Vec<String>,
+        /// Frames the tap still keeps back, summed up: a likely reason.
+        kept: Vec<String>,
     },
     ClientFailed {
         host: String,
@@ -218,12 +220,25 @@ impl fmt::Display for Kind {
                 fmt_duration(*duration)
             ),
             Kind::Misconfigured(why) => f.write_str(why),
-            Kind::Timeout { duration, pending } => write!(
-                f,
-                "the run reached its duration ({}) with clients still running: {}; raise SimBuilder::duration or find what they wait on in the trace",
-                fmt_duration(*duration),
-                pending.join("; ")
-            ),
+            Kind::Timeout {
+                duration,
+                pending,
+                kept,
+            } => {
+                write!(
+                    f,
+                    "the run reached its duration ({}) with clients still running: {}",
+                    fmt_duration(*duration),
+                    pending.join("; ")
+                )?;
+                if !kept.is_empty() {
+                    write!(f, "; frames still kept back: {}", kept.join("; "))?;
+                }
+                write!(
+                    f,
+                    "; raise SimBuilder::duration or find what they wait on in the trace"
+                )
+            }
             Kind::ClientFailed { host, message } => {
                 write!(f, "client `{host}` failed: {message}")
             }

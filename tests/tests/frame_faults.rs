@@ -790,3 +790,29 @@ fn an_injection_behind_a_frame_never_released_never_leaves() -> grpc_chaos::Resu
     );
     Ok(())
 }
+
+/// A run that times out because a hold was never released says so.
+#[test]
+fn a_timeout_names_the_frames_still_held() {
+    let mut sim = Sim::builder().seed(1).duration(ms(500)).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(
+        Fault::frames()
+            .from("store")
+            .kind(FrameType::Data)
+            .hold("answer"),
+    );
+    sim.client("player", |c| async move {
+        StoreClient::new(c.channel("store"))
+            .load(LoadRequest::default())
+            .await?;
+        Ok(())
+    });
+    let err = sim.run().expect_err("the answer never comes");
+    assert!(err.is_timeout(), "{err}");
+    assert!(
+        err.to_string()
+            .contains("frames still kept back: 2 store→player held until release \"answer\""),
+        "{err}"
+    );
+}

@@ -243,10 +243,7 @@ fn report_never_left(shared: &Shared, ended: Duration) {
     for (conn, state) in shared.conns().all() {
         let state = super::lock_conn(&state);
         for w in state.tap.still_waiting() {
-            let waiting_for = match &w.until {
-                Until::At(t) => format!("held until {}", fmt_duration(*t)),
-                Until::Released(name) => format!("held until release {name:?}"),
-            };
+            let waiting_for = waiting_for(&w.until);
             shared.recorder.push_at(
                 ended,
                 &w.from,
@@ -277,7 +274,37 @@ fn timeout(shared: &Shared, duration: Duration) -> Error {
             }
         })
         .collect();
-    Error::new(Kind::Timeout { duration, pending })
+    Error::new(Kind::Timeout {
+        duration,
+        pending,
+        kept: kept_back(shared),
+    })
+}
+
+/// What a kept-back frame waits for, in the trace's words.
+fn waiting_for(until: &Until) -> String {
+    match until {
+        Until::At(t) => format!("held until {}", fmt_duration(*t)),
+        Until::Released(name) => format!("held until release {name:?}"),
+    }
+}
+
+/// The frames the tap still keeps back, by direction and reason:
+/// `3 store→player held until release "answer"`.
+fn kept_back(shared: &Shared) -> Vec<String> {
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for (_, state) in shared.conns().all() {
+        for w in super::lock_conn(&state).tap.still_waiting() {
+            let why = waiting_for(&w.until);
+            *counts
+                .entry(format!("{}→{} {why}", w.from, w.to))
+                .or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(what, n)| format!("{n} {what}"))
+        .collect()
 }
 
 /// turmoil reports a failed client without its name: a client that returned
