@@ -394,3 +394,113 @@ fn without_the_wire_tap_calls_are_recorded_and_frames_are_not() -> grpc_chaos::R
     }
     Ok(())
 }
+
+/// A proxy of the user's own whose client is a plain tonic channel
+/// (`Host::tonic_channel`): the harness does not record its calls, and the
+/// deadline check reads the request HEADERS the wire tap saw instead.
+mod unrecorded_channel {
+    use super::*;
+    use grpc_chaos::deadline;
+    use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+    use grpc_chaos_scenarios::services::pb::store_server::{Store as StoreApi, StoreServer};
+    use grpc_chaos_scenarios::services::pb::{LoadReply, LoadRequest, SaveReply, SaveRequest};
+    use tonic::{Response, Status};
+
+    /// What the proxy does with the deadline.
+    #[derive(Clone, Copy)]
+    enum Mode {
+        Propagate,
+        Drop,
+        Fixed(Duration),
+    }
+
+    /// Forwards Save to the store after 100 ms of its own work.
+    struct Proxy {
+        store: StoreClient<tonic::transport::Channel>,
+        mode: Mode,
+    }
+
+    #[tonic::async_trait]
+    impl StoreApi for Proxy {
+        async fn save(&self, request: Request<SaveRequest>) -> Result<Response<SaveReply>, Status> {
+            tokio::time::sleep(ms(100)).await;
+            let mut out = Request::new(request.get_ref().clone());
+            match self.mode {
+                Mode::Propagate => drop(deadline::propagate(&request, &mut out)),
+                Mode::Drop => {}
+                Mode::Fixed(d) => out.set_timeout(d),
+            }
+            self.store.clone().save(out).await
+        }
+
+        async fn load(&self, _: Request<LoadRequest>) -> Result<Response<LoadReply>, Status> {
+            Err(Status::unimplemented("not in this test"))
+        }
+    }
+
+    fn run(mode: Mode, wire_tap: bool) -> grpc_chaos::Result<Trace> {
+        let mut sim = Sim::builder().seed(2).wire_tap(wire_tap).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.server("proxy", move |s| {
+            let store = StoreClient::new(s.tonic_channel("store"));
+            s.add_service(StoreServer::new(Proxy { store, mode }))
+        });
+        sim.client("player", |c| async move {
+            let mut req = Request::new(SaveRequest {
+                match_id: "m1".into(),
+                points: 1,
+            });
+            req.set_timeout(ms(500));
+            StoreClient::new(c.channel("proxy")).save(req).await?;
+            Ok(())
+        });
+        sim.run()
+    }
+
+    #[test]
+    fn a_propagated_deadline_passes_the_check() -> grpc_chaos::Result {
+        let trace = run(Mode::Propagate, true)?;
+        assert!(trace.calls_from("proxy").next().is_none(), "unrecorded");
+        trace.assert_deadline_propagated(["player", "proxy", "store"])?;
+        Ok(())
+    }
+
+    #[test]
+    fn a_dropped_deadline_is_found_on_the_wire() -> grpc_chaos::Result {
+        let trace = run(Mode::Drop, true)?;
+        let v = trace
+            .assert_deadline_propagated(["player", "proxy", "store"])
+            .expect_err("the proxy dropped the deadline");
+        // The proxy's handler started at 2 ms with 500 ms to go; after its
+        // 100 ms of work the channel connects (a round trip), and the
+        // request leaves at 103 ms with 399 ms of the budget left.
+        assert_eq!(
+            v.detail(),
+            "hop proxy→store: h2 /tt.v1.Store/Save: the request written at 103ms carried no grpc-timeout; the caller had 399ms left"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn without_the_wire_tap_the_hop_cannot_be_checked() -> grpc_chaos::Result {
+        let trace = run(Mode::Propagate, false)?;
+        let v = trace
+            .assert_deadline_propagated(["player", "proxy", "store"])
+            .expect_err("nothing to check against");
+        assert!(v.detail().contains("the wire tap saw no request"), "{v}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_fresh_longer_deadline_is_found_on_the_wire() -> grpc_chaos::Result {
+        let trace = run(Mode::Fixed(ms(5_000)), true)?;
+        let v = trace
+            .assert_deadline_propagated(["player", "proxy", "store"])
+            .expect_err("the proxy set its own, longer deadline");
+        assert_eq!(
+            v.detail(),
+            "hop proxy→store: h2 /tt.v1.Store/Save: the request written at 103ms sent grpc-timeout=5000ms but the caller had only 500ms left when its handler began"
+        );
+        Ok(())
+    }
+}

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::wire_hops::WireRequest;
 use super::{fmt_duration, HandlerRun, Trace};
 
 /// A failed trace assertion: which rule, and where it broke.
@@ -89,10 +90,22 @@ impl Trace {
     /// budget: the first hop's call must have a deadline, and each later hop
     /// at most what the calling handler had left when it made the call.
     ///
+    /// A hop made through a channel the harness does not record
+    /// ([`crate::Host::tonic_channel`], a channel of your own) is checked
+    /// against the request HEADERS the wire tap saw leave the caller. The
+    /// tap knows when the request left, not when the call was made, so
+    /// such a hop is held to what the calling handler had left when it
+    /// began: a missing or fresh deadline is caught, a slightly stale one
+    /// may not be. The calling handler is the one running on the caller
+    /// when the request left; with several running, the hop is a violation
+    /// that asks for a recorded channel.
+    ///
     /// # Errors
     /// A [`Violation`] naming the first hop that broke the rule: no call on
     /// that hop, a call with no `grpc-timeout`, a budget that grew, or a hop
-    /// made through an unrecorded channel (use [`crate::Host::channel`]).
+    /// the harness cannot check (an unrecorded channel with the wire tap
+    /// off, or with several handlers running on the caller; use
+    /// [`crate::Host::channel`]).
     pub fn assert_deadline_propagated<'a>(
         &self,
         chain: impl IntoIterator<Item = &'a str>,
@@ -112,61 +125,58 @@ impl Trace {
                 format!("hop {from}→{to}: no call from {from} reached {to}"),
             ));
         }
-        for run in runs {
+        let wire = self.wire_requests(from, to, &runs);
+        for (run, wire) in runs.iter().zip(wire) {
             let hop = format!("hop {from}→{to}: {} {}", run.id, run.path);
-            let call = run.call.and_then(|c| self.call(c)).ok_or_else(|| {
-                Violation::new(
-                    DEADLINE,
-                    format!("{hop}: the caller used an unrecorded channel; make the call through Host::channel"),
-                )
-            })?;
-            let budget = match call.parent.and_then(|p| self.run(p)) {
-                None => call.timeout,
-                Some(parent) => match parent.deadline() {
-                    None => {
-                        return Err(Violation::new(
-                            DEADLINE,
-                            format!(
-                                "{hop}: the calling handler {} {} had no deadline itself",
-                                parent.id, parent.path
-                            ),
-                        ))
-                    }
-                    Some(d) => Some(d.saturating_sub(call.started)),
-                },
-            };
-            let Some(budget) = budget else {
-                return Err(Violation::new(
-                    DEADLINE,
-                    format!("{hop}: call {} carried no grpc-timeout", call.id),
-                ));
-            };
-            match call.timeout {
-                None => {
-                    return Err(Violation::new(
-                        DEADLINE,
-                        format!(
-                            "{hop}: call {} carried no grpc-timeout; the caller had {} left",
-                            call.id,
-                            fmt_duration(budget)
-                        ),
-                    ))
-                }
-                Some(sent) if sent > budget => {
-                    return Err(Violation::new(
-                        DEADLINE,
-                        format!(
-                            "{hop}: call {} sent grpc-timeout={} but the caller had only {} left",
-                            call.id,
-                            fmt_duration(sent),
-                            fmt_duration(budget)
-                        ),
-                    ))
-                }
-                Some(_) => {}
-            }
+            let sent = self.sent(run, wire, from, &hop)?;
+            check_budget(&hop, &sent)?;
         }
         Ok(())
+    }
+
+    /// What the caller sent for `run`: the recorded call, or else the
+    /// request HEADERS the wire tap saw (an unrecorded channel).
+    fn sent(
+        &self,
+        run: &HandlerRun,
+        wire: Option<WireRequest>,
+        from: &str,
+        hop: &str,
+    ) -> Result<Sent<'_>, Violation> {
+        if let Some(call) = run.call.and_then(|c| self.call(c)) {
+            return Ok(Sent {
+                what: format!("call {}", call.id),
+                timeout: call.timeout,
+                at: call.started,
+                written: None,
+                parent: call.parent.and_then(|p| self.run(p)),
+            });
+        }
+        let Some(request) = wire else {
+            return Err(Violation::new(
+                DEADLINE,
+                format!("{hop}: the caller used an unrecorded channel and the wire tap saw no request; make the call through Host::channel, or keep the wire tap on"),
+            ));
+        };
+        let parent = self.run_active_on(from, request.at).map_err(|n| {
+            Violation::new(
+                DEADLINE,
+                format!(
+                    "{hop}: the request went through an unrecorded channel while {n} handlers ran on {from}, so which one made it is unknown; make the call through Host::channel"
+                ),
+            )
+        })?;
+        // The tap saw when the request left, not when the call was made
+        // (connecting, or waiting for a stream, comes in between): judge it
+        // against the earliest the call could have been made, when the
+        // calling handler began, so a propagated deadline always passes.
+        Ok(Sent {
+            what: format!("the request written at {}", fmt_duration(request.at)),
+            timeout: request.timeout,
+            at: parent.map_or(request.at, HandlerRun::began),
+            written: Some(request.at),
+            parent,
+        })
     }
 
     /// Every handler run that finished after the work stopped mattering, or
@@ -243,5 +253,71 @@ impl Trace {
             }
         }
         times.into_iter().flatten().min()
+    }
+}
+
+/// What a caller sent on one hop, from the recorded call or the wire.
+struct Sent<'a> {
+    /// `call r2`, or `the request written at 123ms`.
+    what: String,
+    timeout: Option<Duration>,
+    /// When the call was made, *simulated* time: for a request seen only
+    /// on the wire, the earliest it could have been.
+    at: Duration,
+    /// For a request seen only on the wire, when it left.
+    written: Option<Duration>,
+    /// The handler run that made it, if any.
+    parent: Option<&'a HandlerRun>,
+}
+
+/// The hop's `grpc-timeout` is no larger than what the calling handler had
+/// left when it sent it (or, for the first hop, present at all).
+fn check_budget(hop: &str, sent: &Sent<'_>) -> Result<(), Violation> {
+    let what = &sent.what;
+    let deadline = match sent.parent {
+        None => None,
+        Some(parent) => Some(parent.deadline().ok_or_else(|| {
+            Violation::new(
+                DEADLINE,
+                format!(
+                    "{hop}: the calling handler {} {} had no deadline itself",
+                    parent.id, parent.path
+                ),
+            )
+        })?),
+    };
+    let left = |at: Duration| deadline.map(|d| d.saturating_sub(at));
+    match (sent.timeout, left(sent.at)) {
+        (None, None) => Err(Violation::new(
+            DEADLINE,
+            format!("{hop}: {what} carried no grpc-timeout"),
+        )),
+        (None, Some(_)) => {
+            let when = sent.written.unwrap_or(sent.at);
+            let budget = left(when).unwrap_or_default();
+            Err(Violation::new(
+                DEADLINE,
+                format!(
+                    "{hop}: {what} carried no grpc-timeout; the caller had {} left",
+                    fmt_duration(budget)
+                ),
+            ))
+        }
+        (Some(timeout), Some(budget)) if timeout > budget => {
+            let when = if sent.written.is_some() {
+                " when its handler began"
+            } else {
+                ""
+            };
+            Err(Violation::new(
+                DEADLINE,
+                format!(
+                    "{hop}: {what} sent grpc-timeout={} but the caller had only {} left{when}",
+                    fmt_duration(timeout),
+                    fmt_duration(budget)
+                ),
+            ))
+        }
+        _ => Ok(()),
     }
 }

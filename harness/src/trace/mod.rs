@@ -7,6 +7,7 @@ mod render;
 mod retries;
 mod stalls;
 mod views;
+mod wire_hops;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

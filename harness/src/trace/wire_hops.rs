@@ -1,0 +1,121 @@
+//! Hops the harness did not record on the client side (a call through
+//! [`Host::tonic_channel`](crate::Host::tonic_channel) or a channel of the
+//! user's own): the request HEADERS the wire tap saw leave the caller stand
+//! in for the call in [`Trace::assert_deadline_propagated`].
+
+use std::time::Duration;
+
+use super::{HandlerRun, Trace};
+use crate::recorder::event::{EventKind, Fate};
+use crate::wire::parse_grpc_timeout;
+
+/// A request HEADERS frame as the tap saw it leave its sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct WireRequest {
+    /// When the sender wrote it, *simulated* time.
+    pub(super) at: Duration,
+    /// Its `grpc-timeout`, if it carried one.
+    pub(super) timeout: Option<Duration>,
+}
+
+impl Trace {
+    /// For each of `runs` (handler runs on `to` called from `from`, in the
+    /// order they started), the request that started it: the latest request
+    /// HEADERS for its path that `from` wrote to `to`, no later than the run
+    /// started, and not already taken by an earlier run. `None` where the
+    /// tap saw none (it was off, or the frame was dropped).
+    pub(super) fn wire_requests(
+        &self,
+        from: &str,
+        to: &str,
+        runs: &[&HandlerRun],
+    ) -> Vec<Option<WireRequest>> {
+        let mut sent: Vec<(String, WireRequest)> = self.requests_written(from, to);
+        runs.iter()
+            .map(|run| {
+                let i = sent
+                    .iter()
+                    .rposition(|(path, r)| *path == run.path && r.at <= run.started)?;
+                Some(sent.remove(i).1)
+            })
+            .collect()
+    }
+
+    /// Every request HEADERS `from` wrote to `to` that the network did not
+    /// lose, with its path, in the order written.
+    fn requests_written(&self, from: &str, to: &str) -> Vec<(String, WireRequest)> {
+        self.events_on(from)
+            .filter_map(|e| match &e.kind {
+                EventKind::Frame {
+                    to: receiver,
+                    frame,
+                    detail,
+                    fate,
+                    ..
+                } if receiver == to && frame == "HEADERS" && *fate != Fate::Dropped => {
+                    request(detail).map(|(path, timeout)| (path, WireRequest { at: e.at, timeout }))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The handler run on `host` that was running at `at`: `Ok(None)` if
+    /// none was (the host is a client, or made the call outside any
+    /// handler), `Err(n)` if `n` were, so the tap cannot tell which one
+    /// made the call.
+    pub(super) fn run_active_on(
+        &self,
+        host: &str,
+        at: Duration,
+    ) -> Result<Option<&HandlerRun>, usize> {
+        let active: Vec<&HandlerRun> = self
+            .runs
+            .iter()
+            .filter(|r| r.host == host && r.active_at(at))
+            .collect();
+        match active.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one)),
+            many => Err(many.len()),
+        }
+    }
+}
+
+/// The path and `grpc-timeout` of a request HEADERS frame, from its text in
+/// the trace (`POST /tt.v1.Store/Save grpc-timeout=380000u …`); `None` for
+/// response headers and trailers.
+fn request(detail: &str) -> Option<(String, Option<Duration>)> {
+    let mut words = detail.split(' ');
+    let (method, path) = (words.next()?, words.next()?);
+    if method.starts_with(':') || !path.starts_with('/') {
+        return None;
+    }
+    let timeout = words
+        .find_map(|w| w.strip_prefix("grpc-timeout="))
+        .and_then(parse_grpc_timeout);
+    Some((path.to_owned(), timeout))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_path_and_timeout_from_request_headers_only() {
+        assert_eq!(
+            request("POST /tt.v1.Store/Save grpc-timeout=380000u"),
+            Some((
+                "/tt.v1.Store/Save".to_owned(),
+                Some(Duration::from_millis(380))
+            ))
+        );
+        assert_eq!(
+            request("POST /tt.v1.Store/Load END_STREAM"),
+            Some(("/tt.v1.Store/Load".to_owned(), None))
+        );
+        assert_eq!(request(":status=200"), None);
+        assert_eq!(request("trailers grpc-status=0 END_STREAM"), None);
+        assert_eq!(request("trailers-only grpc-status=14"), None);
+    }
+}
