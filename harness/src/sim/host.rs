@@ -107,7 +107,9 @@ impl Host {
     /// A plain `tonic::transport::Channel` to server host `to`, for code
     /// that needs that concrete type. Calls through it are not recorded on
     /// the client side (the handler layer still records them on the
-    /// server).
+    /// server, and the wire tap their frames);
+    /// [`Trace::assert_deadline_propagated`](crate::Trace::assert_deadline_propagated)
+    /// checks such a hop against the request HEADERS on the wire.
     pub fn tonic_channel(&self, to: &str) -> tonic::transport::Channel {
         self.tonic_channel_with(to, |e| e)
     }
