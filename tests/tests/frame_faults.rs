@@ -532,7 +532,8 @@ fn a_timed_release_frees_its_hold_and_a_hold_never_released_is_reported() -> grp
     Ok(())
 }
 
-/// A frame held until a time after the end of the run never left either.
+/// A frame held until a time the run does not reach (it ends 100 ms after
+/// the player gives up) never left either.
 #[test]
 fn a_frame_due_after_the_end_of_the_run_is_reported_as_never_left() -> grpc_chaos::Result {
     let mut sim = Sim::builder().seed(1).duration(ms(1_000)).build();
@@ -541,7 +542,7 @@ fn a_frame_due_after_the_end_of_the_run_is_reported_as_never_left() -> grpc_chao
         Fault::frames()
             .from("store")
             .kind(FrameType::Headers)
-            .hold_until(ms(5_000)),
+            .hold_until(ms(900)),
     );
     sim.client("player", |c| async move {
         let _ = StoreClient::new(c.channel("store"))
@@ -569,7 +570,7 @@ fn a_frame_due_after_the_end_of_the_run_is_reported_as_never_left() -> grpc_chao
         "{never_left:?}"
     );
     assert!(
-        never_left.iter().all(|f| f.2 == "held until 5000ms"),
+        never_left.iter().all(|f| f.2 == "held until 900ms"),
         "{never_left:?}"
     );
     Ok(())
@@ -799,4 +800,33 @@ fn a_timeout_names_the_frames_still_held() {
             .contains("frames still kept back: 2 store→player held until release \"answer\""),
         "{err}"
     );
+}
+
+#[test]
+fn more_mistakes_are_misconfigurations() {
+    use grpc_chaos::Fault as F;
+    let cases: [(Fault, &str); 4] = [
+        (
+            F::frames().kind(FrameType::Data).hold_until(ms(5_000)),
+            "frame fault hold_until at 5000ms is after the end of the run (1000ms)",
+        ),
+        (
+            F::handler("store").fail_first(0, tonic::Code::Unavailable),
+            "fail_first(0, ..) on `store` would never fail a call",
+        ),
+        (
+            F::partition("store", "store").at(ms(5)),
+            "partition between store and store: a link joins two different hosts",
+        ),
+        (
+            F::link_latency("player", "player", ms(5)).at(ms(5)),
+            "a link joins two different hosts",
+        ),
+    ];
+    for (fault, says) in cases {
+        let mut sim = store_and_player();
+        sim.fault(fault);
+        let err = sim.run().expect_err("misconfigured");
+        assert!(err.to_string().contains(says), "{err}");
+    }
 }

@@ -412,11 +412,15 @@ mod unrecorded_channel {
         Propagate,
         Drop,
         Fixed(Duration),
+        /// Two calls at once: one through a recorded channel with the
+        /// deadline, one through the plain channel without.
+        FanOut,
     }
 
     /// Forwards Save to the store after 100 ms of its own work.
     struct Proxy {
         store: StoreClient<tonic::transport::Channel>,
+        recorded: StoreClient<grpc_chaos::Channel>,
         mode: Mode,
     }
 
@@ -429,6 +433,14 @@ mod unrecorded_channel {
                 Mode::Propagate => drop(deadline::propagate(&request, &mut out)),
                 Mode::Drop => {}
                 Mode::Fixed(d) => out.set_timeout(d),
+                Mode::FanOut => {
+                    let mut with = Request::new(request.get_ref().clone());
+                    deadline::propagate(&request, &mut with);
+                    let (mut recorded, mut plain) = (self.recorded.clone(), self.store.clone());
+                    let (a, b) = tokio::join!(recorded.save(with), plain.save(out));
+                    a?;
+                    return b;
+                }
             }
             self.store.clone().save(out).await
         }
@@ -443,7 +455,12 @@ mod unrecorded_channel {
         sim.server("store", |s| s.add_service(Store::default().into_server()));
         sim.server("proxy", move |s| {
             let store = StoreClient::new(s.tonic_channel("store"));
-            s.add_service(StoreServer::new(Proxy { store, mode }))
+            let recorded = StoreClient::new(s.channel("store"));
+            s.add_service(StoreServer::new(Proxy {
+                store,
+                recorded,
+                mode,
+            }))
         });
         sim.client("player", |c| async move {
             let mut req = Request::new(SaveRequest {
@@ -503,4 +520,53 @@ mod unrecorded_channel {
         );
         Ok(())
     }
+
+    #[test]
+    fn a_missing_deadline_beside_a_recorded_call_is_found() -> grpc_chaos::Result {
+        let trace = run(Mode::FanOut, true)?;
+        let v = trace
+            .assert_deadline_propagated(["player", "proxy", "store"])
+            .expect_err("the plain call carried no deadline");
+        assert!(v.detail().contains("carried no grpc-timeout"), "{v}");
+        Ok(())
+    }
+}
+
+/// A response that is only an HTTP error (hyper's 431 for a request whose
+/// headers exceed its limit): the call ends with the code tonic maps from
+/// the HTTP status, and the trace says what the client got.
+#[test]
+fn an_http_error_response_is_recorded_as_the_status_tonic_reports() -> grpc_chaos::Result {
+    use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+    use grpc_chaos_scenarios::services::pb::SaveRequest;
+    use std::sync::{Arc, Mutex};
+    let got = Arc::new(Mutex::new(None));
+    let seen = got.clone();
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.client("player", move |c| async move {
+        let mut req = Request::new(SaveRequest::default());
+        let big = tonic::metadata::MetadataValue::try_from("b".repeat(30 * 1024))?;
+        req.metadata_mut().insert("x-big", big);
+        let err = StoreClient::new(c.channel("store"))
+            .save(req)
+            .await
+            .expect_err("refused by the server's HTTP/2 stack");
+        *seen.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((err.code(), err.message().to_owned()));
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let got = got.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let message = "grpc-status header missing, mapped from HTTP status code 431";
+    assert_eq!(got, Some((tonic::Code::Unknown, message.to_owned())));
+    let outcome = trace.calls()[0]
+        .outcome()
+        .cloned()
+        .expect("the call ended with a status, not dropped");
+    assert_eq!(
+        (outcome.code, outcome.message.as_str()),
+        ("UNKNOWN", message)
+    );
+    Ok(())
 }

@@ -17,20 +17,65 @@ pin_project! {
         #[pin]
         inner: Body,
         guard: Option<CallGuard>,
+        // The response's HTTP status: what tonic maps to a gRPC code when
+        // no `grpc-status` comes.
+        http: http::StatusCode,
     }
 }
 
 impl RecordedBody {
-    pub(crate) fn new(inner: Body, guard: CallGuard) -> Self {
+    pub(crate) fn new(inner: Body, guard: CallGuard, http: http::StatusCode) -> Self {
         Self {
             inner,
             guard: Some(guard),
+            http,
         }
     }
 
     pub(crate) fn finished(inner: Body) -> Self {
-        Self { inner, guard: None }
+        Self {
+            inner,
+            guard: None,
+            http: http::StatusCode::OK,
+        }
     }
+}
+
+/// The status tonic reports for a response that ends with `trailers` (or
+/// none) after HTTP status `http`: the `grpc-status` the trailers carry,
+/// else a code mapped from the HTTP status (tonic 0.14 `infer_grpc_status`,
+/// after gRPC's `http-grpc-status-mapping.md`).
+pub(crate) fn inferred_status(
+    trailers: Option<&http::HeaderMap>,
+    http: http::StatusCode,
+) -> tonic::Status {
+    use http::StatusCode as H;
+    use tonic::Code;
+    if let Some(status) = trailers.and_then(tonic::Status::from_header_map) {
+        return status;
+    }
+    let code = match http {
+        H::OK => {
+            return tonic::Status::unknown(
+                "protocol error: missing grpc-status trailer, stream was terminated without a final status (possible truncation by a proxy or load balancer)",
+            )
+        }
+        H::BAD_REQUEST => Code::Internal,
+        H::UNAUTHORIZED => Code::Unauthenticated,
+        H::FORBIDDEN => Code::PermissionDenied,
+        H::NOT_FOUND => Code::Unimplemented,
+        H::TOO_MANY_REQUESTS | H::BAD_GATEWAY | H::SERVICE_UNAVAILABLE | H::GATEWAY_TIMEOUT => {
+            Code::Unavailable
+        }
+        _ => Code::Unknown,
+    };
+    tonic::Status::new(
+        code,
+        format!(
+            "grpc-status header missing, mapped from HTTP status code {}",
+            http.as_u16()
+        ),
+    )
 }
 
 impl HttpBody for RecordedBody {
@@ -47,17 +92,11 @@ impl HttpBody for RecordedBody {
             match &frame {
                 Some(Ok(f)) => {
                     if let Some(trailers) = f.trailers_ref() {
-                        let status =
-                            tonic::Status::from_header_map(trailers).unwrap_or_else(|| {
-                                tonic::Status::unknown("trailers without grpc-status")
-                            });
-                        guard.finish(&status);
+                        guard.finish(&inferred_status(Some(trailers), *this.http));
                     }
                 }
                 Some(Err(status)) => guard.finish(status),
-                // tonic's decoder reports a stream that ends without
-                // trailers as this status.
-                None => guard.finish(&tonic::Status::internal("missing trailers")),
+                None => guard.finish(&inferred_status(None, *this.http)),
             }
         }
         Poll::Ready(frame)

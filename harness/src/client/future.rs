@@ -7,6 +7,7 @@ use std::task::{ready, Context, Poll};
 use pin_project_lite::pin_project;
 use tonic::body::Body;
 
+use super::body::inferred_status;
 use super::{CallGuard, RecordedBody};
 
 type Inner = <tonic::transport::Channel as tower::Service<http::Request<Body>>>::Future;
@@ -56,11 +57,17 @@ impl Future for ResponseFuture {
                 Err(status)
             }
             Ok(response) => {
+                let http = response.status();
                 if let Some(status) = tonic::Status::from_header_map(response.headers()) {
                     // Trailers-only response: the status is in the headers.
                     guard.finish(&status);
+                } else if http_body::Body::is_end_stream(response.body()) {
+                    // Headers that end the stream without a grpc-status (an
+                    // HTTP error from a proxy, or from hyper itself): tonic
+                    // maps the HTTP status without reading the body.
+                    guard.finish(&inferred_status(None, http));
                 }
-                Ok(response.map(|body| RecordedBody::new(body, guard)))
+                Ok(response.map(|body| RecordedBody::new(body, guard, http)))
             }
         })
     }

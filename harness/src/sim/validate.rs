@@ -49,6 +49,15 @@ impl Sim {
                     }
                     self.check_window("frame fault", f.window)?;
                     check_nth("frame fault", f.nth)?;
+                    if let FrameAction::HoldUntil(at) = rule.action {
+                        if at > self.config.duration {
+                            return Err(Error::new(Kind::FaultAfterEnd {
+                                fault: "frame fault hold_until".to_owned(),
+                                at,
+                                duration: self.config.duration,
+                            }));
+                        }
+                    }
                 }
                 FaultKind::Inject(i) => self.check_injection(i, &names, &unknown)?,
                 FaultKind::Handler(rule) => {
@@ -68,6 +77,12 @@ impl Sim {
                         }));
                     }
                     self.check_window("handler fault", rule.window)?;
+                    if matches!(rule.action, Action::FailFirst(0, ..)) {
+                        return Err(Error::new(Kind::Misconfigured(format!(
+                            "fail_first(0, ..) on `{}` would never fail a call; give it at least 1",
+                            rule.host
+                        ))));
+                    }
                     if matches!(rule.action, Action::ConcurrencyLimit(0)) {
                         return Err(Error::new(Kind::Misconfigured(format!(
                             "concurrency_limit(0) on `{}` would never run a handler; use hang() for that",
@@ -134,6 +149,13 @@ impl Sim {
         }
         if let HostAction::Release(name) = &fault.action {
             self.check_release(name)?;
+        }
+        if let [a, b] = fault.action.hosts()[..] {
+            if a == b {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "{what}: a link joins two different hosts; name both ends"
+                ))));
+            }
         }
         if let Some(host) = fault.action.restarted_host() {
             if !self.servers.iter().any(|(n, _)| n == host) {

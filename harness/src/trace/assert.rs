@@ -170,9 +170,12 @@ impl Trace {
         // (connecting, or waiting for a stream, comes in between): judge it
         // against the earliest the call could have been made, when the
         // calling handler began, so a propagated deadline always passes.
+        // The value is the one the handler received (a wire request for
+        // the same path may be another caller's, when several left at
+        // once); the wire gives the time, to find the calling handler.
         Ok(Sent {
             what: format!("the request written at {}", fmt_duration(request.at)),
-            timeout: request.timeout,
+            timeout: run.timeout,
             at: parent.map_or(request.at, HandlerRun::began),
             written: Some(request.at),
             parent,

@@ -7,15 +7,12 @@ use std::time::Duration;
 
 use super::{HandlerRun, Trace};
 use crate::recorder::event::{EventKind, Fate};
-use crate::wire::parse_grpc_timeout;
 
 /// A request HEADERS frame as the tap saw it leave its sender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct WireRequest {
     /// When the sender wrote it, *simulated* time.
     pub(super) at: Duration,
-    /// Its `grpc-timeout`, if it carried one.
-    pub(super) timeout: Option<Duration>,
 }
 
 impl Trace {
@@ -53,7 +50,7 @@ impl Trace {
                     fate,
                     ..
                 } if receiver == to && frame == "HEADERS" && *fate != Fate::Dropped => {
-                    request(detail).map(|(path, timeout)| (path, WireRequest { at: e.at, timeout }))
+                    request_path(detail).map(|path| (path, WireRequest { at: e.at }))
                 }
                 _ => None,
             })
@@ -82,19 +79,16 @@ impl Trace {
     }
 }
 
-/// The path and `grpc-timeout` of a request HEADERS frame, from its text in
-/// the trace (`POST /tt.v1.Store/Save grpc-timeout=380000u …`); `None` for
-/// response headers and trailers.
-fn request(detail: &str) -> Option<(String, Option<Duration>)> {
+/// The path of a request HEADERS frame, from its text in the trace
+/// (`POST /tt.v1.Store/Save grpc-timeout=380000u …`); `None` for response
+/// headers and trailers.
+fn request_path(detail: &str) -> Option<String> {
     let mut words = detail.split(' ');
     let (method, path) = (words.next()?, words.next()?);
     if method.starts_with(':') || !path.starts_with('/') {
         return None;
     }
-    let timeout = words
-        .find_map(|w| w.strip_prefix("grpc-timeout="))
-        .and_then(parse_grpc_timeout);
-    Some((path.to_owned(), timeout))
+    Some(path.to_owned())
 }
 
 #[cfg(test)]
@@ -102,20 +96,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_path_and_timeout_from_request_headers_only() {
+    fn reads_the_path_of_request_headers_only() {
         assert_eq!(
-            request("POST /tt.v1.Store/Save grpc-timeout=380000u"),
-            Some((
-                "/tt.v1.Store/Save".to_owned(),
-                Some(Duration::from_millis(380))
-            ))
+            request_path("POST /tt.v1.Store/Save grpc-timeout=380000u"),
+            Some("/tt.v1.Store/Save".to_owned())
         );
         assert_eq!(
-            request("POST /tt.v1.Store/Load END_STREAM"),
-            Some(("/tt.v1.Store/Load".to_owned(), None))
+            request_path("POST /tt.v1.Store/Load END_STREAM"),
+            Some("/tt.v1.Store/Load".to_owned())
         );
-        assert_eq!(request(":status=200"), None);
-        assert_eq!(request("trailers grpc-status=0 END_STREAM"), None);
-        assert_eq!(request("trailers-only grpc-status=14"), None);
+        assert_eq!(request_path(":status=200"), None);
+        assert_eq!(request_path("trailers grpc-status=0 END_STREAM"), None);
+        assert_eq!(request_path("trailers-only grpc-status=14"), None);
     }
 }

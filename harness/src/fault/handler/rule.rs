@@ -41,6 +41,24 @@ pub(crate) enum Action {
     ConcurrencyLimit(usize),
 }
 
+impl Action {
+    /// The action in the trace's words: `fail the first 3 with UNAVAILABLE`.
+    pub(crate) fn describe(&self) -> String {
+        let code = |c: &Code| crate::spec::code_name(*c);
+        match self {
+            Self::Delay(d) => format!("delay {}", crate::trace::fmt_duration(*d)),
+            Self::Abort(c, message, reply) => {
+                format!("abort {} {message:?}{}", code(c), reply.describe())
+            }
+            Self::Hang => "hang".to_owned(),
+            Self::FailFirst(n, c, reply) => {
+                format!("fail the first {n} with {}{}", code(c), reply.describe())
+            }
+            Self::ConcurrencyLimit(n) => format!("concurrency limit {n}"),
+        }
+    }
+}
+
 /// One handler fault as added to the sim. Clones share their counters and
 /// their semaphore, so "the first N" and "at most N at once" hold across
 /// every connection and every restart of the host.
@@ -108,8 +126,9 @@ impl HandlerRule {
             )
         });
         format!(
-            "handler fault on {} for {method}{window}: {:?}",
-            self.host, self.action
+            "handler fault on {} for {method}{window}: {}",
+            self.host,
+            self.action.describe()
         )
     }
 
