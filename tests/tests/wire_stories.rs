@@ -242,18 +242,21 @@ fn dead_peer_under_a_stream_is_unknown_from_tonic_and_unavailable_by_the_spec() 
 fn receiver_decides_speed_stalls_the_sender_without_failing_anything() {
     let (trace, report) = story("receiver-decides-speed");
     // The player's first stream WINDOW_UPDATE is held to 10 s; every later
-    // byte it writes waits behind it (TCP order), so only one is held.
+    // byte it writes waits behind it (TCP order): the connection and stream
+    // WINDOW_UPDATEs it writes at 70 ms, recorded then, wait with it.
     let updates = frames(&trace, "player", "WINDOW_UPDATE");
     let held: Vec<_> = updates
         .iter()
         .filter(|f| matches!(f.fate, Fate::Delayed { .. }))
+        .map(|f| (f.at, f.stream, f.fate))
         .collect();
-    assert_eq!(held.len(), 1, "{updates:?}");
+    let until = Fate::Delayed { until: ms(10_000) };
     assert_eq!(
-        (held[0].at, held[0].fate),
-        (ms(50), Fate::Delayed { until: ms(10_000) })
+        held,
+        [(ms(50), 1, until), (ms(70), 0, until), (ms(70), 1, until)],
+        "{updates:?}"
     );
-    assert!(updates.iter().all(|f| f.at <= ms(50) || f.at >= ms(10_000)));
+    assert!(updates.iter().all(|f| f.at <= ms(70) || f.at >= ms(10_000)));
     // The gateway stops after exactly one stream window (hyper's client
     // advertises 2 MiB) and stays stopped until the release.
     let stalls = trace.stalls(ms(1_000));
@@ -271,7 +274,7 @@ fn receiver_decides_speed_stalls_the_sender_without_failing_anything() {
     assert_eq!((stall.since, stall.until), (ms(80), ms(10_000)));
     assert_eq!(stall.sent, 2 * 1024 * 1024);
     assert_eq!(stall.window, Window::Stream);
-    assert_eq!((stall.end, stall.held_updates), (StallEnd::Reopened, 1));
+    assert_eq!((stall.end, stall.held_updates), (StallEnd::Reopened, 3));
     assert_eq!(
         trace.stalls(Duration::ZERO).len(),
         1,

@@ -27,7 +27,7 @@ use tokio::time::Instant;
 use tokio_test::io::{Builder, Mock};
 
 use super::tests::tap_for;
-use super::writer::{run, CHANNEL_CHUNKS};
+use super::writer::{run, CHANNEL_CHUNKS, SEND_BUFFER};
 use crate::fault::Fault;
 use crate::recorder::event::{Event, EventKind, Fate};
 use crate::sim::Shared;
@@ -296,12 +296,20 @@ async fn a_delayed_frame_and_the_bytes_behind_it_leave_on_the_timer() {
     let behind = stream.len() - C2S_PING;
     assert_eq!(log.left, [(ms(0), C2S_PING), (ms(40), behind)]);
     assert_eq!(log.shutdown, Some(ms(1000)));
-    // The PING, and the HEADERS already queued behind it in its chunk.
-    let kept = [
-        (ms(40), "PING".to_owned(), ms(40)),
-        (ms(40), "HEADERS".to_owned(), ms(40)),
-    ];
+    // The PING, and every frame written behind it: each recorded when it
+    // was written, each released with it.
+    let kept: Vec<(Duration, String, Duration)> =
+        ["PING", "HEADERS", "DATA", "RST_STREAM", "PING", "GOAWAY"]
+            .into_iter()
+            .map(|f| (ms(40), f.to_owned(), ms(40)))
+            .collect();
     assert_eq!(releases(&events), kept);
+    let written_behind = frames(&events)
+        .into_iter()
+        .filter(|f| f.2 == Fate::Delayed { until: ms(40) })
+        .map(|f| f.0)
+        .collect::<Vec<_>>();
+    assert_eq!(written_behind, vec![ms(0); 6], "recorded when written");
 }
 
 #[tokio::test(start_paused = true)]
@@ -391,12 +399,17 @@ fn window_update_held_until_30ms(stream: &[u8]) -> Writer {
 
 #[tokio::test(start_paused = true)]
 async fn a_kept_back_frame_pushes_back_on_the_sender() {
-    let stream = unhex(H2_C2S);
+    // The connection's start up to its WINDOW_UPDATE, then more PINGs than
+    // the send buffer and the channel hold together.
+    let mut stream = unhex(H2_C2S)[..C2S_WINDOW_UPDATE + WINDOW_UPDATE_LEN].to_vec();
+    while stream.len() < C2S_WINDOW_UPDATE + SEND_BUFFER + (CHANNEL_CHUNKS + 4) * 1024 {
+        stream.extend(encode::ping(false, [7; 8]));
+    }
     let w = window_update_held_until_30ms(&stream);
-    // One-octet writes: once the WINDOW_UPDATE is whole the writer takes no
-    // more, the channel fills, and the sender waits as on a full TCP send
-    // buffer until the frame leaves.
-    w.send(&stream, &[1]).await;
+    // Behind the held WINDOW_UPDATE the writer takes a send buffer's worth,
+    // then no more: the channel fills, and the sender waits as on a full
+    // TCP send buffer until the frame leaves.
+    w.send(&stream, &[1024]).await;
     assert_eq!(w.now(), ms(30));
     let (log, _) = w.finish().await;
     let rest = stream.len() - C2S_WINDOW_UPDATE;

@@ -17,10 +17,14 @@ use tokio::sync::mpsc;
 use super::{DirectionTap, Out};
 use crate::fault::Injection;
 
-/// Chunks buffered between the HTTP/2 stack and the writer task. Small, so
-/// that a kept-back frame pushes back on the sender the way a full TCP
-/// send buffer would.
+/// Chunks buffered between the HTTP/2 stack and the writer task.
 pub(super) const CHANNEL_CHUNKS: usize = 16;
+
+/// The emulated TCP send buffer, in octets: while a kept-back frame waits,
+/// the writer still takes (and records, at the time they were written) what
+/// the sender writes behind it, up to this much; then the sender's writes
+/// wait, as on a full send buffer. 64 KiB, a common default.
+pub(super) const SEND_BUFFER: usize = 64 * 1024;
 
 /// Starts the writer task of a direction on the current host's runtime and
 /// returns the sender its `AsyncWrite` feeds.
@@ -54,9 +58,11 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
         let now = shared.recorder.now();
         // Made before `blocked` is computed: a release in between wakes it.
         let released = shared.next_release();
-        // While a kept-back frame waits, take no more bytes: the sender
-        // feels it as a full send buffer (TCP keeps order).
-        let blocked = queue.front().is_some_and(|o| !tap.is_due(o, now));
+        // While a kept-back frame waits, bytes written behind it queue up
+        // (TCP keeps order) until the send buffer is full; then the sender
+        // feels the back pressure.
+        let blocked = queue.front().is_some_and(|o| !tap.is_due(o, now))
+            && queue.iter().map(|o| o.bytes.len()).sum::<usize>() >= SEND_BUFFER;
         let on_hold = queue.front().is_some_and(|o| o.hold.is_some());
         if !open && queue.is_empty() {
             // The host's HTTP/2 stack shut its end down or dropped it.
