@@ -138,7 +138,9 @@ impl Trace {
     /// in order of start. A stream is stalled from the DATA frame that used
     /// up its sender's window until the receiver's credit reopens it, the
     /// stream closes, or the run ends; see [`Stall`] for the rule and its
-    /// source (RFC 9113 §6.9).
+    /// source (RFC 9113 §6.9). Stalls are found in the frames the wire tap
+    /// recorded: a run with [`SimBuilder::wire_tap`](crate::SimBuilder::wire_tap)
+    /// `(false)` has none, and this list is empty.
     ///
     /// ```
     /// # fn check(trace: &grpc_chaos::Trace) {
