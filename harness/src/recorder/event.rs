@@ -255,8 +255,9 @@ pub enum EventKind {
     },
     /// A named hold ([`FrameFault::hold`](crate::fault::FrameFault::hold))
     /// was released: the frames it kept back leave now. Recorded at the
-    /// host whose code called [`Host::release`](crate::Host::release), or
-    /// at no host for a timed [`Fault::release`](crate::Fault::release).
+    /// host whose code called [`Host::release`](crate::Host::release); for
+    /// a timed [`Fault::release`](crate::Fault::release), at the host the
+    /// hold's frames come from (`FrameFault::from`), if it names one.
     HoldReleased {
         /// The hold's name.
         name: String,

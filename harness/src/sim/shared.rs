@@ -213,8 +213,14 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.to_owned());
+        // A timed release has no host of its own: it is shown at the host
+        // whose frames the hold keeps back, when the hold names one.
+        let holder = self.rules.frame.iter().find_map(|r| match &r.action {
+            FrameAction::Hold(h) if &**h == name => r.filter.from.as_deref(),
+            _ => None,
+        });
         self.recorder.push(
-            by.unwrap_or_default(),
+            by.or(holder).unwrap_or_default(),
             EventKind::HoldReleased {
                 name: name.to_owned(),
                 timed: by.is_none(),
