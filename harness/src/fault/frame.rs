@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Fault, FaultKind};
+use crate::error::{Error, Kind};
 use crate::wire::{encode, ErrorCode, FrameType, SettingId};
 
 /// Which frames a frame fault matches. Build with [`Fault::frames`], narrow
@@ -434,4 +435,35 @@ impl InjectAt {
             fired: Arc::default(),
         }))
     }
+}
+
+/// Checks that a release of `name` frees a hold one of `rules` uses;
+/// `what` names the release in the error (`Fault::release("x")`).
+///
+/// # Errors
+/// A misconfiguration listing the holds there are.
+pub(crate) fn check_release<'a>(
+    what: &str,
+    name: &str,
+    rules: impl IntoIterator<Item = &'a FrameRule>,
+) -> Result<(), Error> {
+    let holds: std::collections::BTreeSet<&str> = rules
+        .into_iter()
+        .filter_map(|r| match &r.action {
+            FrameAction::Hold(h) => Some(&**h),
+            _ => None,
+        })
+        .collect();
+    if holds.contains(name) {
+        return Ok(());
+    }
+    let known = if holds.is_empty() {
+        "there is none".to_owned()
+    } else {
+        let quoted: Vec<String> = holds.iter().map(|h| format!("{h:?}")).collect();
+        format!("holds: {}", quoted.join(", "))
+    };
+    Err(Error::new(Kind::Misconfigured(format!(
+        "{what} frees nothing: no frame fault holds frames under that name (FrameFault::hold; {known})"
+    ))))
 }

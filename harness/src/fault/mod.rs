@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tonic::Code;
 
-pub(crate) use frame::{FrameAction, FrameInfo, FrameRule, Injection};
+pub(crate) use frame::{check_release, FrameAction, FrameInfo, FrameRule, Injection};
 pub use frame::{FrameFault, Inject, InjectAt};
 pub(crate) use handler::{Action, HandlerRule, Reply};
 pub(crate) use host::{HostAction, HostFault};

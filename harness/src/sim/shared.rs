@@ -187,26 +187,10 @@ impl Shared {
     /// code asked (`None`: a timed [`Fault::release`](crate::Fault::release));
     /// a name no hold uses is recorded as a misconfiguration.
     pub(crate) fn release(&self, name: &str, by: Option<&str>) {
-        let holds: Vec<&str> = self
-            .rules
-            .frame
-            .iter()
-            .filter_map(|r| match &r.action {
-                FrameAction::Hold(h) => Some(&**h),
-                _ => None,
-            })
-            .collect();
-        if !holds.contains(&name) {
-            let who = by.map_or_else(String::new, |h| format!(" on `{h}`"));
-            let known = if holds.is_empty() {
-                "there is none".to_owned()
-            } else {
-                let quoted: Vec<String> = holds.iter().map(|h| format!("{h:?}")).collect();
-                format!("holds: {}", quoted.join(", "))
-            };
-            self.problem(Error::new(Kind::Misconfigured(format!(
-                "release({name:?}){who}: no frame fault holds frames under that name (FrameFault::hold; {known})"
-            ))));
+        let who = by.map_or_else(String::new, |h| format!(" on `{h}`"));
+        let what = format!("release({name:?}){who}");
+        if let Err(e) = crate::fault::check_release(&what, name, &self.rules.frame) {
+            self.problem(e);
             return;
         }
         self.released

@@ -221,29 +221,11 @@ impl Sim {
 
     /// A timed release frees a hold some frame fault uses.
     fn check_release(&self, name: &str) -> Result<(), Error> {
-        let holds: BTreeSet<&str> = self
-            .faults
-            .iter()
-            .filter_map(|f| match &f.0 {
-                FaultKind::Frame(r) => match &r.action {
-                    FrameAction::Hold(h) => Some(&**h),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect();
-        if holds.contains(name) {
-            return Ok(());
-        }
-        let known = if holds.is_empty() {
-            "there is none".to_owned()
-        } else {
-            let quoted: Vec<String> = holds.iter().map(|h| format!("{h:?}")).collect();
-            format!("holds: {}", quoted.join(", "))
-        };
-        Err(Error::new(Kind::Misconfigured(format!(
-            "Fault::release({name:?}) frees nothing: no frame fault holds frames under that name (FrameFault::hold; {known})"
-        ))))
+        let rules = self.faults.iter().filter_map(|f| match &f.0 {
+            FaultKind::Frame(r) => Some(r),
+            _ => None,
+        });
+        crate::fault::check_release(&format!("Fault::release({name:?})"), name, rules)
     }
 
     /// `what`'s `during(from, until)` window, if any, is not empty and

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::wire_hops::WireRequest;
 use super::{fmt_duration, HandlerRun, Trace};
 
 /// A failed trace assertion: which rule, and where it broke.
@@ -125,10 +124,10 @@ impl Trace {
                 format!("hop {from}→{to}: no call from {from} reached {to}"),
             ));
         }
-        let wire = self.wire_requests(from, to, &runs);
-        for (run, wire) in runs.iter().zip(wire) {
+        let written = self.wire_requests(from, to, &runs);
+        for (run, written) in runs.iter().zip(written) {
             let hop = format!("hop {from}→{to}: {} {}", run.id, run.path);
-            let sent = self.sent(run, wire, from, &hop)?;
+            let sent = self.sent(run, written, from, &hop)?;
             check_budget(&hop, &sent)?;
         }
         Ok(())
@@ -139,7 +138,7 @@ impl Trace {
     fn sent(
         &self,
         run: &HandlerRun,
-        wire: Option<WireRequest>,
+        written: Option<Duration>,
         from: &str,
         hop: &str,
     ) -> Result<Sent<'_>, Violation> {
@@ -152,13 +151,13 @@ impl Trace {
                 parent: call.parent.and_then(|p| self.run(p)),
             });
         }
-        let Some(request) = wire else {
+        let Some(written) = written else {
             return Err(Violation::new(
                 DEADLINE,
                 format!("{hop}: the caller used an unrecorded channel and the wire tap saw no request; make the call through Host::channel, or keep the wire tap on"),
             ));
         };
-        let parent = self.run_active_on(from, request.at).map_err(|n| {
+        let parent = self.run_active_on(from, written).map_err(|n| {
             Violation::new(
                 DEADLINE,
                 format!(
@@ -174,10 +173,10 @@ impl Trace {
         // the same path may be another caller's, when several left at
         // once); the wire gives the time, to find the calling handler.
         Ok(Sent {
-            what: format!("the request written at {}", fmt_duration(request.at)),
+            what: format!("the request written at {}", fmt_duration(written)),
             timeout: run.timeout,
-            at: parent.map_or(request.at, HandlerRun::began),
-            written: Some(request.at),
+            at: parent.map_or(written, HandlerRun::began),
+            written: Some(written),
             parent,
         })
     }

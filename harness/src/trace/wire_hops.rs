@@ -8,39 +8,33 @@ use std::time::Duration;
 use super::{HandlerRun, Trace};
 use crate::recorder::event::{EventKind, Fate};
 
-/// A request HEADERS frame as the tap saw it leave its sender.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct WireRequest {
-    /// When the sender wrote it, *simulated* time.
-    pub(super) at: Duration,
-}
-
 impl Trace {
     /// For each of `runs` (handler runs on `to` called from `from`, in the
-    /// order they started), the request that started it: the latest request
-    /// HEADERS for its path that `from` wrote to `to`, no later than the run
-    /// started, and not already taken by an earlier run. `None` where the
-    /// tap saw none (it was off, or the frame was dropped).
+    /// order they started), when the request that started it left the
+    /// caller (*simulated* time): the latest request HEADERS for its path
+    /// that `from` wrote to `to`, no later than the run started, and not
+    /// already taken by an earlier run. `None` where the tap saw none (it
+    /// was off, or the frame was dropped).
     pub(super) fn wire_requests(
         &self,
         from: &str,
         to: &str,
         runs: &[&HandlerRun],
-    ) -> Vec<Option<WireRequest>> {
-        let mut sent: Vec<(String, WireRequest)> = self.requests_written(from, to);
+    ) -> Vec<Option<Duration>> {
+        let mut sent = self.requests_written(from, to);
         runs.iter()
             .map(|run| {
                 let i = sent
                     .iter()
-                    .rposition(|(path, r)| *path == run.path && r.at <= run.started)?;
+                    .rposition(|(path, at)| *path == run.path && *at <= run.started)?;
                 Some(sent.remove(i).1)
             })
             .collect()
     }
 
     /// Every request HEADERS `from` wrote to `to` that the network did not
-    /// lose, with its path, in the order written.
-    fn requests_written(&self, from: &str, to: &str) -> Vec<(String, WireRequest)> {
+    /// lose: its path and when it was written, in the order written.
+    fn requests_written(&self, from: &str, to: &str) -> Vec<(String, Duration)> {
         self.events_on(from)
             .filter_map(|e| match &e.kind {
                 EventKind::Frame {
@@ -50,7 +44,7 @@ impl Trace {
                     fate,
                     ..
                 } if receiver == to && frame == "HEADERS" && *fate != Fate::Dropped => {
-                    request_path(detail).map(|path| (path, WireRequest { at: e.at }))
+                    request_path(detail).map(|path| (path, e.at))
                 }
                 _ => None,
             })

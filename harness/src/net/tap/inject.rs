@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use super::{DirectionTap, Out};
 use crate::fault::Injection;
 use crate::sim::lock_conn;
-use crate::wire::{Direction, Frame, FrameType};
+use crate::wire::{BlockKind, Direction, Frame};
 
 impl DirectionTap {
     /// Puts `injection`'s frame on this direction's queue, behind what is
@@ -27,26 +27,27 @@ impl DirectionTap {
     ) {
         injection.mark_fired();
         let bytes = Bytes::from(injection.frame.bytes.clone());
-        self.record_injected_as(&bytes, None);
-        self.queue_injected(bytes, release, out);
+        self.put_injected(bytes, None, release, out);
     }
 
-    /// Queues a frame the harness wrote (an injection, a keepalive policy's
-    /// reaction), already recorded, behind what is there. Queued behind a
-    /// kept-back frame, it waits too (TCP keeps order), and the trace says
-    /// when it left.
-    pub(super) fn queue_injected(
+    /// Records a frame the harness wrote (an injection, a keepalive
+    /// policy's reaction; `kind` overrides the block kind of HEADERS) and
+    /// queues it behind what is there. Queued behind a kept-back frame, it
+    /// waits too (TCP keeps order), and the trace says when it left.
+    pub(super) fn put_injected(
         &self,
         bytes: Bytes,
+        kind: Option<BlockKind>,
         release: Option<Duration>,
         out: &mut VecDeque<Out>,
     ) {
+        let head = self.record_injected_as(&bytes, kind);
         let now = self.shared.recorder.now();
         let keep = self.keep(None, now, out);
-        let kept = keep.until.map(|until| {
-            let (stream, frame) = frame_head(&bytes);
-            self.kept(stream, frame, now, until)
-        });
+        let kept = keep
+            .until
+            .zip(head)
+            .map(|(until, (stream, frame))| self.kept(stream, frame, now, until));
         out.push_back(Out {
             bytes,
             release: release.max(keep.release),
@@ -113,17 +114,6 @@ impl DirectionTap {
             .tap
             .wake(self.decoder.direction())
     }
-}
-
-/// The stream id and type name of the encoded frame at the start of
-/// `bytes` (RFC 9113 §4.1); injected frames are built whole by the harness.
-fn frame_head(bytes: &[u8]) -> (u32, String) {
-    let ty = bytes.get(3).copied().map(FrameType::from);
-    let stream = bytes
-        .get(5..9)
-        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map_or(0, |b| u32::from_be_bytes(b) & 0x7fff_ffff);
-    (stream, ty.map_or_else(String::new, |t| t.to_string()))
 }
 
 fn opposite(direction: Direction) -> Direction {

@@ -214,6 +214,14 @@ fn frames(events: &[Event]) -> Vec<(Duration, String, Fate)> {
     events.iter().filter_map(frame).collect()
 }
 
+/// The recorded injected frames: when, which.
+fn injected(events: &[Event]) -> Vec<(Duration, String)> {
+    let injected = |(at, frame, fate): (Duration, String, Fate)| {
+        (fate == Fate::Injected).then_some((at, frame))
+    };
+    frames(events).into_iter().filter_map(injected).collect()
+}
+
 /// The recorded releases of kept-back frames: when, which, and how long
 /// each was kept.
 fn releases(events: &[Event]) -> Vec<(Duration, String, Duration)> {
@@ -337,11 +345,7 @@ async fn an_injected_frame_goes_in_between_two_whole_frames() {
     let rest = stream.len() - C2S_HEADERS_S3;
     let left = [(ms(0), C2S_HEADERS_S3), (ms(50), PING_LEN), (ms(100), rest)];
     assert_eq!(log.left, left);
-    let injected: Vec<_> = frames(&events)
-        .into_iter()
-        .filter(|f| f.2 == Fate::Injected)
-        .collect();
-    assert_eq!(injected, [(ms(50), "PING".to_owned(), Fate::Injected)]);
+    assert_eq!(injected(&events), [(ms(50), "PING".to_owned())]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -371,11 +375,7 @@ async fn an_injected_frame_waits_behind_kept_back_bytes() {
     ];
     assert_eq!(log.left, left);
     // The trace says the injected PING waited too, and for how long.
-    let injected = frames(&events)
-        .into_iter()
-        .filter(|f| f.2 == Fate::Injected)
-        .collect::<Vec<_>>();
-    assert_eq!(injected, [(ms(20), "PING".to_owned(), Fate::Injected)]);
+    assert_eq!(injected(&events), [(ms(20), "PING".to_owned())]);
     let released = [
         (ms(30), "WINDOW_UPDATE".to_owned(), ms(30)),
         (ms(30), "PING".to_owned(), ms(10)),

@@ -471,8 +471,7 @@ impl DirectionTap {
                 Action::SendTrailers { .. } => Some(BlockKind::Trailers),
                 _ => None,
             };
-            self.record_injected_as(&bytes, kind);
-            self.queue_injected(Bytes::from(bytes), None, out);
+            self.put_injected(Bytes::from(bytes), kind, None, out);
         }
         self.closing = true;
     }
@@ -503,7 +502,9 @@ impl DirectionTap {
     /// the receiver's stack will ack it (RFC 9113 §6.5.3). An injected ACK
     /// does not count as this direction applying the peer's: the sender's
     /// stack did not.
-    fn record_injected_as(&self, bytes: &[u8], kind: Option<BlockKind>) {
+    /// Returns the stream id and type name of the (last) frame recorded.
+    fn record_injected_as(&self, bytes: &[u8], kind: Option<BlockKind>) -> Option<(u32, String)> {
+        let mut head = None;
         let mut events = Vec::new();
         let direction = self.decoder.direction();
         let mut decoder = Decoder::new(direction);
@@ -526,17 +527,20 @@ impl DirectionTap {
                         .settings_sent(direction, max_frame_size(values));
                 }
                 let (detail, noise) = describe::describe(&frame);
+                let name = frame.ty.to_string();
                 self.record(EventKind::Frame {
                     conn: self.conn,
                     to: self.to.to_string(),
                     stream: frame.stream_id,
-                    frame: frame.ty.to_string(),
+                    frame: name.clone(),
                     detail,
                     fate: Fate::Injected,
                     noise,
                 });
+                head = Some((frame.stream_id, name));
             }
         }
+        head
     }
 
     /// Records that a kept-back frame left.
