@@ -85,9 +85,11 @@ impl tower::Service<http::Request<Body>> for Channel {
             .get("grpc-timeout")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_grpc_timeout);
-        if let Ok(v) = http::HeaderValue::from_str(&id.0.to_string()) {
-            req.headers_mut().insert(CALL_ID_HEADER, v);
-        }
+        let mut v = http::HeaderValue::from(id.0);
+        // Never indexed (RFC 7541 §6.2.3): every call's id is new, so adding
+        // it to the HPACK table would only evict the fields that repeat.
+        v.set_sensitive(true);
+        req.headers_mut().insert(CALL_ID_HEADER, v);
         recorder.push(
             &self.call.from,
             EventKind::CallStarted {

@@ -102,6 +102,16 @@ impl Recorder {
         events.sort_by_key(|e| e.at);
         events
     }
+
+    /// The events, in the order of [`Recorder::events`], moved out: for
+    /// the end of a run, after [`Recorder::stop`], when nothing reads them
+    /// here again. (A long run records 100,000s of events; a copy of them
+    /// was ~4% of its wall time.)
+    pub(crate) fn take_events(&self) -> Vec<Event> {
+        let mut events = std::mem::take(&mut self.state().events);
+        events.sort_by_key(|e| e.at);
+        events
+    }
 }
 
 tokio::task_local! {

@@ -113,7 +113,7 @@ impl Sim {
         let trace = Trace::new(
             config.seed,
             shared.known_hosts(),
-            shared.recorder.events(),
+            shared.recorder.take_events(),
             ended,
         );
         let problem = shared.take_problem();
