@@ -73,6 +73,12 @@ pub(crate) enum Kind {
         host: String,
         message: String,
     },
+    /// A task of the harness's own panicked: a bug here, not in the user's
+    /// services; the run's result would be made up, so it is an error.
+    HarnessPanicked {
+        task: String,
+        message: String,
+    },
     Violation(Violation),
     Nondeterministic {
         line: usize,
@@ -248,6 +254,11 @@ impl fmt::Display for Kind {
             Kind::ServerFailed { host, message } => write!(
                 f,
                 "server host `{host}` failed: {message}; its Sim::server closure or serve loop must not panic or return an error"
+            ),
+            Kind::HarnessPanicked { task, message } => write!(
+                f,
+                "grpc-chaos itself panicked in {task}: {message}; this is a bug in grpc-chaos, not in your \
+                 services, and the calls it touched failed because of it (please report it with the seed below)"
             ),
             Kind::Violation(v) => write!(f, "{v}"),
             Kind::Nondeterministic { line, left, right } => {

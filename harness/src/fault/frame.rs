@@ -195,7 +195,9 @@ impl FrameFault {
     }
 
     /// Keeps matching frames back for `delay` (*simulated* time); later bytes
-    /// in the same direction wait behind them.
+    /// in the same direction wait behind them. A delay longer than the run's
+    /// duration is an error from [`Sim::run`](crate::Sim::run): use
+    /// [`FrameFault::hold`] to keep frames back for good.
     pub fn delay(self, delay: Duration) -> Fault {
         self.action(FrameAction::Delay(delay))
     }

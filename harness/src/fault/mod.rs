@@ -88,7 +88,9 @@ impl Fault {
     }
 
     /// Sets the one-way latency of the links between `a` and `b` (turmoil
-    /// `set_link_latency`), *simulated* time.
+    /// `set_link_latency`), *simulated* time. A latency longer than the run's
+    /// duration is an error from [`Sim::run`](crate::Sim::run): use
+    /// [`Fault::partition`] to cut a link.
     pub fn link_latency(
         a: impl Into<String>,
         b: impl Into<String>,
@@ -210,6 +212,8 @@ impl HandlerFault {
     /// Answers each matching request with `code` and `message` as a
     /// trailers-only response (or as [`HandlerFault::after_headers`] and
     /// [`HandlerFault::pushback_ms`] say), without running the handler.
+    /// `Code::Ok` is an error from [`Sim::run`](crate::Sim::run): it is
+    /// not a failure.
     pub fn abort(self, code: Code, message: impl Into<String>) -> Fault {
         let reply = self.reply;
         self.action(Action::Abort(code, message.into(), reply))
@@ -224,7 +228,8 @@ impl HandlerFault {
     /// Answers the first `n` matching requests with `code` (trailers-only,
     /// message `"injected failure i/n"`; or as
     /// [`HandlerFault::after_headers`] and [`HandlerFault::pushback_ms`]
-    /// say); later ones run normally.
+    /// say); later ones run normally. `n == 0` and `Code::Ok` are errors
+    /// from [`Sim::run`](crate::Sim::run).
     pub fn fail_first(self, n: u32, code: Code) -> Fault {
         let reply = self.reply;
         self.action(Action::FailFirst(n, code, reply))

@@ -80,7 +80,9 @@ impl SimBuilder {
 
     /// How long the run may last, *simulated* time. Defaults to 60 s. A run
     /// whose clients are still going at this point fails with an error
-    /// naming them.
+    /// naming them. `Duration::MAX` runs until the clients are done; a
+    /// duration shorter than one [`tick`](Self::tick) is an error from
+    /// [`Sim::run`](crate::Sim::run).
     pub fn duration(mut self, duration: Duration) -> Self {
         self.duration = duration;
         self
@@ -91,7 +93,8 @@ impl SimBuilder {
     /// cheaper in wall time (a 10-minute idle story costs the same number of
     /// steps as 10 minutes of busy traffic) at the price of rounding every
     /// timer and message delivery up to a tick: with a 10 ms tick the 1 ms
-    /// link latency becomes 10 ms per hop. A zero tick is an error from
+    /// link latency becomes 10 ms per hop. A zero tick, or one longer than
+    /// the run's duration or than 365 days, is an error from
     /// [`Sim::run`](crate::Sim::run).
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
@@ -100,7 +103,10 @@ impl SimBuilder {
 
     /// The one-way latency of every link, *simulated* time. Defaults to
     /// 1 ms, fixed (no jitter). Change single links with
-    /// [`Fault::link_latency`](crate::Fault::link_latency).
+    /// [`Fault::link_latency`](crate::Fault::link_latency). Latency plus
+    /// [jitter](Self::latency_jitter) longer than the run's duration (no
+    /// message would arrive), or either longer than 365 days, is an error
+    /// from [`Sim::run`](crate::Sim::run).
     pub fn latency(mut self, latency: Duration) -> Self {
         self.latency = latency;
         self

@@ -4,6 +4,7 @@
 mod builder;
 mod conns;
 mod host;
+mod limits;
 mod run;
 mod shared;
 mod validate;

@@ -69,7 +69,11 @@ impl Sim {
             .epoch(UNIX_EPOCH + Duration::from_secs(defaults::EPOCH_SECS))
             // turmoil's own limit stays out of the way; ours names the
             // pending clients.
-            .simulation_duration(config.duration.saturating_add(config.tick * 2))
+            .simulation_duration(
+                config
+                    .duration
+                    .saturating_add(config.tick.saturating_mul(2)),
+            )
             .tick_duration(config.tick)
             .min_message_latency(config.latency)
             // turmoil draws each message's latency in [min, max] from its

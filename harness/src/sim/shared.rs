@@ -77,7 +77,13 @@ impl Shared {
     /// unknown-host problem if not.
     pub(crate) fn check_host(&self, host: &str, context: &str) -> bool {
         let ok = self.servers.iter().any(|s| s == host);
-        if !ok {
+        if !ok && self.clients.iter().any(|c| c == host) {
+            self.problem(Error::new(Kind::Misconfigured(format!(
+                "{context}: `{host}` is a client host (Sim::client), which serves nothing; \
+                 connect to a server host: {}",
+                self.servers.join(", ")
+            ))));
+        } else if !ok {
             self.problem(Error::new(Kind::UnknownHost {
                 host: host.to_owned(),
                 context: context.to_owned(),
@@ -265,6 +271,12 @@ impl Shared {
             host: host.to_owned(),
             message,
         }));
+    }
+
+    /// Notes that a task of the harness's own (`task`, e.g. `the wire tap
+    /// from a to b`) panicked: the run fails with it.
+    pub(crate) fn harness_panicked(&self, task: String, message: String) {
+        self.problem(Error::new(Kind::HarnessPanicked { task, message }));
     }
 
     /// Notes that a client body returned, with its error if it failed.

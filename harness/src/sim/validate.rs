@@ -13,11 +13,9 @@ impl Sim {
         if let Some(problem) = &self.problem {
             return Err(Error::new(Kind::Misconfigured(problem.clone())));
         }
-        if self.config.tick.is_zero() {
-            return Err(Error::new(Kind::Misconfigured(
-                "SimBuilder::tick(0) would never advance simulated time; use at least 1µs (the default is 1ms)".to_owned(),
-            )));
-        }
+        self.check_times()?;
+        self.check_host_names()?;
+        self.check_fault_codes()?;
         let mut names = BTreeSet::new();
         let all = self
             .servers

@@ -277,7 +277,7 @@ impl DirectionTap {
     /// so).
     fn keep(&self, action: Option<&FrameAction>, now: Duration, out: &VecDeque<Out>) -> Keep {
         let own = match action {
-            Some(FrameAction::Delay(d)) => Some(now + *d),
+            Some(FrameAction::Delay(d)) => Some(now.saturating_add(*d)),
             Some(FrameAction::HoldUntil(t)) if *t > now => Some(*t),
             _ => None,
         };

@@ -145,3 +145,49 @@ fn bytes_behind_a_delayed_frame_wait_for_it() {
         "in order: {releases:?}"
     );
 }
+
+/// A socket whose every write panics: stands in for a bug in the tap.
+struct PanickingSocket;
+
+impl tokio::io::AsyncWrite for PanickingSocket {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        panic!("a bug in the write path");
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panic_in_the_writer_task_fails_the_run_instead_of_the_connection() {
+    let tap = tap_for(Direction::ClientToServer, vec![]);
+    let shared = tap.shared().clone();
+    let tx = super::spawn_writer(tap, PanickingSocket);
+    tx.send(Bytes::from_static(crate::wire::frame::PREFACE))
+        .await
+        .expect("the writer task takes bytes");
+    // The task writes, panics, and reports it before the channel closes.
+    tx.closed().await;
+    let problem = shared.take_problem().expect("the panic is the run's error");
+    let text = problem.to_string();
+    assert!(
+        text.contains("grpc-chaos itself panicked in the wire tap from player to store"),
+        "{text}"
+    );
+    assert!(text.contains("a bug in the write path"), "{text}");
+}

@@ -8,9 +8,11 @@
 //! off goes out at once.
 
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -28,12 +30,20 @@ pub(super) const SEND_BUFFER: usize = 64 * 1024;
 
 /// Starts the writer task of a direction on the current host's runtime and
 /// returns the sender its `AsyncWrite` feeds.
-pub(crate) fn spawn_writer(
+pub(crate) fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
     tap: DirectionTap,
-    socket: turmoil::net::tcp::OwnedWriteHalf,
+    socket: W,
 ) -> mpsc::Sender<Bytes> {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
-    tokio::spawn(run(tap, socket, rx));
+    let shared = tap.shared().clone();
+    let task = format!("the wire tap from {} to {}", tap.from(), tap.to());
+    tokio::spawn(async move {
+        // Unwinding here would only break the connection, which the trace
+        // would show as a network failure: make it the run's error instead.
+        if let Err(panic) = AssertUnwindSafe(run(tap, socket, rx)).catch_unwind().await {
+            shared.harness_panicked(task, crate::fault::handler::panic_message(&*panic));
+        }
+    });
     tx
 }
 

@@ -1,0 +1,132 @@
+//! Checks on a scenario's times and names that must hold before turmoil
+//! sees them: turmoil adds latencies to instants and multiplies the tick,
+//! and an absurd value there would panic inside a host (where it reads as a
+//! network failure) instead of being an error that says what to change.
+
+use std::time::Duration;
+
+use super::Sim;
+use crate::error::{Error, Kind};
+use crate::fault::{Action, FaultKind, FrameAction, HostAction};
+use crate::trace::fmt_duration;
+
+/// The longest single wait (tick, latency, delay) a run takes: one
+/// simulated year. Sim time is added to `Instant`s, which overflow near
+/// `Duration::MAX`; a run's *duration* may still be `Duration::MAX`
+/// ("until the clients are done").
+const LONGEST_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+impl Sim {
+    /// Tick, duration, latency and jitter fit the run; link latencies and
+    /// frame delays are shorter than it.
+    pub(super) fn check_times(&self) -> Result<(), Error> {
+        let c = &self.config;
+        let misconfigured = |text: String| Err(Error::new(Kind::Misconfigured(text)));
+        if let Some((what, d)) = [
+            ("SimBuilder::tick", c.tick),
+            ("SimBuilder::latency", c.latency),
+        ]
+        .into_iter()
+        .chain([("SimBuilder::latency_jitter", c.jitter)])
+        .chain(self.faults.iter().filter_map(|f| long_wait(&f.0)))
+        .find(|(_, d)| *d > LONGEST_WAIT)
+        {
+            return misconfigured(format!(
+                "{what} {} is longer than the longest single wait a run simulates (365 days); lower it \
+                 (a partition or a hold keeps messages back for good)",
+                fmt_duration(d)
+            ));
+        }
+        if c.tick.is_zero() {
+            return misconfigured(
+                "SimBuilder::tick(0) would never advance simulated time; use at least 1µs (the default is 1ms)".to_owned(),
+            );
+        }
+        if c.tick > c.duration {
+            return misconfigured(format!(
+                "SimBuilder::duration({}) is shorter than one tick ({}): the run would end before its first step; \
+                 raise the duration or lower SimBuilder::tick",
+                fmt_duration(c.duration),
+                fmt_duration(c.tick)
+            ));
+        }
+        let slowest = c.latency.checked_add(c.jitter);
+        if slowest.is_none_or(|d| d > c.duration) {
+            return misconfigured(format!(
+                "link latency {} plus latency_jitter {} is longer than the run ({}): no message would arrive; \
+                 lower them or raise SimBuilder::duration",
+                fmt_duration(c.latency),
+                fmt_duration(c.jitter),
+                fmt_duration(c.duration)
+            ));
+        }
+        for fault in &self.faults {
+            if let Some((what, d)) = long_wait(&fault.0) {
+                if d > c.duration {
+                    return misconfigured(format!(
+                        "{what} {} is longer than the run ({}): nothing it touches would arrive in time; \
+                         use a partition or a hold for that, or raise SimBuilder::duration",
+                        fmt_duration(d),
+                        fmt_duration(c.duration)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Host names are what a trace line, a `channel()` and an error show:
+    /// DNS-like, so that `a→b` and `host:port` read unambiguously.
+    pub(super) fn check_host_names(&self) -> Result<(), Error> {
+        let names = self.servers.iter().map(|(n, _)| n);
+        for name in names.chain(self.clients.iter().map(|(n, _)| n)) {
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
+            if !ok {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "host name {name:?}: use ASCII letters, digits, '-', '_' and '.', at least one"
+                ))));
+            }
+        }
+        Ok(())
+    }
+
+    /// A handler fault that fails calls names a failing code.
+    pub(super) fn check_fault_codes(&self) -> Result<(), Error> {
+        for fault in &self.faults {
+            let FaultKind::Handler(rule) = &fault.0 else {
+                continue;
+            };
+            let code = match &rule.action {
+                Action::Abort(code, ..) | Action::FailFirst(_, code, _) => *code,
+                _ => continue,
+            };
+            if code == tonic::Code::Ok {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "handler fault on `{}`: {} fails a call with OK, which is not a failure \
+                     (tonic would see a response with no message); name an error code",
+                    rule.host,
+                    rule.action.describe()
+                ))));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The wait a fault adds to messages or frames, if it adds one.
+fn long_wait(fault: &FaultKind) -> Option<(&'static str, Duration)> {
+    match fault {
+        FaultKind::Host(h) => match &h.action {
+            HostAction::Latency(_, _, d) => Some(("Fault::link_latency", *d)),
+            _ => None,
+        },
+        FaultKind::Frame(rule) => match &rule.action {
+            FrameAction::Delay(d) => Some(("frame fault delay", *d)),
+            _ => None,
+        },
+        _ => None,
+    }
+}

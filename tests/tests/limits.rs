@@ -1,0 +1,163 @@
+//! Absurd times and names are misconfigurations that say what to change,
+//! found before the run: never a panic inside a host, where it would read
+//! as a network failure.
+
+use std::time::Duration;
+
+use grpc_chaos::wire::FrameType;
+use grpc_chaos::{Fault, Sim, SimBuilder};
+use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+use grpc_chaos_scenarios::services::pb::LoadRequest;
+use grpc_chaos_scenarios::services::Store;
+use tonic::Code;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// `store` and a `player` that loads once, built from `builder`.
+fn store_and_player(builder: SimBuilder) -> Sim {
+    let mut sim = builder.seed(1).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.client("player", |c| async move {
+        let load = LoadRequest {
+            match_id: "m1".into(),
+        };
+        StoreClient::new(c.channel("store")).load(load).await?;
+        Ok(())
+    });
+    sim
+}
+
+/// Runs `sim`, which must be refused before it runs, and returns the text.
+fn misconfigured(sim: Sim) -> String {
+    let err = match sim.run() {
+        Ok(trace) => panic!("the run should be refused; trace:\n{}", trace.render()),
+        Err(e) => e,
+    };
+    assert!(err.is_misconfigured(), "{err}");
+    assert!(err.trace().is_none(), "refused before running: {err}");
+    err.to_string()
+}
+
+#[test]
+fn sim_times_past_the_run_are_refused_naming_the_setting() {
+    let cases = [
+        (
+            Sim::builder().latency_jitter(Duration::MAX),
+            "latency_jitter",
+        ),
+        (Sim::builder().latency(Duration::MAX), "SimBuilder::latency"),
+        (
+            Sim::builder()
+                .latency(ms(600))
+                .latency_jitter(ms(600))
+                .duration(ms(1000)),
+            "no message would arrive",
+        ),
+        (Sim::builder().tick(Duration::MAX), "SimBuilder::tick"),
+        (
+            Sim::builder().tick(ms(5000)).duration(ms(1000)),
+            "lower SimBuilder::tick",
+        ),
+        (
+            Sim::builder().duration(Duration::ZERO),
+            "shorter than one tick",
+        ),
+    ];
+    for (builder, says) in cases {
+        let msg = misconfigured(store_and_player(builder));
+        assert!(msg.contains(says), "expected {says:?} in: {msg}");
+    }
+}
+
+#[test]
+fn a_huge_duration_with_a_huge_tick_does_not_overflow() {
+    // tick ≤ duration, both near the limit: the run's own bookkeeping
+    // (duration + two ticks for turmoil) must saturate, not panic.
+    let builder = Sim::builder()
+        .duration(Duration::MAX)
+        .tick(Duration::MAX / 2);
+    let msg = misconfigured(store_and_player(builder.latency(Duration::MAX)));
+    assert!(msg.contains("longer than the longest single wait"), "{msg}");
+    // `Duration::MAX` as "until the clients are done" is fine.
+    let trace = store_and_player(Sim::builder().duration(Duration::MAX))
+        .run()
+        .expect("an unbounded duration runs");
+    assert_eq!(trace.calls_from("player").count(), 1);
+}
+
+#[test]
+fn waits_longer_than_the_run_are_refused() {
+    let faults = [
+        (
+            Fault::link_latency("player", "store", Duration::MAX).at(ms(0)),
+            "Fault::link_latency",
+        ),
+        (
+            Fault::frames()
+                .from("player")
+                .kind(FrameType::Headers)
+                .delay(ms(61_000)),
+            "frame fault delay 61000ms is longer than the run (60000ms)",
+        ),
+    ];
+    for (fault, says) in faults {
+        let mut sim = store_and_player(Sim::builder());
+        sim.fault(fault);
+        let msg = misconfigured(sim);
+        assert!(msg.contains(says), "expected {says:?} in: {msg}");
+    }
+}
+
+#[test]
+fn a_fault_that_fails_calls_with_ok_is_refused() {
+    for fault in [
+        Fault::handler("store").abort(Code::Ok, "fine"),
+        Fault::handler("store").fail_first(2, Code::Ok),
+    ] {
+        let mut sim = store_and_player(Sim::builder());
+        sim.fault(fault);
+        let msg = misconfigured(sim);
+        assert!(msg.contains("with OK, which is not a failure"), "{msg}");
+        assert!(msg.contains("`store`"), "{msg}");
+    }
+}
+
+#[test]
+fn host_names_must_read_unambiguously() {
+    for name in ["", "inv entory", "store:50051", "a→b", "svc/1"] {
+        let mut sim = Sim::builder().seed(1).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.client(name, |_| async { Ok(()) });
+        let msg = misconfigured(sim);
+        assert!(msg.contains(&format!("host name {name:?}")), "{msg}");
+        assert!(msg.contains("ASCII letters, digits"), "{msg}");
+    }
+    // The ones people use pass.
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store-1.db_a", |s| {
+        s.add_service(Store::default().into_server())
+    });
+    sim.client("player", |_| async { Ok(()) });
+    sim.run().expect("DNS-like names are fine");
+}
+
+#[test]
+fn a_channel_to_a_client_host_says_it_is_a_client() {
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.client("other", |_| async { Ok(()) });
+    sim.client("player", |c| async move {
+        let load = LoadRequest {
+            match_id: "m1".into(),
+        };
+        StoreClient::new(c.channel("other")).load(load).await?;
+        Ok(())
+    });
+    let err = sim.run().expect_err("a client host serves nothing");
+    let msg = err.to_string();
+    assert!(err.is_misconfigured(), "{msg}");
+    assert!(msg.contains("`other` is a client host"), "{msg}");
+    assert!(msg.contains("connect to a server host: store"), "{msg}");
+}
