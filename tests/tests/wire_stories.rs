@@ -241,19 +241,21 @@ fn dead_peer_under_a_stream_is_unknown_from_tonic_and_unavailable_by_the_spec() 
 #[test]
 fn receiver_decides_speed_stalls_the_sender_without_failing_anything() {
     let (trace, report) = story("receiver-decides-speed");
-    // The player's first stream WINDOW_UPDATE is held to 10 s; every later
-    // byte it writes waits behind it (TCP order): the connection and stream
-    // WINDOW_UPDATEs it writes at 70 ms, recorded then, wait with it.
+    // The player's stream WINDOW_UPDATEs are held to 10 s; every later byte
+    // it writes waits behind the first (TCP order): the connection
+    // WINDOW_UPDATE it writes at 70 ms, which the rule does not match, is
+    // recorded then as waiting behind it.
     let updates = frames(&trace, "player", "WINDOW_UPDATE");
     let held: Vec<_> = updates
         .iter()
-        .filter(|f| matches!(f.fate, Fate::Delayed { .. }))
+        .filter(|f| f.fate != Fate::Passed)
         .map(|f| (f.at, f.stream, f.fate))
         .collect();
     let until = Fate::Delayed { until: ms(10_000) };
+    let behind = Fate::Behind { until: ms(10_000) };
     assert_eq!(
         held,
-        [(ms(50), 1, until), (ms(70), 0, until), (ms(70), 1, until)],
+        [(ms(50), 1, until), (ms(70), 0, behind), (ms(70), 1, until)],
         "{updates:?}"
     );
     assert!(updates.iter().all(|f| f.at <= ms(70) || f.at >= ms(10_000)));

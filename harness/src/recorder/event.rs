@@ -66,6 +66,7 @@ impl Outcome {
 /// What the frame faults did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "fate", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Fate {
     /// Sent on as written.
     Passed,
@@ -82,6 +83,17 @@ pub enum Fate {
     /// at no time known in advance; every later byte in that direction
     /// waits behind it.
     Held,
+    /// No rule touched it, but it was written behind a frame kept back
+    /// until `until` (*simulated* time since the start of the run): TCP
+    /// keeps order, so it leaves no earlier.
+    Behind {
+        /// When the frame ahead of it is released.
+        #[serde(rename = "until_us", serialize_with = "micros")]
+        until: Duration,
+    },
+    /// No rule touched it, but it was written behind a frame held until a
+    /// release ([`Fate::Held`]); it leaves with that frame.
+    BehindHeld,
     /// Written by the harness, not by the sender's HTTP/2 stack.
     Injected,
 }

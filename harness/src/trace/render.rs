@@ -210,6 +210,14 @@ fn line(e: &Event) -> (String, String) {
                 Fate::Delayed { until } => {
                     let _ = write!(text, " [held until {}]", fmt_duration(*until));
                 }
+                Fate::Behind { until } => {
+                    let _ = write!(
+                        text,
+                        " [behind a kept-back frame, until {}]",
+                        fmt_duration(*until)
+                    );
+                }
+                Fate::BehindHeld => text.push_str(" [behind a held frame]"),
                 Fate::Injected => text.push_str(" [injected]"),
             }
             (format!("{host}→{to}"), text)

@@ -246,7 +246,7 @@ fn replay(trace: &Trace) -> Vec<Stall> {
         let left = clock.entry(me.clone()).or_insert(Some(Duration::ZERO));
         let left_at = match fate {
             Fate::Dropped => continue,
-            Fate::Delayed { .. } | Fate::Held => {
+            Fate::Delayed { .. } | Fate::Held | Fate::Behind { .. } | Fate::BehindHeld => {
                 let released = releases.get_mut(&me).and_then(VecDeque::pop_front);
                 *left = match (*left, released) {
                     (Some(l), Some(r)) => Some(l.max(r)),

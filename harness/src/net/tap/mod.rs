@@ -58,6 +58,9 @@ pub(crate) struct Out {
 
 /// How a frame waits, from its own action and what queues ahead of it.
 struct Keep {
+    /// Whether its own rule keeps it back (delay, hold), not only what is
+    /// queued ahead of it.
+    own: bool,
     /// The latest time it may leave (its own, or a frame's ahead of it).
     release: Option<Duration>,
     /// Its own named hold, while unreleased.
@@ -229,11 +232,16 @@ impl DirectionTap {
         let info = self.frame_info(frame, ack, now);
         let action = self.shared.frame_action(&info).cloned();
         let keep = self.keep(action.as_ref(), now, out);
-        let fate = match (&action, &keep.until) {
-            (Some(FrameAction::Drop), _) => Fate::Dropped,
-            (_, Some(Until::At(until))) => Fate::Delayed { until: *until },
-            (_, Some(Until::Released(_))) => Fate::Held,
-            _ => Fate::Passed,
+        // A frame the rule kept back says so; one that only waits behind
+        // a kept-back frame says that instead, so a reader does not take it
+        // for a match of the rule.
+        let fate = match (&action, &keep.until, keep.own) {
+            (Some(FrameAction::Drop), ..) => Fate::Dropped,
+            (_, Some(Until::At(until)), true) => Fate::Delayed { until: *until },
+            (_, Some(Until::Released(_)), true) => Fate::Held,
+            (_, Some(Until::At(until)), false) => Fate::Behind { until: *until },
+            (_, Some(Until::Released(_)), false) => Fate::BehindHeld,
+            (_, None, _) => Fate::Passed,
         };
         let (detail, noise) = describe::describe(frame);
         let name = frame.ty.to_string();
@@ -303,6 +311,7 @@ impl DirectionTap {
             .map(Until::Released)
             .or(release.map(Until::At));
         Keep {
+            own: own.is_some() || hold.is_some(),
             release,
             hold,
             until,

@@ -246,7 +246,7 @@ fn a_named_hold_keeps_frames_and_what_follows_until_released() {
     assert!(!player.is_due(&out[held], now));
     assert!(out.iter().skip(held).all(|o| o.kept.is_some()));
     let fates: Vec<Fate> = frames(&player).into_iter().map(|(_, _, f)| f).collect();
-    assert_eq!(fates, [Fate::Passed, Fate::Held, Fate::Held]);
+    assert_eq!(fates, [Fate::Passed, Fate::Held, Fate::BehindHeld]);
     player.shared().release("pings", Some("player"));
     assert!(player.is_due(&out[held], now));
     // Released: the hold is over for later frames.
