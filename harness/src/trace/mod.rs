@@ -5,6 +5,7 @@ mod artifacts;
 mod assert;
 mod render;
 mod retries;
+mod rows;
 mod stalls;
 mod views;
 mod wire_hops;
