@@ -1,5 +1,5 @@
 //! The rows of the timeline: which events an options set shows, and what
-//! each says (time, place, text). The text and HTML renders lay out
+//! each says (time, place, text, kind). The text and HTML renders lay out
 //! the same rows, so a word changed here changes both.
 
 use std::fmt::Write as _;
@@ -18,6 +18,46 @@ pub(crate) struct Row {
     pub(crate) place: String,
     /// What happened, in the trace's words.
     pub(crate) text: String,
+    /// What sort of event it is.
+    pub(crate) kind: RowKind,
+    /// Whether the default options hide it (connection noise, debug logs).
+    pub(crate) quiet: bool,
+}
+
+/// The sort of a row, for styling: faults and what they did to frames
+/// are told apart from ordinary traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowKind {
+    Call,
+    Handler,
+    Retry,
+    Frame,
+    DroppedFrame,
+    HeldFrame,
+    InjectedFrame,
+    Fault,
+    ProtocolError,
+    Policy,
+    Log,
+}
+
+impl RowKind {
+    /// The CSS class(es) of the kind; faulted frames are also `frame`.
+    pub(crate) fn class(self) -> &'static str {
+        match self {
+            Self::Call => "call",
+            Self::Handler => "handler",
+            Self::Retry => "retry",
+            Self::Frame => "frame",
+            Self::DroppedFrame => "frame dropped",
+            Self::HeldFrame => "frame held",
+            Self::InjectedFrame => "frame injected",
+            Self::Fault => "fault",
+            Self::ProtocolError => "protocol-error",
+            Self::Policy => "policy",
+            Self::Log => "log",
+        }
+    }
 }
 
 /// The rows `options` shows, in time order.
@@ -25,14 +65,55 @@ pub(crate) fn rows<'a>(
     events: &'a [Event],
     options: &'a RenderOptions,
 ) -> impl Iterator<Item = Row> + 'a {
-    events.iter().filter(|e| shown(e, options)).map(|e| {
+    let default = RenderOptions::default();
+    events.iter().filter(|e| shown(e, options)).map(move |e| {
         let (place, text) = line(e);
         Row {
             ms: format!("{:.3}", e.at.as_nanos() as f64 / 1e6),
             place,
             text,
+            kind: kind(e),
+            quiet: !shown(e, &default),
         }
     })
+}
+
+/// The kind of one event's row.
+fn kind(e: &Event) -> RowKind {
+    match &e.kind {
+        EventKind::CallStarted { .. }
+        | EventKind::CallEnded { .. }
+        | EventKind::CallDropped { .. } => RowKind::Call,
+        EventKind::HandlerStarted { .. }
+        | EventKind::HandlerDequeued { .. }
+        | EventKind::HandlerFinished { .. }
+        | EventKind::HandlerDropped { .. }
+        | EventKind::HandlerPanicked { .. } => RowKind::Handler,
+        EventKind::RetryAttempt { .. }
+        | EventKind::RetryArrived { .. }
+        | EventKind::RetryDecision { .. } => RowKind::Retry,
+        EventKind::Frame { fate, .. } => match fate {
+            Fate::Passed => RowKind::Frame,
+            Fate::Dropped => RowKind::DroppedFrame,
+            Fate::Held | Fate::Delayed { .. } => RowKind::HeldFrame,
+            Fate::Injected => RowKind::InjectedFrame,
+        },
+        EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
+        EventKind::ConnClosed { .. } => RowKind::Frame,
+        EventKind::HostCrashed
+        | EventKind::HostRestarted
+        | EventKind::Partitioned { .. }
+        | EventKind::Repaired { .. }
+        | EventKind::LinkLatency { .. }
+        | EventKind::FaultFired { .. }
+        | EventKind::HoldReleased { .. }
+        | EventKind::FaultNeverFired { .. } => RowKind::Fault,
+        EventKind::ProtocolError { .. } => RowKind::ProtocolError,
+        EventKind::KeepalivePing { .. }
+        | EventKind::KeepaliveStrikesReset { .. }
+        | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
+        EventKind::Log { .. } => RowKind::Log,
+    }
 }
 
 fn shown(e: &Event, options: &RenderOptions) -> bool {
