@@ -22,7 +22,7 @@ pub struct RenderOptions {
     /// Show HTTP/2 frames at all. Default: true.
     pub frames: bool,
     /// Show connection noise frames no fault touched, and connection
-    /// closes ([`EventKind::ConnClosed`]). Default: false.
+    /// closes ([`EventKind::ConnClosed`](crate::EventKind::ConnClosed)). Default: false.
     pub noise: bool,
 }
 
