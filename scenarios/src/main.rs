@@ -71,7 +71,8 @@ struct RunArgs {
     /// Seed of every run (default: CHAOS_SEED, else 0).
     #[arg(long, env = "CHAOS_SEED")]
     seed: Option<u64>,
-    /// Where to write each story's trace (`<name>.txt`, `<name>.json`);
+    /// Where to write each story's trace (`<name>.txt`, `<name>.json`,
+    /// `<name>.html`);
     /// default `<target>/grpc-chaos/catalog`, `<target>` being
     /// `CARGO_TARGET_DIR` when set, else `./target` (where failed tests
     /// leave theirs too).
@@ -174,7 +175,10 @@ fn run(args: &RunArgs) -> ExitCode {
         }
         if let Some(trace) = trace {
             match trace.write_to(&args.out, story.name) {
-                Ok([txt, _]) => println!("{:<32} trace: {}", "", txt.display()),
+                Ok([txt, _, html]) => {
+                    println!("{:<32} trace: {}", "", txt.display());
+                    println!("{:<32} page:  {}", "", html.display());
+                }
                 Err(e) => {
                     // A lost trace must not pass quietly in CI.
                     lost += 1;

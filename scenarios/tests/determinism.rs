@@ -1,5 +1,5 @@
 //! Same seed, same bytes, in separate processes: the CLI runs the whole
-//! catalog twice and every written trace (text and JSON) must match.
+//! catalog twice and every written trace (text, JSON and HTML) must match.
 
 use std::path::Path;
 use std::process::Command;
@@ -39,7 +39,7 @@ fn two_processes_write_identical_traces() {
     run_catalog(&b, "3");
     let (fa, fb) = (files(&a), files(&b));
     let stories = grpc_chaos_scenarios::catalog::all().len();
-    assert_eq!(fa.len(), stories * 2, "every story × (txt + json)");
+    assert_eq!(fa.len(), stories * 3, "every story × (txt + json + html)");
     for ((name_a, bytes_a), (name_b, bytes_b)) in fa.iter().zip(&fb) {
         assert_eq!(name_a, name_b);
         assert!(bytes_a == bytes_b, "{name_a} differs between processes");

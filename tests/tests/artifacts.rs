@@ -8,7 +8,7 @@ use grpc_chaos_scenarios::catalog;
 
 fn assert_written(dir: &Path, seed: u64) {
     assert!(dir.ends_with(seed.to_string()), "{}", dir.display());
-    for file in ["trace.txt", "trace.json"] {
+    for file in ["trace.txt", "trace.json", "trace.html"] {
         let text =
             std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(

@@ -189,5 +189,6 @@ fn every_story_renders_the_same_twice_in_one_process() {
         let b = (scenario.simulate)(SEED).expect("second run");
         assert_eq!(a.render(), b.render(), "{}", scenario.name);
         assert_eq!(a.to_json(), b.to_json(), "{}", scenario.name);
+        assert!(a.render_html() == b.render_html(), "{}", scenario.name);
     }
 }

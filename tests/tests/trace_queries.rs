@@ -208,19 +208,22 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
 }
 
 #[test]
-fn write_to_writes_text_and_json() -> grpc_chaos::Result {
+fn write_to_writes_text_json_and_html() -> grpc_chaos::Result {
     let trace = Story::new(DeadlineMode::Propagate).run()?;
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("trace_queries")
         .join("nested");
     let _ = std::fs::remove_dir_all(&dir);
-    let [txt, json] = trace.write_to(&dir, "chain")?;
+    let [txt, json, html] = trace.write_to(&dir, "chain")?;
     assert_eq!(txt, dir.join("chain.txt"));
     assert_eq!(json, dir.join("chain.json"));
+    assert_eq!(html, dir.join("chain.html"));
     let txt = std::fs::read_to_string(txt)?;
     let json = std::fs::read_to_string(json)?;
+    let html = std::fs::read_to_string(html)?;
     assert_eq!(txt, trace.render_with(&RenderOptions::everything()));
     assert_eq!(json, trace.to_json() + "\n");
+    assert_eq!(html, trace.render_html_with(&RenderOptions::everything()));
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Failure artifacts: when a run fails, an assertion on its trace fails, or
 //! a test panics while holding a trace, the trace is written to disk so
-//! nothing is lost: `<target>/grpc-chaos/<test name>/<seed>/trace.{txt,json}`.
+//! nothing is lost: `<target>/grpc-chaos/<test name>/<seed>/trace.{txt,json,html}`
+//! ([`Trace::write_to`]).
 //!
 //! `<target>` is `CARGO_TARGET_DIR`, else the `target` folder next to the
 //! nearest `Cargo.lock` above `CARGO_MANIFEST_DIR` (cargo sets both when it

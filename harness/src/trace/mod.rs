@@ -3,8 +3,10 @@
 
 mod artifacts;
 mod assert;
+mod html;
 mod render;
 mod retries;
+mod rows;
 mod stalls;
 mod views;
 mod wire_hops;
@@ -26,7 +28,8 @@ use crate::recorder::event::{CallId, Event, RunId};
 
 /// Everything recorded in one run, in *simulated*-time order.
 ///
-/// Render it with [`Trace::render`] (the text timeline users snapshot), export
+/// Render it with [`Trace::render`] (the text timeline users snapshot) or
+/// [`Trace::render_html`] (the same rows as a page for a browser), export
 /// it with [`Trace::to_json`], query it ([`Trace::calls`],
 /// [`Trace::handler_runs`], [`Trace::attempts`]) or check it
 /// ([`Trace::assert_deadline_propagated`], [`Trace::assert_no_orphan_work`]).
@@ -128,19 +131,23 @@ impl Trace {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Writes `<dir>/<name>.txt` (the full render) and `<dir>/<name>.json`,
-    /// creating `dir`. Returns the two paths.
+    /// Writes `<dir>/<name>.txt` (the full render), `<dir>/<name>.json` and
+    /// `<dir>/<name>.html` (the full page), creating `dir`. Returns the
+    /// three paths in that order.
     ///
     /// # Errors
     /// Any I/O error creating the directory or writing the files.
-    pub fn write_to(&self, dir: impl AsRef<Path>, name: &str) -> std::io::Result<[PathBuf; 2]> {
+    pub fn write_to(&self, dir: impl AsRef<Path>, name: &str) -> std::io::Result<[PathBuf; 3]> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir)?;
+        let everything = RenderOptions::everything();
         let txt = dir.join(format!("{name}.txt"));
         let json = dir.join(format!("{name}.json"));
-        std::fs::write(&txt, self.render_with(&RenderOptions::everything()))?;
+        let html = dir.join(format!("{name}.html"));
+        std::fs::write(&txt, self.render_with(&everything))?;
         std::fs::write(&json, self.to_json() + "\n")?;
-        Ok([txt, json])
+        std::fs::write(&html, self.render_html_with(&everything))?;
+        Ok([txt, json, html])
     }
 }
 

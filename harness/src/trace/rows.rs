@@ -1,0 +1,470 @@
+//! The rows of the timeline: which events an options set shows, and what
+//! each says (time, place, text, kind). The text and HTML renders lay out
+//! the same rows, so a word changed here changes both.
+
+use std::fmt::Write as _;
+
+use super::{fmt_duration, RenderOptions};
+use crate::recorder::event::{Event, EventKind, Fate, Outcome};
+
+/// The timeline's column headings.
+pub(crate) const COLUMNS: [&str; 3] = ["t(ms)", "where", "event"];
+
+/// One shown event.
+pub(crate) struct Row {
+    /// *Simulated* ms since the start of the run, three decimals: `500.400`.
+    pub(crate) ms: String,
+    /// The host, `a→b` for a connection or call, `a↔b` for a link.
+    pub(crate) place: String,
+    /// What happened, in the trace's words.
+    pub(crate) text: String,
+    /// What sort of event it is.
+    pub(crate) kind: RowKind,
+    /// Whether the default options hide it (connection noise, debug logs).
+    pub(crate) quiet: bool,
+}
+
+/// The sort of a row, for styling: faults and what they did to frames
+/// are told apart from ordinary traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowKind {
+    Call,
+    Handler,
+    Retry,
+    Frame,
+    DroppedFrame,
+    HeldFrame,
+    InjectedFrame,
+    Fault,
+    ProtocolError,
+    Policy,
+    Log,
+}
+
+impl RowKind {
+    /// The CSS class(es) of the kind; faulted frames are also `frame`.
+    pub(crate) fn class(self) -> &'static str {
+        match self {
+            Self::Call => "call",
+            Self::Handler => "handler",
+            Self::Retry => "retry",
+            Self::Frame => "frame",
+            Self::DroppedFrame => "frame dropped",
+            Self::HeldFrame => "frame held",
+            Self::InjectedFrame => "frame injected",
+            Self::Fault => "fault",
+            Self::ProtocolError => "protocol-error",
+            Self::Policy => "policy",
+            Self::Log => "log",
+        }
+    }
+}
+
+/// The rows `options` shows, in time order.
+pub(crate) fn rows<'a>(
+    events: &'a [Event],
+    options: &'a RenderOptions,
+) -> impl Iterator<Item = Row> + 'a {
+    let default = RenderOptions::default();
+    events.iter().filter(|e| shown(e, options)).map(move |e| {
+        let (place, text) = line(e);
+        Row {
+            ms: format!("{:.3}", e.at.as_nanos() as f64 / 1e6),
+            place,
+            text,
+            kind: kind(e),
+            quiet: !shown(e, &default),
+        }
+    })
+}
+
+/// The kind of one event's row.
+fn kind(e: &Event) -> RowKind {
+    match &e.kind {
+        EventKind::CallStarted { .. }
+        | EventKind::CallEnded { .. }
+        | EventKind::CallDropped { .. } => RowKind::Call,
+        EventKind::HandlerStarted { .. }
+        | EventKind::HandlerDequeued { .. }
+        | EventKind::HandlerFinished { .. }
+        | EventKind::HandlerDropped { .. }
+        | EventKind::HandlerPanicked { .. } => RowKind::Handler,
+        EventKind::RetryAttempt { .. }
+        | EventKind::RetryArrived { .. }
+        | EventKind::RetryDecision { .. } => RowKind::Retry,
+        EventKind::Frame { fate, .. } => match fate {
+            Fate::Passed => RowKind::Frame,
+            Fate::Dropped => RowKind::DroppedFrame,
+            Fate::Held | Fate::Delayed { .. } | Fate::Behind { .. } | Fate::BehindHeld => {
+                RowKind::HeldFrame
+            }
+            Fate::Injected => RowKind::InjectedFrame,
+        },
+        EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
+        EventKind::ConnClosed { .. } => RowKind::Frame,
+        EventKind::HostCrashed
+        | EventKind::HostRestarted
+        | EventKind::Partitioned { .. }
+        | EventKind::Repaired { .. }
+        | EventKind::LinkLatency { .. }
+        | EventKind::FaultFired { .. }
+        | EventKind::HoldReleased { .. }
+        | EventKind::FaultNeverFired { .. } => RowKind::Fault,
+        EventKind::ProtocolError { .. } => RowKind::ProtocolError,
+        EventKind::KeepalivePing { .. }
+        | EventKind::KeepaliveStrikesReset { .. }
+        | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
+        EventKind::Log { .. } => RowKind::Log,
+    }
+}
+
+fn shown(e: &Event, options: &RenderOptions) -> bool {
+    match &e.kind {
+        EventKind::Frame { noise, fate, .. } => {
+            options.frames && (options.noise || !noise || *fate != Fate::Passed)
+        }
+        EventKind::FrameReleased { .. }
+        | EventKind::FrameNeverLeft { .. }
+        | EventKind::ProtocolError { .. } => options.frames,
+        EventKind::ConnClosed { .. } => options.frames && options.noise,
+        EventKind::Log { level, .. } => options.debug_logs || !matches!(*level, "DEBUG" | "TRACE"),
+        _ => true,
+    }
+}
+
+/// The `where` column and the event text of one event.
+fn line(e: &Event) -> (String, String) {
+    let host = e.host.clone();
+    match &e.kind {
+        EventKind::HostCrashed => (host, "host crashed".into()),
+        EventKind::HostRestarted => (host, "host restarted".into()),
+        EventKind::Partitioned { peer } => (format!("{host}↔{peer}"), "partitioned".into()),
+        EventKind::Repaired { peer } => (format!("{host}↔{peer}"), "repaired".into()),
+        EventKind::LinkLatency { peer, latency } => (
+            format!("{host}↔{peer}"),
+            format!("link latency set to {}", fmt_duration(*latency)),
+        ),
+        EventKind::FaultFired { run, path, action } => {
+            (host, format!("{run} fault {action} on {path}"))
+        }
+        EventKind::CallStarted {
+            call,
+            target,
+            path,
+            timeout,
+            parent,
+        } => {
+            let mut text = format!("{call} call {path}");
+            if let Some(t) = timeout {
+                let _ = write!(text, " grpc-timeout={}", fmt_duration(*t));
+            }
+            if let Some(p) = parent {
+                let _ = write!(text, " (from {p})");
+            }
+            (format!("{host}→{target}"), text)
+        }
+        EventKind::CallEnded {
+            call,
+            path,
+            outcome,
+        } => (
+            host,
+            format!("{call} call {path} ended {}", status(outcome)),
+        ),
+        EventKind::CallDropped { call, path } => {
+            (host, format!("{call} call {path} dropped by the caller"))
+        }
+        EventKind::HandlerStarted {
+            run,
+            path,
+            from,
+            call,
+            timeout,
+            nth,
+        } => {
+            let mut about = Vec::new();
+            match call {
+                Some(c) => about.push(format!("{c} from {from}")),
+                None => about.push(format!("from {from}")),
+            }
+            if let Some(t) = timeout {
+                about.push(format!("grpc-timeout={}", fmt_duration(*t)));
+            }
+            about.push(format!("#{nth}"));
+            (
+                host,
+                format!("{run} handler {path} started ({})", about.join(", ")),
+            )
+        }
+        EventKind::HandlerDequeued { run, path, queued } => (
+            host,
+            format!(
+                "{run} handler {path} got a slot after {}",
+                fmt_duration(*queued)
+            ),
+        ),
+        EventKind::HandlerFinished {
+            run,
+            path,
+            code,
+            message,
+            ran,
+        } => {
+            let msg = if message.is_empty() {
+                String::new()
+            } else {
+                format!(" {message:?}")
+            };
+            (
+                host,
+                format!(
+                    "{run} handler {path} finished {code}{msg} after {}",
+                    fmt_duration(*ran)
+                ),
+            )
+        }
+        EventKind::HandlerDropped { run, path, ran } => (
+            host,
+            format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
+        ),
+        EventKind::HandlerPanicked { run, path, message } => {
+            (host, format!("{run} handler {path} panicked: {message:?}"))
+        }
+        EventKind::Frame {
+            conn,
+            to,
+            stream,
+            frame,
+            detail,
+            fate,
+            ..
+        } => {
+            let mut text = format!("c{conn} s{stream} {frame}");
+            if !detail.is_empty() {
+                let _ = write!(text, " {detail}");
+            }
+            match fate {
+                Fate::Passed => {}
+                Fate::Dropped => text.push_str(" [dropped]"),
+                Fate::Held => text.push_str(" [held until released]"),
+                Fate::Delayed { until } => {
+                    let _ = write!(text, " [held until {}]", fmt_duration(*until));
+                }
+                Fate::Behind { until } => {
+                    let _ = write!(
+                        text,
+                        " [behind a kept-back frame, until {}]",
+                        fmt_duration(*until)
+                    );
+                }
+                Fate::BehindHeld => text.push_str(" [behind a held frame]"),
+                Fate::Injected => text.push_str(" [injected]"),
+            }
+            (format!("{host}→{to}"), text)
+        }
+        EventKind::FrameReleased {
+            conn,
+            to,
+            stream,
+            frame,
+            kept,
+        } => (
+            format!("{host}→{to}"),
+            format!(
+                "c{conn} s{stream} {frame} released after {}",
+                fmt_duration(*kept)
+            ),
+        ),
+        EventKind::HoldReleased { name, timed } => (
+            host,
+            if *timed {
+                format!("hold {name:?} released by Fault::release")
+            } else {
+                format!("hold {name:?} released")
+            },
+        ),
+        EventKind::FrameNeverLeft {
+            conn,
+            to,
+            stream,
+            frame,
+            written,
+            waiting_for,
+        } => (
+            format!("{host}→{to}"),
+            format!(
+                "c{conn} s{stream} {frame} never left: written at {}, {waiting_for}",
+                fmt_duration(*written)
+            ),
+        ),
+        EventKind::ConnClosed { conn, to } => (format!("{host}→{to}"), format!("c{conn} closed")),
+        EventKind::ProtocolError {
+            conn,
+            to,
+            offset,
+            reason,
+        } => (
+            format!("{host}→{to}"),
+            format!("c{conn} protocol error at byte {offset}: {reason}"),
+        ),
+        EventKind::FaultNeverFired { fault } => (host, format!("fault never fired: {fault}")),
+        EventKind::Log {
+            level,
+            target,
+            message,
+        } => (host, format!("log {level} {target}: {message}")),
+        EventKind::KeepalivePing {
+            conn,
+            from,
+            verdict,
+            strikes,
+            gap,
+            allowed,
+            open_calls,
+            after_reset,
+        } => (
+            host,
+            format!(
+                "c{conn} PING from {from}: {}",
+                ping_verdict(verdict, *strikes, *gap, *allowed, *open_calls, *after_reset)
+            ),
+        ),
+        EventKind::KeepaliveStrikesReset {
+            conn,
+            to,
+            cleared,
+            frame,
+        } => (
+            format!("{host}→{to}"),
+            format!("c{conn} {frame} resets ping strikes ({cleared} cleared)"),
+        ),
+        EventKind::RetryAttempt {
+            group,
+            target,
+            path,
+            attempt,
+            delay,
+        } => {
+            let text = if *attempt == 1 {
+                format!("g{group} retry layer: attempt 1 of {path}")
+            } else {
+                format!(
+                    "g{group} retry layer: attempt {attempt} of {path} after {}",
+                    fmt_duration(*delay)
+                )
+            };
+            (format!("{host}→{target}"), text)
+        }
+        EventKind::RetryArrived {
+            run,
+            path,
+            previous,
+        } => (
+            host,
+            format!("{run} handler {path} is a retry (grpc-previous-rpc-attempts={previous})"),
+        ),
+        EventKind::RetryDecision {
+            group,
+            attempt,
+            outcome,
+            retry_in,
+            backoff_n,
+            pushback_ms,
+            stop,
+            ..
+        } => {
+            let decision = match (retry_in, stop) {
+                (Some(d), _) => match backoff_n {
+                    Some(n) => format!("retry in {} (backoff n={n})", fmt_duration(*d)),
+                    None => format!(
+                        "retry in {} (pushback {}ms)",
+                        fmt_duration(*d),
+                        pushback_ms.unwrap_or_default()
+                    ),
+                },
+                (None, Some(rule)) => format!("stop: {rule}"),
+                (None, None) => "stop".to_owned(),
+            };
+            (
+                host,
+                format!("g{group} attempt {attempt} {outcome} → {decision}"),
+            )
+        }
+        EventKind::KeepaliveClosed { conn, to, reason } => (
+            format!("{host}→{to}"),
+            format!("c{conn} connection closed by the keepalive policy ({reason})"),
+        ),
+    }
+}
+
+/// `ok (gap 30.01s >= 5s, 1 call open)`, `strike 2/2 (gap 30.01s < 5min,
+/// 1 call open)`, `strike 3/2 (…) → too_many_pings`, `ok (first PING)`.
+fn ping_verdict(
+    verdict: &str,
+    strikes: u32,
+    gap: Option<std::time::Duration>,
+    allowed: std::time::Duration,
+    open_calls: usize,
+    after_reset: bool,
+) -> String {
+    let calls = match open_calls {
+        0 => "no call open".to_owned(),
+        1 => "1 call open".to_owned(),
+        n => format!("{n} calls open"),
+    };
+    let why = match gap {
+        Some(gap) if gap < allowed => {
+            format!("gap {} < {}, {calls}", fmt_gap(gap), fmt_gap(allowed))
+        }
+        Some(gap) => format!("gap {} >= {}, {calls}", fmt_gap(gap), fmt_gap(allowed)),
+        None if after_reset => format!("first PING since strikes were reset, {calls}"),
+        None => format!("first PING, {calls}"),
+    };
+    match verdict {
+        // One strike more than tolerated (`PingVerdict::TooManyPings`).
+        "too_many_pings" => format!(
+            "strike {strikes}/{} ({why}) → too_many_pings",
+            strikes.saturating_sub(1)
+        ),
+        "going_away" => format!("after the GOAWAY ({why})"),
+        other => format!("{other} ({why})"),
+    }
+}
+
+/// A gap in the largest unit that keeps it exact: `2h`, `5min`, `30.01s`,
+/// `800ms`.
+fn fmt_gap(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    let whole_ms = d.subsec_nanos() % 1_000_000;
+    let (hours, minutes, seconds) = (ms / 3_600_000, ms / 60_000, ms / 1000);
+    if hours > 0 && hours * 3_600_000 == ms && whole_ms == 0 {
+        format!("{hours}h")
+    } else if minutes > 0 && minutes * 60_000 == ms && whole_ms == 0 {
+        format!("{minutes}min")
+    } else if seconds > 0 && whole_ms == 0 {
+        let text = format!("{seconds}.{:03}", ms - seconds * 1000);
+        format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        fmt_duration(d)
+    }
+}
+
+/// `OK`, `UNAVAILABLE "msg"`, or `DEADLINE_EXCEEDED (tonic said CANCELLED
+/// "Timeout expired")` when tonic and the spec disagree.
+fn status(o: &Outcome) -> String {
+    let said = said(o);
+    if o.code == o.spec_code {
+        said
+    } else {
+        format!("{} (tonic said {said})", o.spec_code)
+    }
+}
+
+/// The status as tonic reported it: `OK`, `CANCELLED "Timeout expired"`.
+pub(crate) fn said(o: &Outcome) -> String {
+    if o.message.is_empty() {
+        o.code.to_owned()
+    } else {
+        format!("{} {:?}", o.code, o.message)
+    }
+}
