@@ -66,8 +66,14 @@ fn an_rst_stream_on_stream_0_is_in_the_trace_as_injected() -> grpc_chaos::Result
         "{detail}"
     );
     let line = "s0 RST_STREAM CANCEL, invalid: RST_STREAM on stream 0";
-    for render in [trace.render(), trace.render_with(&RenderOptions::everything())] {
-        assert!(render.contains(line) && render.contains("[injected]"), "{render}");
+    for render in [
+        trace.render(),
+        trace.render_with(&RenderOptions::everything()),
+    ] {
+        assert!(
+            render.contains(line) && render.contains("[injected]"),
+            "{render}"
+        );
         assert!(!render.contains("never fired"), "{render}");
     }
     Ok(())
@@ -97,6 +103,8 @@ fn a_setting_out_of_range_is_in_the_trace_as_injected() -> grpc_chaos::Result {
         injected(&trace),
         [(0, "SETTINGS".to_owned(), "ENABLE_PUSH=2".to_owned())]
     );
-    assert!(trace.render().contains("c1 s0 SETTINGS ENABLE_PUSH=2 [injected]"));
+    assert!(trace
+        .render()
+        .contains("c1 s0 SETTINGS ENABLE_PUSH=2 [injected]"));
     Ok(())
 }

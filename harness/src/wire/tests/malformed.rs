@@ -279,13 +279,25 @@ fn a_frame_read_despite_the_rules_keeps_its_detail_and_names_the_rule() {
     let rst = encode::rst_stream(0, ErrorCode::Cancel);
     let (frame, broken) = decode::frame_despite_rules(&rst).expect("a whole frame");
     assert_eq!((frame.ty, frame.stream_id), (T::RstStream, 0));
-    assert_eq!(frame.detail, Detail::RstStream { code: ErrorCode::Cancel });
+    assert_eq!(
+        frame.detail,
+        Detail::RstStream {
+            code: ErrorCode::Cancel
+        }
+    );
     let broken = broken.expect("RST_STREAM on stream 0 breaks §6.4");
     assert!(broken.starts_with("RST_STREAM on stream 0"), "{broken}");
-    assert!(broken.contains("§6.4") && !broken.contains("offset"), "{broken}");
+    assert!(
+        broken.contains("§6.4") && !broken.contains("offset"),
+        "{broken}"
+    );
 
     let ping = encode::ping(false, [1; 8]);
     let (frame, broken) = decode::frame_despite_rules(&ping).expect("a whole frame");
     assert_eq!((frame.ty, broken), (T::Ping, None));
-    assert_eq!(decode::frame_despite_rules(&ping[..8]), None, "a short header");
+    assert_eq!(
+        decode::frame_despite_rules(&ping[..8]),
+        None,
+        "a short header"
+    );
 }
