@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn the_hint_carries_the_jitter_of_the_sweep() {
-        let report = sweep_with(0..2, None, Some("2000".into()), |seed| odd(seed));
+        let report = sweep_with(0..2, None, Some("2000".into()), odd);
         let summary = report.summary();
         assert!(
             summary.contains("seed 1: odd 1 (reproduce with CHAOS_JITTER_US=2000 CHAOS_SEED=1)"),
