@@ -4,6 +4,7 @@
 mod builder;
 mod conns;
 mod host;
+mod retry_use;
 mod run;
 mod shared;
 mod validate;
