@@ -117,6 +117,18 @@ impl Error {
         self.seed
     }
 
+    /// What went wrong, and where the trace was written, without the
+    /// `(reproduce with CHAOS_SEED=<n>)` that `Display` adds: for reports
+    /// that print one replay hint of their own per seed
+    /// ([`check::SweepReport`](crate::check::SweepReport), the CLI).
+    pub fn message(&self) -> String {
+        let mut out = self.kind.to_string();
+        if let Some(dir) = &self.artifact {
+            out.push_str(&format!("; trace in {}", dir.display()));
+        }
+        out
+    }
+
     /// What was recorded before the error, when the run got that far.
     pub fn trace(&self) -> Option<&Trace> {
         self.trace.as_deref()

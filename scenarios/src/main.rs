@@ -72,14 +72,15 @@ struct RunArgs {
     #[arg(long, env = "CHAOS_SEED")]
     seed: Option<u64>,
     /// Where to write each story's trace (`<name>.txt`, `<name>.json`,
-    /// `<name>.html`);
-    /// default `<target>/grpc-chaos/catalog`, `<target>` being
-    /// `CARGO_TARGET_DIR` when set, else `./target` (where failed tests
-    /// leave theirs too).
-    #[arg(long, default_value_os_t = default_out())]
-    out: PathBuf,
+    /// `<name>.html`) [default: $CARGO_TARGET_DIR/grpc-chaos/catalog when
+    /// CARGO_TARGET_DIR is set, else ./target/grpc-chaos/catalog, next to
+    /// the traces failed tests leave]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
+/// `--out` when not given: the rule its help states, read when the CLI runs
+/// (a literal default in the help would name one machine's folder).
 fn default_out() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| PathBuf::from("target"), PathBuf::from)
@@ -126,11 +127,19 @@ fn sweep(args: &SweepArgs) -> ExitCode {
         }
     });
     bar.finish_and_clear();
-    println!("{}: {}", story.name, report.summary());
-    for (seed, _) in &report.failures {
+    // The summary's first line counts (or says what CHAOS_SEED did); each
+    // failing seed then gets one line that ends with the whole command
+    // that replays it, jitter included (`run` reads both variables).
+    let counts = report.summary();
+    println!(
+        "{}: {}",
+        story.name,
+        counts.lines().next().unwrap_or_default()
+    );
+    for (seed, why) in &report.failures {
         println!(
-            "  replay: CHAOS_JITTER_US={} grpc-chaos run {} --seed {seed}",
-            args.jitter_ms * 1000,
+            "  seed {seed}: {why}\n    replay: {} grpc-chaos run {}",
+            report.replay_env(*seed),
             story.name
         );
     }
@@ -154,6 +163,7 @@ fn run(args: &RunArgs) -> ExitCode {
         }
     };
     let seed = args.seed.unwrap_or(grpc_chaos::defaults::SEED);
+    let out = args.out.clone().unwrap_or_else(default_out);
     println!("{:<24} {:<7} what happened", "story", "verdict");
     let (mut failed, mut lost) = (0, 0);
     for story in &stories {
@@ -167,14 +177,19 @@ fn run(args: &RunArgs) -> ExitCode {
         };
         println!("{:<24} {:<7} {}", story.name, verdict, report.happened);
         println!("{:<32} checks: {}", "", story.checks);
-        if let Verdict::Fail(why) = &report.verdict {
-            println!("{:<32} failed: {why}", "");
+        // A run that did not complete already says why under "what
+        // happened"; once is enough.
+        match &report.verdict {
+            Verdict::Fail(why) if *why != report.happened => {
+                println!("{:<32} failed: {why}", "");
+            }
+            _ => {}
         }
         for f in &report.findings {
             println!("{:<32} finding: {f}", "");
         }
         if let Some(trace) = trace {
-            match trace.write_to(&args.out, story.name) {
+            match trace.write_to(&out, story.name) {
                 Ok([txt, _, html]) => {
                     println!("{:<32} trace: {}", "", txt.display());
                     println!("{:<32} page:  {}", "", html.display());
@@ -185,7 +200,7 @@ fn run(args: &RunArgs) -> ExitCode {
                     eprintln!(
                         "could not write the trace of {} under {}: {e}; pass --out DIR with a writable folder",
                         story.name,
-                        args.out.display()
+                        out.display()
                     );
                 }
             }

@@ -615,6 +615,15 @@ fn check_keepalive_answers_compatible_or_goaway_after_n_s() -> grpc_chaos::Resul
         Traffic::Idle,
     )?;
     assert_eq!(idle.goaway_after(), Some(ms(40_100)));
+    // Debug is the verdict and a line about the trace, not the trace.
+    let debug = format!("{idle:?}");
+    assert!(debug.len() < 400, "{} octets: {debug}", debug.len());
+    assert!(debug.contains("goaways: 1,"), "{debug}");
+    let events = idle.trace.events().len();
+    assert!(
+        debug.contains(&format!("trace: seed 0, {events} events, ended at 600")),
+        "{debug}"
+    );
     lines.push(format!("Idle: {idle}"));
     assert_eq!(
         lines,

@@ -350,7 +350,11 @@ impl Inject {
         self.frame(encode::goaway(last_stream_id, code, debug))
     }
 
-    /// RST_STREAM (RFC 9113 §6.4) on stream `stream` with `code`.
+    /// RST_STREAM (RFC 9113 §6.4) on stream `stream` with `code`. Stream 0
+    /// is sent as given: the receiver must treat it as a connection error
+    /// (h2 answers GOAWAY(PROTOCOL_ERROR)), and the trace shows it as
+    /// `RST_STREAM CANCEL, invalid: RST_STREAM on stream 0 (RFC 9113 §6.4)
+    /// [injected]`.
     pub fn rst_stream(self, stream: u32, code: ErrorCode) -> InjectAt {
         self.frame(encode::rst_stream(stream, code))
     }

@@ -184,7 +184,11 @@ async fn hold(grpc: &mut tonic::client::Grpc<crate::Channel>) -> Result<(), Stat
 }
 
 /// The answer of a [`KeepaliveCheck`], with the run's trace.
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows the verdict fields and a line about the trace (seed,
+/// events, end), not the trace itself: ten *simulated* minutes of PINGs are
+/// kilobytes. Render the trace for that.
+#[derive(Clone)]
 pub struct KeepaliveReport {
     /// PINGs the server judged, over the whole run.
     pub pings: usize,
@@ -267,6 +271,26 @@ impl KeepaliveReport {
     /// When the first GOAWAY went out, *simulated* time since the start.
     pub fn goaway_after(&self) -> Option<Duration> {
         self.first_goaway.map(|(at, _)| at)
+    }
+}
+
+impl fmt::Debug for KeepaliveReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let trace = format!(
+            "seed {}, {} events, ended at {:?}; render it to read it",
+            self.trace.seed(),
+            self.trace.events().len(),
+            self.trace.ended_at()
+        );
+        f.debug_struct("KeepaliveReport")
+            .field("pings", &self.pings)
+            .field("strikes", &self.strikes)
+            .field("goaways", &self.goaways)
+            .field("first_goaway", &self.first_goaway)
+            .field("calls_end", &self.calls_end)
+            .field("duration", &self.duration)
+            .field("trace", &format_args!("{trace}"))
+            .finish()
     }
 }
 

@@ -429,9 +429,11 @@ pub enum EventKind {
     },
     /// A fault that never acted during the run (recorded at its end): a
     /// typo in a method path, a window no request fell in, an injection with
-    /// no connection to go on. It is not an error; it is a question.
+    /// no connection to go on. It is not an error; it is a question. A
+    /// retry policy of a [`Host::retry_channel`](crate::Host::retry_channel)
+    /// that matched no call is reported the same way, on the calling host.
     FaultNeverFired {
-        /// The fault, described.
+        /// The fault (or retry policy), described.
         fault: String,
     },
     /// A `tracing` event emitted inside a host.

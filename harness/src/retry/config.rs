@@ -146,25 +146,53 @@ impl RetryConfig {
     /// then the default entry (empty `name`). The first entry found decides,
     /// even when it has no `retryPolicy`.
     pub fn policy_for(&self, path: &str) -> Option<&RetryPolicy> {
-        self.entry_for(path)?.retry.as_deref()
+        self.entry_for(path)?.1.retry.as_deref()
     }
 
     /// Like [`RetryConfig::policy_for`], but a shared handle.
     pub(crate) fn shared_policy_for(&self, path: &str) -> Option<Arc<RetryPolicy>> {
-        self.entry_for(path)?.retry.clone()
+        self.entry_for(path)?.1.retry.clone()
     }
 
-    fn entry_for(&self, path: &str) -> Option<&MethodEntry> {
-        if let Some(e) = self.methods.get(path) {
-            return Some(e);
+    /// The name of the entry that decides for `path`, as a key:
+    /// `"/svc/method"`, `"/svc/"` (a whole service) or `""` (the default).
+    pub(crate) fn key_for(&self, path: &str) -> Option<&str> {
+        Some(self.entry_for(path)?.0)
+    }
+
+    /// The names of the entries that carry a `retryPolicy`, as keys (see
+    /// [`RetryConfig::key_for`]).
+    pub(crate) fn policy_keys(&self) -> impl Iterator<Item = &str> {
+        self.methods
+            .iter()
+            .filter(|(_, e)| e.retry.is_some())
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// Every entry's name that names a service: `(key, service)`.
+    pub(crate) fn named_services(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.methods.keys().filter_map(|k| {
+            let service = k.strip_prefix('/')?.split('/').next()?;
+            Some((k.as_str(), service))
+        })
+    }
+
+    fn entry_for(&self, path: &str) -> Option<(&str, &MethodEntry)> {
+        let get = |key: &str| {
+            self.methods
+                .get_key_value(key)
+                .map(|(k, e)| (k.as_str(), e))
+        };
+        if let Some(found) = get(path) {
+            return Some(found);
         }
         // "/svc/method" → "/svc/"; a malformed path only matches the default.
         if let Some(cut) = path.rfind('/').filter(|&c| c > 0) {
-            if let Some(e) = self.methods.get(&path[..=cut]) {
-                return Some(e);
+            if let Some(found) = get(&path[..=cut]) {
+                return Some(found);
             }
         }
-        self.methods.get("")
+        get("")
     }
 
     /// The retry throttling policy (`retryThrottling`), if the config has one.

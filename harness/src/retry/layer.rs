@@ -31,7 +31,13 @@ pub struct RetryLayer {
     pub(crate) jitter: Jitter,
     pub(crate) observer: Option<Observer>,
     pub(crate) buffer_limit: u64,
+    /// Told the path of every call through the layer, before its policy is
+    /// looked up: how the harness learns which retry policies matched.
+    pub(crate) on_call: Option<CallHook>,
 }
+
+/// See [`RetryLayer::on_call`].
+pub(crate) type CallHook = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl RetryLayer {
     /// A layer applying `policy`, with all jitter drawn from a generator
@@ -43,6 +49,7 @@ impl RetryLayer {
             jitter: Jitter::default(),
             observer: None,
             buffer_limit: DEFAULT_BUFFER_LIMIT,
+            on_call: None,
         }
     }
 

@@ -16,7 +16,7 @@ use super::backoff::Jitter;
 use super::config::RetryConfig;
 use super::event::{AttemptEvent, Observer};
 use super::future::ResponseFuture;
-use super::layer::RetryLayer;
+use super::layer::{CallHook, RetryLayer};
 use super::throttle::Throttler;
 
 /// What all clones of one [`Retry`] share: the target's token bucket, the
@@ -28,6 +28,7 @@ pub(crate) struct Shared {
     pub(crate) jitter: Jitter,
     pub(crate) observer: Option<Observer>,
     pub(crate) buffer_limit: u64,
+    on_call: Option<CallHook>,
     /// Calls started so far (numbers [`AttemptEvent::call`]).
     calls: AtomicU64,
 }
@@ -41,6 +42,7 @@ impl Shared {
             jitter: layer.jitter,
             observer: layer.observer.clone(),
             buffer_limit: layer.buffer_limit,
+            on_call: layer.on_call.clone(),
             calls: AtomicU64::new(0),
         }
     }
@@ -128,6 +130,9 @@ where
     }
 
     fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+        if let Some(hook) = &self.shared.on_call {
+            hook(req.uri().path());
+        }
         // The ready service makes the first attempt; the clone stays behind
         // for the next call (tower's usual swap).
         let clone = self.inner.clone();

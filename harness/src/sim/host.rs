@@ -95,13 +95,26 @@ impl Host {
     /// made another way (e.g. [`Host::channel_with`]); change its jitter or
     /// buffer limit before applying it. Setting another observer on it
     /// stops the recording of its attempts and decisions.
+    ///
+    /// At the end of the run, a retry policy of `config` that matched no
+    /// call through the layer is reported in the trace (`fault never fired:
+    /// retry policy for … matched no call`), as is a `config` with no
+    /// `retryPolicy` at all; a `methodConfig` naming a service `to` does
+    /// not serve fails the run
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)).
     pub fn retry_layer(&self, to: &str, config: RetryConfig) -> RetryLayer {
         let seed = crate::retry::channel_seed(self.shared.seed, &self.name, to);
-        RetryLayer::new(config, seed).observer(crate::retry::recording_observer(
+        let mut layer = RetryLayer::new(config, seed).observer(crate::retry::recording_observer(
             self.shared.clone(),
             self.name.clone(),
             to.into(),
-        ))
+        ));
+        layer.on_call = Some(self.shared.retry_uses.register(
+            self.name.clone(),
+            to.into(),
+            layer.config.clone(),
+        ));
+        layer
     }
 
     /// A plain `tonic::transport::Channel` to server host `to`, for code

@@ -5,6 +5,7 @@ mod builder;
 mod conns;
 mod host;
 mod limits;
+mod retry_use;
 mod run;
 mod shared;
 mod validate;

@@ -107,7 +107,9 @@ impl Sim {
             );
             (host, fault)
         });
-        for (host, fault) in shared.unused_faults(ended).into_iter().chain(late) {
+        let unused_retries = shared.unused_retry_policies();
+        let unused = shared.unused_faults(ended).into_iter().chain(late);
+        for (host, fault) in unused.chain(unused_retries) {
             shared
                 .recorder
                 .push_at(ended, &host, EventKind::FaultNeverFired { fault });

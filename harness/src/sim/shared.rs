@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     released: Mutex<BTreeSet<String>>,
     /// Wakes every writer task waiting on a named hold when one is released.
     release_notify: Notify,
+    /// The retry layers hosts made, and what their configs matched.
+    pub(crate) retry_uses: super::retry_use::RetryUses,
 }
 
 impl Shared {
@@ -57,6 +59,7 @@ impl Shared {
             finished: Mutex::default(),
             released: Mutex::default(),
             release_notify: Notify::new(),
+            retry_uses: super::retry_use::RetryUses::default(),
         }
     }
 
@@ -96,6 +99,7 @@ impl Shared {
     /// Checks the host's handler faults against the services it serves
     /// (known only once its server closure has run).
     pub(crate) fn check_services(&self, host: &str, served: &[&'static str]) {
+        self.retry_uses.served(host, served);
         for rule in self.rules.handler.iter().filter(|r| r.host == host) {
             if let Some(service) = rule.service() {
                 if !served.contains(&service) {
@@ -144,6 +148,18 @@ impl Shared {
             .filter(|i| !i.fired())
             .map(|i| (i.from.clone(), i.describe(ended)));
         handler.chain(frame).chain(inject).collect()
+    }
+
+    /// Every retry policy that matched no call in this run, described (see
+    /// [`RetryUses::check`](super::retry_use::RetryUses::check)); a
+    /// service config naming a service its target does not serve is
+    /// recorded as a problem.
+    pub(crate) fn unused_retry_policies(&self) -> Vec<(String, String)> {
+        let (unused, errors) = self.retry_uses.check();
+        for e in errors {
+            self.problem(e);
+        }
+        unused
     }
 
     /// What the first matching frame fault does with a frame, if any.

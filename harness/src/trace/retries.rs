@@ -111,6 +111,12 @@ impl RetriedCall {
 
 const RULE: &str = "retry policy";
 
+/// Why a trace without retried calls fails the check, and what to use.
+const NOTHING_TO_CHECK: &str = "no call in this trace went through a recording retry layer, so there is nothing to check. \
+The check sees calls made through Host::retry_channel (or a channel wrapped in Host::retry_layer) \
+whose method a methodConfig with a retryPolicy names; calls through a plain channel, \
+a retry loop of your own or another retry library are separate calls to it (count them with Trace::attempts)";
+
 impl Trace {
     /// Every logical call made through a recording retry layer, in order of
     /// first attempt.
@@ -215,8 +221,15 @@ impl Trace {
     /// `config` (gRFC A6 as grpc-go applies it, seed 000 §5), with grpc-go's
     /// jitter. See [`Trace::assert_retries_conform_with`].
     ///
+    /// Only calls through a recording layer are checked
+    /// ([`Host::retry_channel`](crate::Host::retry_channel), or a channel
+    /// wrapped in [`Host::retry_layer`](crate::Host::retry_layer)): a retry
+    /// loop of your own makes plain calls, which this cannot tell apart
+    /// from separate calls.
+    ///
     /// # Errors
-    /// The first [`Violation`], as described there.
+    /// The first [`Violation`], as described there; also when the trace
+    /// holds no call through a recording retry layer at all.
     pub fn assert_retries_conform(&self, config: &RetryConfig) -> Result<(), Violation> {
         self.assert_retries_conform_with(config, Jitter::GrpcGo)
     }
@@ -249,13 +262,18 @@ impl Trace {
     /// # Errors
     /// A [`Violation`] (rule `retry policy`) naming the logical call (`g2
     /// /tt.v1.Store/Save (player→store)`), the attempt, the rule and the
-    /// numbers.
+    /// numbers; or, when the trace holds no call through a recording retry
+    /// layer, one that says so: a check with nothing to check would pass
+    /// anything.
     pub fn assert_retries_conform_with(
         &self,
         config: &RetryConfig,
         jitter: Jitter,
     ) -> Result<(), Violation> {
         let calls = self.retried_calls();
+        if calls.is_empty() {
+            return Err(Violation::custom(RULE, NOTHING_TO_CHECK));
+        }
         for call in &calls {
             check_call(call, config, jitter)
                 .map_err(|detail| Violation::custom(RULE, format!("{}: {detail}", call.label())))?;

@@ -21,6 +21,7 @@ mod blocks;
 mod parse;
 
 use self::blocks::PendingBlock;
+pub(crate) use self::parse::frame_despite_rules;
 use self::parse::{check_skippable, Bad, Head};
 use super::frame::{
     flags, Detail, Frame, FrameType, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LEN,

@@ -51,13 +51,17 @@ pub struct Scenario {
 
 impl Scenario {
     /// Simulates with `seed` and judges the trace. A run that fails to
-    /// complete is a failed verdict that carries the error.
+    /// complete is a failed verdict that carries the error's message,
+    /// without its replay hint: the CLI prints one with the jitter too.
     pub fn run(&self, seed: u64) -> (Report, Option<Trace>) {
         match (self.simulate)(seed) {
             Ok(trace) => ((self.judge)(&trace), Some(trace)),
             Err(e) => {
                 let trace = e.trace().cloned();
-                (Report::failed(format!("run failed: {e}")), trace)
+                (
+                    Report::failed(format!("run failed: {}", e.message())),
+                    trace,
+                )
             }
         }
     }

@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use super::{DirectionTap, Out};
 use crate::fault::Injection;
 use crate::sim::lock_conn;
-use crate::wire::{BlockKind, Direction, Frame};
+use crate::wire::{self, BlockKind, Direction, Frame};
 
 impl DirectionTap {
     /// Puts `injection`'s frame on this direction's queue, behind what is
@@ -113,6 +113,37 @@ impl DirectionTap {
         lock_conn(&self.conn_state)
             .tap
             .wake(self.decoder.direction())
+    }
+}
+
+/// The frame an event of an injected frame's own decode stands for, and
+/// the RFC 9113 rule it breaks, if any. A frame the harness writes is
+/// recorded as what it is even when it breaks the protocol (an RST_STREAM
+/// on stream 0, §6.4): the decoder reports that as malformed and keeps no
+/// detail, so the frame is read again without the rules. `fed`: octets the
+/// decoder took before `bytes`.
+pub(super) fn injected_frame(
+    event: wire::Event,
+    bytes: &[u8],
+    fed: u64,
+) -> Option<(Frame, Option<String>)> {
+    match event {
+        wire::Event::Frame(frame) => Some((frame, None)),
+        wire::Event::Malformed { offset, reason, .. } => {
+            let start = usize::try_from(offset.checked_sub(fed)?).ok()?;
+            let (frame, broken) = wire::decode::frame_despite_rules(bytes.get(start..)?)?;
+            Some((frame, Some(broken.unwrap_or(reason))))
+        }
+        wire::Event::Preface { .. } => None,
+    }
+}
+
+/// A frame's trace text with the rule it breaks appended.
+pub(super) fn with_broken_rule(detail: String, broken: Option<String>) -> String {
+    match broken {
+        Some(rule) if detail.is_empty() => format!("invalid: {rule}"),
+        Some(rule) => format!("{detail}, invalid: {rule}"),
+        None => detail,
     }
 }
 

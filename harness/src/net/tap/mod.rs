@@ -524,18 +524,20 @@ impl DirectionTap {
         }
         decoder.feed(&wire::encode::settings(&[]), &mut events);
         events.clear();
+        let fed = decoder.bytes_fed();
         decoder.feed(bytes, &mut events);
         for e in events {
-            if let wire::Event::Frame(mut frame) = e {
+            if let Some((mut frame, broken)) = inject::injected_frame(e, bytes, fed) {
                 if let (Some(kind), Detail::Headers { block, .. }) = (kind, &mut frame.detail) {
                     block.kind = kind;
                 }
-                if let Detail::Settings { ack: false, values } = &frame.detail {
+                if let (Detail::Settings { ack: false, values }, None) = (&frame.detail, &broken) {
                     lock_conn(&self.conn_state)
                         .tap
                         .settings_sent(direction, max_frame_size(values));
                 }
                 let (detail, noise) = describe::describe(&frame);
+                let detail = inject::with_broken_rule(detail, broken);
                 let name = frame.ty.to_string();
                 self.record(EventKind::Frame {
                     conn: self.conn,

@@ -63,13 +63,23 @@ pub(super) fn skip(head: &Head, what: &str) -> Bad {
 /// (fixed sizes and stream-id rules of RFC 9113 §6). Header-block frames are
 /// checked in `check_fatal` instead.
 pub(super) fn check_skippable(head: &Head) -> Result<(), String> {
+    match skippable_problem(head) {
+        Some(what) => Err(format!("{what}; frame at offset {}", head.offset)),
+        None => Ok(()),
+    }
+}
+
+/// The rule of RFC 9113 §6 the frame header `head` breaks, if any, in words
+/// that name the section but not the frame's offset.
+pub(super) fn skippable_problem(head: &Head) -> Option<String> {
     let (ty, id, len) = (head.ty, head.stream_id, head.len);
-    let problem = match ty {
+    match ty {
         FrameType::Data | FrameType::Priority | FrameType::RstStream if id == 0 => {
-            Some(format!("{ty} on stream 0 (RFC 9113 §6.1, §6.3, §6.4)"))
+            Some(format!("{ty} on stream 0 (RFC 9113 §{})", section(ty)))
         }
         FrameType::Settings | FrameType::Ping | FrameType::GoAway if id != 0 => Some(format!(
-            "{ty} on stream {id}, must be 0 (RFC 9113 §6.5, §6.7, §6.8)"
+            "{ty} on stream {id}, must be 0 (RFC 9113 §{})",
+            section(ty)
         )),
         FrameType::Priority if len != 5 => Some(format!(
             "PRIORITY of {len} octets, must be 5 (RFC 9113 §6.3)"
@@ -93,10 +103,18 @@ pub(super) fn check_skippable(head: &Head) -> Result<(), String> {
             "GOAWAY of {len} octets, at least 8 (RFC 9113 §6.8)"
         )),
         _ => None,
-    };
-    match problem {
-        Some(what) => Err(format!("{what}; frame at offset {}", head.offset)),
-        None => Ok(()),
+    }
+}
+
+/// The section of RFC 9113 that defines a stream-id rule's frame type.
+fn section(ty: FrameType) -> &'static str {
+    match ty {
+        FrameType::Data => "6.1",
+        FrameType::Priority => "6.3",
+        FrameType::RstStream => "6.4",
+        FrameType::Settings => "6.5",
+        FrameType::Ping => "6.7",
+        _ => "6.8",
     }
 }
 
@@ -177,4 +195,25 @@ pub(super) fn detail(head: &Head, first: Option<u8>, payload: &[u8]) -> Result<D
         | FrameType::Continuation
         | FrameType::Unknown(_) => Detail::Unknown,
     })
+}
+
+/// Decodes the one frame at the start of `bytes` whatever RFC 9113 §6 says
+/// about its stream id and size, and returns it with the rule it breaks.
+/// For frames the harness writes on purpose (an injected RST_STREAM on
+/// stream 0 must still be recorded as what it is); a [`Decoder`] reports
+/// such a frame as [`Event::Malformed`] and keeps no detail. A field-block
+/// frame keeps [`Detail::Unknown`]: its block needs the connection's HPACK
+/// context. `None`: fewer than 9 octets.
+///
+/// [`Decoder`]: super::Decoder
+/// [`Event::Malformed`]: super::Event::Malformed
+pub(crate) fn frame_despite_rules(bytes: &[u8]) -> Option<(Frame, Option<String>)> {
+    let raw: &[u8; FRAME_HEADER_LEN] = bytes.get(..FRAME_HEADER_LEN)?.try_into().ok()?;
+    let head = Head::parse(0, raw);
+    let end = bytes.len().min(FRAME_HEADER_LEN + head.len as usize);
+    let payload = &bytes[FRAME_HEADER_LEN..end];
+    let problem = skippable_problem(&head);
+    // Only DATA padding can fail here; such a frame keeps no detail.
+    let detail = detail(&head, payload.first().copied(), payload).unwrap_or(Detail::Unknown);
+    Some((head.frame(detail), problem))
 }

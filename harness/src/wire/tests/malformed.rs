@@ -271,3 +271,33 @@ fn finish_reports_an_unfinished_header_block_and_partial_preface() {
     dec.finish(&mut out);
     assert_eq!(malformed(&out)[0].1, Some(10));
 }
+
+/// A frame the harness injects on purpose is recorded as what it is: read
+/// without §6's rules, it keeps its detail, and says which rule it breaks.
+#[test]
+fn a_frame_read_despite_the_rules_keeps_its_detail_and_names_the_rule() {
+    let rst = encode::rst_stream(0, ErrorCode::Cancel);
+    let (frame, broken) = decode::frame_despite_rules(&rst).expect("a whole frame");
+    assert_eq!((frame.ty, frame.stream_id), (T::RstStream, 0));
+    assert_eq!(
+        frame.detail,
+        Detail::RstStream {
+            code: ErrorCode::Cancel
+        }
+    );
+    let broken = broken.expect("RST_STREAM on stream 0 breaks §6.4");
+    assert!(broken.starts_with("RST_STREAM on stream 0"), "{broken}");
+    assert!(
+        broken.contains("§6.4") && !broken.contains("offset"),
+        "{broken}"
+    );
+
+    let ping = encode::ping(false, [1; 8]);
+    let (frame, broken) = decode::frame_despite_rules(&ping).expect("a whole frame");
+    assert_eq!((frame.ty, broken), (T::Ping, None));
+    assert_eq!(
+        decode::frame_despite_rules(&ping[..8]),
+        None,
+        "a short header"
+    );
+}

@@ -1,7 +1,9 @@
 //! Trust checks: is a run deterministic, and does a test hold for many
 //! seeds?
 
-use std::ops::Range;
+mod sweep;
+
+pub use sweep::{sweep, SweepReport};
 
 use crate::error::{Error, Kind};
 use crate::trace::{RenderOptions, Trace};
@@ -80,70 +82,6 @@ pub fn tokio_rng_seeded() -> bool {
     cfg!(tokio_unstable)
 }
 
-/// The result of running one test body over many seeds.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct SweepReport {
-    /// How many seeds ran.
-    pub runs: usize,
-    /// Each failing seed with its error message, in seed order.
-    pub failures: Vec<(u64, String)>,
-}
-
-impl SweepReport {
-    /// True when every seed passed.
-    pub fn passed(&self) -> bool {
-        self.failures.is_empty()
-    }
-
-    /// One line per failing seed, each with the `CHAOS_SEED=<n>` that
-    /// replays it.
-    pub fn summary(&self) -> String {
-        let mut out = format!(
-            "{} seeds, {} passed, {} failed",
-            self.runs,
-            self.runs - self.failures.len(),
-            self.failures.len()
-        );
-        for (seed, error) in &self.failures {
-            out.push_str(&format!("\n  CHAOS_SEED={seed}: {error}"));
-        }
-        out
-    }
-
-    /// Panics with [`SweepReport::summary`] when a seed failed, so that a
-    /// `#[test]` fails and prints the seeds to replay.
-    ///
-    /// # Panics
-    /// When any seed failed.
-    pub fn assert_passed(&self) {
-        assert!(self.passed(), "{}", self.summary());
-    }
-}
-
-/// Runs `body` once per seed in `seeds` and collects the failures.
-///
-/// `body` builds and runs a scenario with the seed it is given
-/// (`Sim::builder().seed(seed)`) and checks its trace. Give the scenario
-/// some [`latency_jitter`](crate::SimBuilder::latency_jitter) (or other
-/// seeded choices), or every seed is the same run. A test replays one
-/// failing seed with `CHAOS_SEED=<n>` when it builds with
-/// `Sim::builder()` and no explicit seed.
-///
-/// To split a long sweep across CI workers, make each range its own test
-/// (`sweep(0..250, ..)`, `sweep(250..500, ..)`) and let
-/// `cargo nextest run --partition count:1/2` hand them out.
-pub fn sweep(seeds: Range<u64>, mut body: impl FnMut(u64) -> Result<(), Error>) -> SweepReport {
-    let mut report = SweepReport::default();
-    for seed in seeds {
-        report.runs += 1;
-        if let Err(e) = body(seed) {
-            report.failures.push((seed, e.to_string()));
-        }
-    }
-    report
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,20 +116,5 @@ mod tests {
             !tokio_rng_seeded(),
             "{e}"
         );
-    }
-
-    #[test]
-    fn sweep_collects_failing_seeds() {
-        let report = sweep(0..10, |seed| {
-            if seed % 4 == 1 {
-                Err(Error::new(Kind::Misconfigured(format!("odd {seed}"))))
-            } else {
-                Ok(())
-            }
-        });
-        assert_eq!(report.runs, 10);
-        let failed: Vec<u64> = report.failures.iter().map(|(s, _)| *s).collect();
-        assert_eq!(failed, [1, 5, 9]);
-        assert!(report.summary().contains("CHAOS_SEED=5: odd 5"));
     }
 }

@@ -1,0 +1,87 @@
+//! What the CLI prints: every replay hint is the whole environment, a
+//! failure is said once, and `--out`'s help states its rule.
+
+use std::process::Command;
+
+fn cli(args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_grpc-chaos"))
+        .args(args)
+        .env_remove("CHAOS_SEED")
+        .env_remove("CHAOS_JITTER_US")
+        .envs(env.iter().copied())
+        .output()
+        .expect("the CLI starts");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// 100 s of jitter per message (*simulated*) keeps the story's calls
+/// waiting past its 10 s duration: every seed fails.
+const HUGE_JITTER_US: &str = "100000000";
+
+#[test]
+fn each_failing_seed_of_a_sweep_replays_with_its_seed_and_jitter() {
+    let out = cli(
+        &[
+            "sweep",
+            "store-restart",
+            "--seeds",
+            "0..1",
+            "--jitter-ms",
+            "100000",
+        ],
+        &[],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("store-restart: 1 seeds, 0 passed, 1 failed"),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("  seed 0: "), "{out}");
+    assert_eq!(
+        lines[2],
+        format!("    replay: CHAOS_JITTER_US={HUGE_JITTER_US} CHAOS_SEED=0 grpc-chaos run store-restart"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("CHAOS_SEED=").count(),
+        1,
+        "one hint per seed: {out}"
+    );
+}
+
+#[test]
+fn a_run_that_fails_says_why_once() {
+    let dir = std::env::temp_dir().join(format!("grpc-chaos-cli-{}", std::process::id()));
+    let out = cli(
+        &["run", "store-restart", "--out", &dir.to_string_lossy()],
+        &[("CHAOS_JITTER_US", HUGE_JITTER_US)],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    // Jitter longer than the run: refused before it runs, said once.
+    assert!(
+        out.contains("FAIL    run failed: link latency 1ms plus latency_jitter"),
+        "{out}"
+    );
+    assert_eq!(out.matches("no message would arrive").count(), 1, "{out}");
+    assert_eq!(out.matches("CHAOS_SEED=").count(), 1, "{out}");
+    assert!(
+        out.ends_with(&format!(
+            "(seed 0; reproduce with CHAOS_JITTER_US={HUGE_JITTER_US} CHAOS_SEED=0)\n"
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_help_of_out_states_the_rule_not_one_folder() {
+    let help = cli(
+        &["run", "--help"],
+        &[("CARGO_TARGET_DIR", "/somewhere/else")],
+    );
+    assert!(
+        help.contains("$CARGO_TARGET_DIR/grpc-chaos/catalog when CARGO_TARGET_DIR is set"),
+        "{help}"
+    );
+    assert!(!help.contains("[default: target"), "{help}");
+    assert!(!help.contains("/somewhere/else"), "{help}");
+}

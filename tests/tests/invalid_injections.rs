@@ -1,0 +1,110 @@
+//! Injected frames that break RFC 9113 on purpose: each is in the trace as
+//! injected, with the rule it breaks, next to the peer's reaction.
+
+use std::time::Duration;
+
+use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::trace::RenderOptions;
+use grpc_chaos::wire::{ErrorCode, SettingId};
+use grpc_chaos::{spec_code, EventKind, Fault, Sim, Trace};
+use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+use grpc_chaos_scenarios::services::pb::SaveRequest;
+use grpc_chaos_scenarios::services::Store;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// `(stream, frame, detail)` of every injected frame.
+fn injected(trace: &Trace) -> Vec<(u32, String, String)> {
+    trace
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Frame {
+                stream,
+                frame,
+                detail,
+                fate: Fate::Injected,
+                ..
+            } => Some((*stream, frame.clone(), detail.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// RFC 9113 §6.4: RST_STREAM on stream 0 is a connection error. The
+/// player's stack answers GOAWAY(PROTOCOL_ERROR) and its call in flight
+/// (a 100 ms save) fails; the trace shows the frame that caused it, in
+/// every render.
+#[test]
+fn an_rst_stream_on_stream_0_is_in_the_trace_as_injected() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store", |s| {
+        s.add_service(Store::with_work(ms(100)).into_server())
+    });
+    sim.fault(
+        Fault::inject("store", "player")
+            .rst_stream(0, ErrorCode::Cancel)
+            .at(ms(50)),
+    );
+    sim.client("player", |c| async move {
+        let err = StoreClient::new(c.channel("store"))
+            .save(SaveRequest::default())
+            .await
+            .expect_err("the connection failed under the call");
+        assert_eq!(spec_code(&err), tonic::Code::Internal, "{err:?}");
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let frames = injected(&trace);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    let (stream, frame, detail) = &frames[0];
+    assert_eq!((*stream, frame.as_str()), (0, "RST_STREAM"));
+    assert!(
+        detail.starts_with("CANCEL, invalid: RST_STREAM on stream 0") && detail.contains("§6.4"),
+        "{detail}"
+    );
+    let line = "s0 RST_STREAM CANCEL, invalid: RST_STREAM on stream 0";
+    for render in [
+        trace.render(),
+        trace.render_with(&RenderOptions::everything()),
+    ] {
+        assert!(
+            render.contains(line) && render.contains("[injected]"),
+            "{render}"
+        );
+        assert!(!render.contains("never fired"), "{render}");
+    }
+    Ok(())
+}
+
+/// RFC 9113 §6.5.2: SETTINGS_ENABLE_PUSH=2 is a connection error whatever
+/// the sender. The frame is well formed, so it is recorded as decoded.
+#[test]
+fn a_setting_out_of_range_is_in_the_trace_as_injected() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store", |s| {
+        s.add_service(Store::with_work(ms(100)).into_server())
+    });
+    sim.fault(
+        Fault::inject("store", "player")
+            .settings(&[(SettingId::EnablePush, 2)])
+            .at(ms(50)),
+    );
+    sim.client("player", |c| async move {
+        let _ = StoreClient::new(c.channel("store"))
+            .save(SaveRequest::default())
+            .await;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    assert_eq!(
+        injected(&trace),
+        [(0, "SETTINGS".to_owned(), "ENABLE_PUSH=2".to_owned())]
+    );
+    assert!(trace
+        .render()
+        .contains("c1 s0 SETTINGS ENABLE_PUSH=2 [injected]"));
+    Ok(())
+}
