@@ -301,7 +301,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.kind)?;
         if let Some(seed) = self.seed {
-            write!(f, " (reproduce with CHAOS_SEED={seed})")?;
+            let replay = self
+                .trace
+                .as_ref()
+                .map_or_else(|| crate::sim::replay_env(seed, None), |t| t.replay_env());
+            write!(f, " (reproduce with {replay})")?;
         }
         if let Some(dir) = &self.artifact {
             write!(f, "; trace in {}", dir.display())?;

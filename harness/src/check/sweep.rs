@@ -72,10 +72,9 @@ impl SweepReport {
     /// The environment that replays `seed`: `CHAOS_SEED=<n>`, behind
     /// `CHAOS_JITTER_US=<µs>` when the sweep ran with it set.
     pub fn replay_env(&self, seed: u64) -> String {
-        match &self.jitter {
-            Some(us) => format!("{JITTER_ENV}={us} {SEED_ENV}={seed}"),
-            None => format!("{SEED_ENV}={seed}"),
-        }
+        // A jitter that is not a number failed every run before it began.
+        let jitter = self.jitter.as_deref().and_then(|j| j.trim().parse().ok());
+        crate::sim::replay_env(seed, jitter)
     }
 
     /// Panics with [`SweepReport::summary`] when a seed failed, so that a

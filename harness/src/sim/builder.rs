@@ -152,9 +152,15 @@ impl SimBuilder {
             Some(seed) => Ok(seed),
             None => env_u64(SEED_ENV).map(|s| s.unwrap_or(defaults::SEED)),
         };
-        let jitter = match self.jitter {
-            Some(j) => Ok(j),
-            None => env_u64(JITTER_ENV).map(|us| Duration::from_micros(us.unwrap_or(0))),
+        // Jitter from the environment is part of what replays the run.
+        let jitter_env = match self.jitter {
+            Some(_) => Ok(None),
+            None => env_u64(JITTER_ENV),
+        };
+        let jitter = match (self.jitter, &jitter_env) {
+            (Some(j), _) => Ok(j),
+            (None, Ok(us)) => Ok(Duration::from_micros(us.unwrap_or(0))),
+            (None, Err(e)) => Err(e.clone()),
         };
         let problem = [seed.as_ref().err(), jitter.as_ref().err()]
             .into_iter()
@@ -169,11 +175,22 @@ impl SimBuilder {
                 tick: self.tick,
                 latency: self.latency,
                 jitter,
+                jitter_env: jitter_env.unwrap_or_default(),
                 settle: self.settle,
                 wire_tap: self.wire_tap,
             },
             problem,
         )
+    }
+}
+
+/// The environment that replays a run of `seed`: `CHAOS_SEED=<n>`, behind
+/// `CHAOS_JITTER_US=<µs>` when the run took its jitter from there (a seed
+/// alone would replay it without the jitter, so differently).
+pub(crate) fn replay_env(seed: u64, jitter_us: Option<u64>) -> String {
+    match jitter_us {
+        Some(us) => format!("{JITTER_ENV}={us} {SEED_ENV}={seed}"),
+        None => format!("{SEED_ENV}={seed}"),
     }
 }
 

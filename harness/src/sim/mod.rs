@@ -15,6 +15,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub(crate) use builder::replay_env;
 pub use builder::{defaults, SimBuilder, JITTER_ENV, SEED_ENV};
 pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
 pub use host::{Host, ServerHost};
@@ -37,6 +38,8 @@ pub(crate) struct Config {
     pub(crate) tick: Duration,
     pub(crate) latency: Duration,
     pub(crate) jitter: Duration,
+    /// `CHAOS_JITTER_US` when the jitter came from it, to replay the run.
+    pub(crate) jitter_env: Option<u64>,
     pub(crate) settle: Duration,
     pub(crate) wire_tap: bool,
 }

@@ -121,7 +121,8 @@ impl Sim {
             shared.known_hosts(),
             shared.recorder.take_events(),
             ended,
-        );
+        )
+        .with_jitter_env(config.jitter_env);
         let problem = shared.take_problem();
         match (problem, outcome) {
             (Some(e), _) | (None, Err(e)) => Err(e.with_run(config.seed, Some(trace))),

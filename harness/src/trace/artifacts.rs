@@ -33,9 +33,9 @@ pub(crate) fn write(trace: &Trace) -> Option<PathBuf> {
     match trace.write_to(&dir, "trace") {
         Ok(_) => {
             eprintln!(
-                "grpc-chaos: trace written to {} (reproduce with CHAOS_SEED={})",
+                "grpc-chaos: trace written to {} (reproduce with {})",
                 dir.display(),
-                trace.seed()
+                trace.replay_env()
             );
             Some(dir)
         }

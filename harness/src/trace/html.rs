@@ -5,7 +5,6 @@ mod summary;
 
 use super::rows::{rows, COLUMNS};
 use super::{fmt_duration, RenderOptions, Trace};
-use crate::SEED_ENV;
 
 /// Inline, so the page needs nothing but itself.
 const STYLE: &str = include_str!("html/style.css");
@@ -92,9 +91,7 @@ fn header(page: &mut Page, trace: &Trace, options: &RenderOptions) {
         .markup("<dt>seed</dt><dd>")
         .text(&seed)
         .markup(" (reproduce with <code>")
-        .markup(SEED_ENV)
-        .markup("=")
-        .text(&seed)
+        .text(&trace.replay_env())
         .markup("</code>)</dd>\n<dt>simulated duration</dt><dd>")
         .text(&fmt_duration(trace.ended_at()))
         .markup("</dd>\n<dt>hosts</dt><dd>")

@@ -45,6 +45,9 @@ pub struct Trace {
     calls: Vec<Call>,
     #[serde(skip)]
     runs: Vec<HandlerRun>,
+    /// `CHAOS_JITTER_US` when the run's jitter came from it.
+    #[serde(skip)]
+    jitter_env: Option<u64>,
 }
 
 impl Trace {
@@ -57,7 +60,22 @@ impl Trace {
             events,
             calls,
             runs,
+            jitter_env: None,
         }
+    }
+
+    /// Notes that the run took its jitter from `CHAOS_JITTER_US`.
+    pub(crate) fn with_jitter_env(mut self, jitter_us: Option<u64>) -> Self {
+        self.jitter_env = jitter_us;
+        self
+    }
+
+    /// The environment that replays this run: `CHAOS_SEED=<n>`, behind
+    /// `CHAOS_JITTER_US=<µs>` when the run took its jitter from there.
+    /// (A seed set in code with [`SimBuilder::seed`](crate::SimBuilder::seed)
+    /// wins over `CHAOS_SEED`; rerunning then replays it anyway.)
+    pub fn replay_env(&self) -> String {
+        crate::sim::replay_env(self.seed, self.jitter_env)
     }
 
     /// The seed of the run.

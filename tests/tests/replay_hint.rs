@@ -1,0 +1,56 @@
+//! A failed run's "reproduce with" hint carries everything the run took
+//! from the environment: with `CHAOS_JITTER_US` set, the seed alone would
+//! replay a different run. (The test binary runs itself again with the
+//! environment set, so no test changes its own process's environment.)
+
+use std::process::Command;
+
+use grpc_chaos::Sim;
+
+/// Run by the next test with `CHAOS_SEED` and `CHAOS_JITTER_US` set: a
+/// run whose client fails, seed and jitter from the environment.
+#[test]
+#[ignore = "run by a_failed_run_names_the_jitter_it_took_from_the_environment"]
+fn failing_probe() {
+    let mut sim = Sim::builder().build();
+    sim.server("store", |s| s);
+    sim.client("player", |_| async { Err("on purpose".into()) });
+    let err = sim.run().expect_err("the client fails");
+    println!("error: {err}");
+    let trace = err.trace().expect("a run's error keeps its trace");
+    println!("replay: {}", trace.replay_env());
+    println!(
+        "page has it: {}",
+        trace.render_html().contains(&trace.replay_env())
+    );
+}
+
+fn probe(env: &[(&str, &str)]) -> String {
+    let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
+    cmd.args(["--ignored", "--exact", "failing_probe", "--nocapture"])
+        .env_remove("CHAOS_SEED")
+        .env_remove("CHAOS_JITTER_US")
+        .env("GRPC_CHAOS_ARTIFACTS", "0");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the test binary runs again");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_failed_run_names_the_jitter_it_took_from_the_environment() {
+    let out = probe(&[("CHAOS_SEED", "5"), ("CHAOS_JITTER_US", "700")]);
+    assert!(
+        out.contains("(reproduce with CHAOS_JITTER_US=700 CHAOS_SEED=5)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("replay: CHAOS_JITTER_US=700 CHAOS_SEED=5"),
+        "{out}"
+    );
+    assert!(out.contains("page has it: true"), "{out}");
+    // Without jitter from the environment, the seed is the whole story.
+    let out = probe(&[("CHAOS_SEED", "5")]);
+    assert!(out.contains("(reproduce with CHAOS_SEED=5)"), "{out}");
+}
