@@ -839,3 +839,34 @@ fn more_mistakes_are_misconfigurations() {
         assert!(err.to_string().contains(says), "{err}");
     }
 }
+
+/// A timed release has no host of its own: the trace shows it at the host
+/// whose frames the hold keeps back (`from`), or, when the hold names only
+/// where they go, at that host.
+#[test]
+fn a_timed_release_is_shown_at_a_host_the_hold_names() -> grpc_chaos::Result {
+    for (hold, host) in [
+        (Fault::frames().from("store"), "store"),
+        (Fault::frames().to("player"), "player"),
+    ] {
+        let mut sim = Sim::builder().seed(1).duration(ms(2_000)).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.fault(hold.kind(FrameType::Headers).stream(1).hold("answer"));
+        sim.fault(Fault::release("answer").at(ms(100)));
+        sim.client("player", |c| async move {
+            StoreClient::new(c.channel("store"))
+                .save(save(1, ms(1_000)))
+                .await?;
+            Ok(())
+        });
+        let trace = sim.run()?;
+        let shown: Vec<(Duration, &str)> = trace
+            .events()
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::HoldReleased { .. }))
+            .map(|e| (e.at, e.host.as_str()))
+            .collect();
+        assert_eq!(shown, [(ms(100), host)]);
+    }
+    Ok(())
+}

@@ -220,9 +220,12 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.to_owned());
         // A timed release has no host of its own: it is shown at the host
-        // whose frames the hold keeps back, when the hold names one.
+        // whose frames the hold keeps back, or else at the one they go to,
+        // when the hold names one.
         let holder = self.rules.frame.iter().find_map(|r| match &r.action {
-            FrameAction::Hold(h) if &**h == name => r.filter.from.as_deref(),
+            FrameAction::Hold(h) if &**h == name => {
+                r.filter.from.as_deref().or(r.filter.to.as_deref())
+            }
             _ => None,
         });
         self.recorder.push(
