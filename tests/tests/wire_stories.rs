@@ -90,71 +90,6 @@ fn ended(trace: &Trace, call: usize, host: &str) -> (&'static str, String, &'sta
     (o.code, o.message.clone(), o.spec_code)
 }
 
-/// The render with runs of plain DATA frames (same sender, connection and
-/// stream, one after the other) folded into one line, so that a stream of
-/// hundreds of frames stays readable in a snapshot. Every other line is the
-/// render's own.
-fn fold_data(render: &str) -> String {
-    struct Run {
-        first: String,
-        head: String,
-        frames: usize,
-        bytes: u64,
-        last_t: String,
-    }
-    fn flush(out: &mut String, run: Option<Run>) {
-        let Some(run) = run else { return };
-        if run.frames == 1 {
-            out.push_str(&run.first);
-        } else {
-            let t = &run.first[..10];
-            out.push_str(&format!(
-                "{t}  {} DATA ×{} {} bytes (last at {})",
-                run.head,
-                run.frames,
-                run.bytes,
-                run.last_t.trim()
-            ));
-        }
-        out.push('\n');
-    }
-    let mut out = String::new();
-    let mut run: Option<Run> = None;
-    for line in render.lines() {
-        // `     2.000  gateway→player       c1 s1 DATA 16384 bytes`
-        let (t, rest) = line.split_at(line.len().min(12));
-        let words: Vec<&str> = rest.split_whitespace().collect();
-        let plain_data = words.len() == 6 && words[3] == "DATA" && words[5] == "bytes";
-        if !plain_data {
-            flush(&mut out, run.take());
-            out.push_str(line);
-            out.push('\n');
-            continue;
-        }
-        let head = format!("{:<20} {} {}", words[0], words[1], words[2]);
-        let bytes: u64 = words[4].parse().unwrap_or(0);
-        match &mut run {
-            Some(r) if r.head == head => {
-                r.frames += 1;
-                r.bytes += bytes;
-                r.last_t = t.to_owned();
-            }
-            _ => {
-                flush(&mut out, run.take());
-                run = Some(Run {
-                    first: line.to_owned(),
-                    head,
-                    frames: 1,
-                    bytes,
-                    last_t: t.to_owned(),
-                });
-            }
-        }
-    }
-    flush(&mut out, run);
-    out
-}
-
 #[test]
 fn dead_peer_closes_the_connection_a_second_after_the_unanswered_ping() {
     let (trace, report) = story("dead-peer");
@@ -307,7 +242,7 @@ fn receiver_decides_speed_stalls_the_sender_without_failing_anything() {
     );
     assert!(trace.render().contains("watch ended received=400"));
     assert!(report.findings.is_empty(), "{:?}", report.findings);
-    insta::assert_snapshot!(snapshot(&fold_data(&trace.render()), &report));
+    insta::assert_snapshot!(snapshot(&trace.render(), &report));
 }
 
 #[test]
@@ -440,27 +375,4 @@ fn injected_resets_refused_stream_and_goaway() {
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     assert!(trace.stalls(Duration::ZERO).is_empty());
     insta::assert_snapshot!(snapshot(&trace.render(), &report));
-}
-
-#[test]
-fn folding_keeps_every_other_line() {
-    let render = "\
-     t(ms)  where                event
-     2.000  gateway→player       c1 s1 DATA 16384 bytes
-     2.000  gateway→player       c1 s1 DATA 36 bytes
-     3.000  gateway→player       c1 s1 DATA 10 bytes
-     5.000  player→gateway       c1 s1 WINDOW_UPDATE +1 [held until 10000ms]
-     6.000  gateway→player       c1 s1 DATA 7 bytes
-     7.000  gateway→player       c1 s1 DATA 0 bytes END_STREAM
-";
-    assert_eq!(
-        fold_data(render),
-        "\
-     t(ms)  where                event
-     2.000  gateway→player       c1 s1 DATA ×3 16430 bytes (last at 3.000)
-     5.000  player→gateway       c1 s1 WINDOW_UPDATE +1 [held until 10000ms]
-     6.000  gateway→player       c1 s1 DATA 7 bytes
-     7.000  gateway→player       c1 s1 DATA 0 bytes END_STREAM
-"
-    );
 }

@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod assert;
+mod fold;
 mod html;
 mod render;
 mod retries;

@@ -12,8 +12,9 @@ use super::Trace;
 /// The default shows calls, handler runs, faults, INFO and higher logs, and
 /// HTTP/2 frames except connection noise (SETTINGS ACKs and WINDOW_UPDATEs
 /// under 65,535 octets) that no fault touched, so that snapshots change
-/// only when behaviour does. [`RenderOptions::everything`] shows every
-/// event; [`RenderOptions::rpc_only`] leaves frames out.
+/// only when behaviour does; runs of DATA frames on one stream are folded
+/// into one line. [`RenderOptions::everything`] shows every event, one
+/// line each; [`RenderOptions::rpc_only`] leaves frames out.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RenderOptions {
@@ -24,6 +25,11 @@ pub struct RenderOptions {
     /// Show connection noise frames no fault touched, and connection
     /// closes ([`EventKind::ConnClosed`](crate::EventKind::ConnClosed)). Default: false.
     pub noise: bool,
+    /// Fold each run of plain DATA frames (same sender, connection and
+    /// stream, one after another among the shown rows, passed untouched,
+    /// without END_STREAM) into one line: `c1 s1 DATA ×126 1377768 bytes
+    /// (last at 50.000)`, at the first frame's time. Default: true.
+    pub fold_data: bool,
 }
 
 impl Default for RenderOptions {
@@ -32,6 +38,7 @@ impl Default for RenderOptions {
             debug_logs: false,
             frames: true,
             noise: false,
+            fold_data: true,
         }
     }
 }
@@ -43,6 +50,7 @@ impl RenderOptions {
             debug_logs: true,
             frames: true,
             noise: true,
+            fold_data: false,
         }
     }
 

@@ -61,21 +61,31 @@ impl RowKind {
 }
 
 /// The rows `options` shows, in time order.
-pub(crate) fn rows<'a>(
-    events: &'a [Event],
-    options: &'a RenderOptions,
-) -> impl Iterator<Item = Row> + 'a {
+pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
     let default = RenderOptions::default();
-    events.iter().filter(|e| shown(e, options)).map(move |e| {
-        let (place, text) = line(e);
-        Row {
+    let visible: Vec<&Event> = events.iter().filter(|e| shown(e, options)).collect();
+    let mut out = Vec::with_capacity(visible.len());
+    let mut at = 0;
+    while at < visible.len() {
+        let e = visible[at];
+        let (place, mut text) = line(e);
+        let mut taken = 1;
+        if options.fold_data {
+            if let Some(run) = super::fold::data_run(&visible[at..]) {
+                text = super::fold::text(e, &run);
+                taken = run.frames;
+            }
+        }
+        out.push(Row {
             ms: format!("{:.3}", e.at.as_nanos() as f64 / 1e6),
             place,
             text,
             kind: kind(e),
             quiet: !shown(e, &default),
-        }
-    })
+        });
+        at += taken;
+    }
+    out
 }
 
 /// The kind of one event's row.
