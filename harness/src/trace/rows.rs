@@ -408,7 +408,8 @@ fn line(e: &Event) -> (String, String) {
 }
 
 /// `ok (gap 30.01s >= 5s, 1 call open)`, `strike 2/2 (gap 30.01s < 5min,
-/// 1 call open)`, `strike 3/2 (…) → too_many_pings`, `ok (first PING)`.
+/// 1 call open)`, `strike 3, over the 2 allowed (…) → too_many_pings`,
+/// `ok (first PING)`.
 fn ping_verdict(
     verdict: &str,
     strikes: u32,
@@ -433,7 +434,7 @@ fn ping_verdict(
     match verdict {
         // One strike more than tolerated (`PingVerdict::TooManyPings`).
         "too_many_pings" => format!(
-            "strike {strikes}/{} ({why}) → too_many_pings",
+            "strike {strikes}, over the {} allowed ({why}) → too_many_pings",
             strikes.saturating_sub(1)
         ),
         "going_away" => format!("after the GOAWAY ({why})"),
