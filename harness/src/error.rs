@@ -102,7 +102,10 @@ impl Error {
     /// artifact (see [`crate::trace::ARTIFACTS_ENV`]).
     pub(crate) fn with_run(mut self, seed: u64, trace: Option<Trace>) -> Self {
         self.seed = Some(seed);
-        self.artifact = trace.as_ref().and_then(crate::trace::write_artifacts);
+        let why = self.kind.to_string();
+        self.artifact = trace
+            .as_ref()
+            .and_then(|t| crate::trace::write_artifacts_with(t, Some(&why)));
         self.trace = trace.map(Box::new);
         self
     }

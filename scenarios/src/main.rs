@@ -51,9 +51,13 @@ struct SweepArgs {
 fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
     let (a, b) = s
         .split_once("..")
-        .ok_or_else(|| format!("`{s}` is not a range like 1..500"))?;
+        .ok_or_else(|| format!("`{s}` is not a range like 1..500 or 1..=499"))?;
     let parse = |x: &str| x.trim().parse::<u64>().map_err(|e| format!("`{x}`: {e}"));
-    let (a, b) = (parse(a)?, parse(b)?);
+    // `a..=b` as in Rust: b included.
+    let (a, b) = match b.strip_prefix('=') {
+        Some(last) => (parse(a)?, parse(last)?.saturating_add(1)),
+        None => (parse(a)?, parse(b)?),
+    };
     if a >= b {
         return Err(format!("`{s}` is empty"));
     }

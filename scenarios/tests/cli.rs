@@ -14,8 +14,8 @@ fn cli(args: &[&str], env: &[(&str, &str)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// 100 s of jitter per message (*simulated*) keeps the story's calls
-/// waiting past its 10 s duration: every seed fails.
+/// 100 s of jitter per message (*simulated*) is longer than the story's
+/// 10 s duration: every seed fails, refused as misconfigured.
 const HUGE_JITTER_US: &str = "100000000";
 
 #[test]
@@ -33,7 +33,7 @@ fn each_failing_seed_of_a_sweep_replays_with_its_seed_and_jitter() {
     );
     let lines: Vec<&str> = out.lines().collect();
     assert!(
-        lines[0].starts_with("store-restart: 1 seeds, 0 passed, 1 failed"),
+        lines[0].starts_with("store-restart: 1 seed, 0 passed, 1 failed"),
         "{out}"
     );
     assert!(lines[1].starts_with("  seed 0: "), "{out}");
@@ -84,4 +84,23 @@ fn the_help_of_out_states_the_rule_not_one_folder() {
     );
     assert!(!help.contains("[default: target"), "{help}");
     assert!(!help.contains("/somewhere/else"), "{help}");
+}
+
+#[test]
+fn a_sweep_range_may_include_its_last_seed() {
+    let out = cli(
+        &[
+            "sweep",
+            "deadline-chain",
+            "--seeds",
+            "4..=4",
+            "--jitter-ms",
+            "0",
+        ],
+        &[],
+    );
+    assert!(
+        out.starts_with("deadline-chain: 1 seed, 1 passed, 0 failed"),
+        "{out}"
+    );
 }

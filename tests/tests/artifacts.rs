@@ -33,6 +33,8 @@ fn failed_assertion_writes_the_trace() {
         dir.display()
     );
     assert_written(dir, 11);
+    let why = std::fs::read_to_string(dir.join("error.txt")).expect("error.txt");
+    assert!(why.starts_with("orphan work: "), "{why}");
     assert!(violation.to_string().contains("trace in"), "{violation}");
 }
 
@@ -44,6 +46,8 @@ fn failed_run_writes_the_trace_and_names_the_seed() {
     assert!(err.to_string().contains("CHAOS_SEED=12"), "{err}");
     let dir = err.artifact().expect("written");
     assert!(dir.join("trace.json").is_file(), "{}", dir.display());
+    let why = std::fs::read_to_string(dir.join("error.txt")).expect("error.txt");
+    assert!(why.contains("the body gave up"), "{why}");
 }
 
 #[test]

@@ -134,6 +134,16 @@ fn host_names_must_read_unambiguously() {
         assert!(msg.contains(&format!("host name {name:?}")), "{msg}");
         assert!(msg.contains("ASCII letters, digits"), "{msg}");
     }
+    // An address, even one turmoil would hand to another host, is refused
+    // (it used to panic inside turmoil on the clash).
+    for name in ["192.168.0.2", "10.0.0.1"] {
+        let mut sim = Sim::builder().seed(1).build();
+        sim.server(name, |s| s.add_service(Store::default().into_server()));
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.client("player", |_| async { Ok(()) });
+        let msg = misconfigured(sim);
+        assert!(msg.contains("is an IP address"), "{msg}");
+    }
     // The ones people use pass.
     let mut sim = Sim::builder().seed(1).build();
     sim.server("store-1.db_a", |s| {

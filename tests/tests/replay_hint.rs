@@ -53,4 +53,7 @@ fn a_failed_run_names_the_jitter_it_took_from_the_environment() {
     // Without jitter from the environment, the seed is the whole story.
     let out = probe(&[("CHAOS_SEED", "5")]);
     assert!(out.contains("(reproduce with CHAOS_SEED=5)"), "{out}");
+    // Set to nothing, as CI templates do, is unset: the default seed 0.
+    let out = probe(&[("CHAOS_SEED", ""), ("CHAOS_JITTER_US", " ")]);
+    assert!(out.contains("(reproduce with CHAOS_SEED=0)"), "{out}");
 }

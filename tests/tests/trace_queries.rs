@@ -573,3 +573,31 @@ fn an_http_error_response_is_recorded_as_the_status_tonic_reports() -> grpc_chao
     );
     Ok(())
 }
+
+/// On a slow link the cancellation of a call that gave up takes a while to
+/// reach the handler; the run settles long enough for it to land, so a
+/// handler the caller cancelled is shown dropped, not as orphan work.
+#[test]
+fn on_a_slow_link_a_cancelled_handler_is_not_called_an_orphan() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(1).latency(ms(200)).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(Fault::handler("store").method(LOAD).delay(ms(5_000)));
+    sim.client("player", |c| async move {
+        let mut req = Request::new(LoadRequest::default());
+        req.set_timeout(ms(500));
+        let err = StoreClient::new(c.channel("store"))
+            .load(req)
+            .await
+            .expect_err("the store is slower than the deadline");
+        assert_eq!(grpc_chaos::spec_code(&err), tonic::Code::DeadlineExceeded);
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let run = trace
+        .handler_runs()
+        .first()
+        .expect("the store ran the call");
+    assert!(matches!(run.end, RunEnd::Dropped), "{}", trace.render());
+    trace.assert_no_orphan_work()?;
+    Ok(())
+}

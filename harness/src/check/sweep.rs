@@ -55,8 +55,9 @@ impl SweepReport {
                 if failed == 0 { "passed" } else { "failed" }
             ),
             (None, None) => format!(
-                "{} seeds, {} passed, {failed} failed",
+                "{} seed{}, {} passed, {failed} failed",
                 self.runs,
+                if self.runs == 1 { "" } else { "s" },
                 self.runs - failed
             ),
         };
@@ -123,7 +124,8 @@ impl SweepReport {
 /// }
 /// ```
 pub fn sweep(seeds: Range<u64>, body: impl FnMut(u64) -> Result<(), Error>) -> SweepReport {
-    let env = |name| std::env::var(name).ok();
+    // Set to nothing (as CI templates do) is unset.
+    let env = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     sweep_with(seeds, env(SEED_ENV), env(JITTER_ENV), body)
 }
 

@@ -21,7 +21,7 @@ pub const JITTER_ENV: &str = "CHAOS_JITTER_US";
 /// | duration | 60 s | long enough for keepalive stories at 10 s intervals |
 /// | tick | 1 ms | the resolution of simulated time |
 /// | link latency | 1 ms, fixed | turmoil's default is random 0–100 ms, too noisy for 500 ms budgets |
-/// | settle | 100 ms | after the last client returns, cancellations already on the wire still land, so the trace (and the orphan-work check) sees them |
+/// | settle | 100 ms, or 4 one-way latencies (jitter included) when longer | after the last client returns, cancellations already on the wire still land, two hops deep, so the trace (and the orphan-work check) sees them |
 /// | latency jitter | `CHAOS_JITTER_US` µs, else 0 | a fixed latency makes every seed the same run; add jitter to explore interleavings |
 /// | epoch | 2026-01-01T00:00:00Z | turmoil's default is the wall clock |
 pub mod defaults {
@@ -52,7 +52,7 @@ pub struct SimBuilder {
     tick: Duration,
     latency: Duration,
     jitter: Option<Duration>,
-    settle: Duration,
+    settle: Option<Duration>,
     wire_tap: bool,
 }
 
@@ -64,7 +64,7 @@ impl Default for SimBuilder {
             tick: defaults::TICK,
             latency: defaults::LATENCY,
             jitter: None,
-            settle: defaults::SETTLE,
+            settle: None,
             wire_tap: true,
         }
     }
@@ -113,12 +113,13 @@ impl SimBuilder {
     }
 
     /// How long the run goes on after the last client body returned,
-    /// *simulated* time. Defaults to 100 ms: a client that gives up and
-    /// returns at once has sent its RST_STREAM, and the trace should show
-    /// where it went (handlers dropped, or still working: orphan work).
-    /// Never past [`SimBuilder::duration`].
+    /// *simulated* time. Defaults to 100 ms, or to four one-way link
+    /// latencies (latency plus jitter) when that is longer: a client that
+    /// gives up and returns at once has sent its RST_STREAM, and the trace
+    /// should show where it went, two hops down (handlers dropped, or still
+    /// working: orphan work). Never past [`SimBuilder::duration`].
     pub fn settle(mut self, settle: Duration) -> Self {
-        self.settle = settle;
+        self.settle = Some(settle);
         self
     }
 
@@ -176,7 +177,11 @@ impl SimBuilder {
                 latency: self.latency,
                 jitter,
                 jitter_env: jitter_env.unwrap_or_default(),
-                settle: self.settle,
+                settle: self.settle.unwrap_or_else(|| {
+                    // A cancellation crosses each hop at the link's latency.
+                    let hop = self.latency.saturating_add(jitter);
+                    defaults::SETTLE.max(hop.saturating_mul(4))
+                }),
                 wire_tap: self.wire_tap,
             },
             problem,
@@ -194,14 +199,19 @@ pub(crate) fn replay_env(seed: u64, jitter_us: Option<u64>) -> String {
     }
 }
 
-/// An unsigned integer from the environment: `Ok(None)` when unset, an
+/// An unsigned integer from the environment: `Ok(None)` when unset or
+/// empty, an
 /// error naming the variable when set to something else (a typo while
 /// replaying a failure must not quietly run seed 0).
 fn env_u64(name: &str) -> Result<Option<u64>, String> {
     match std::env::var(name) {
+        // CI templates often set a variable to nothing: that is unset.
         Err(_) => Ok(None),
-        Ok(v) => v.trim().parse().map(Some).map_err(|_| {
-            format!("{name}={v:?} is not an unsigned integer; unset it or give a number")
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => v.trim().parse().map(Some).map_err(|e| {
+            format!(
+                "{name}={v:?} is not an unsigned 64-bit integer ({e}); unset it or give a number"
+            )
         }),
     }
 }

@@ -76,7 +76,8 @@ impl Sim {
     }
 
     /// Host names are what a trace line, a `channel()` and an error show:
-    /// DNS-like, so that `a→b` and `host:port` read unambiguously.
+    /// DNS-like, so that `a→b` and `host:port` read unambiguously, and not
+    /// an IP address.
     pub(super) fn check_host_names(&self) -> Result<(), Error> {
         let names = self.servers.iter().map(|(n, _)| n);
         for name in names.chain(self.clients.iter().map(|(n, _)| n)) {
@@ -87,6 +88,14 @@ impl Sim {
             if !ok {
                 return Err(Error::new(Kind::Misconfigured(format!(
                     "host name {name:?}: use ASCII letters, digits, '-', '_' and '.', at least one"
+                ))));
+            }
+            // turmoil gives every host an address of its own and resolves
+            // names to them; a name that is an address would clash.
+            if name.parse::<std::net::IpAddr>().is_ok() {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "host name {name:?} is an IP address; turmoil assigns the hosts' addresses \
+                     itself, so give the host a name (e.g. \"store\")"
                 ))));
             }
         }

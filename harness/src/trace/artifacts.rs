@@ -1,7 +1,8 @@
 //! Failure artifacts: when a run fails, an assertion on its trace fails, or
 //! a test panics while holding a trace, the trace is written to disk so
 //! nothing is lost: `<target>/grpc-chaos/<test name>/<seed>/trace.{txt,json,html}`
-//! ([`Trace::write_to`]).
+//! ([`Trace::write_to`]), and beside them `error.txt`, what failed, when
+//! an error or a failed assertion wrote them.
 //!
 //! `<target>` is `CARGO_TARGET_DIR`, else the `target` folder next to the
 //! nearest `Cargo.lock` above `CARGO_MANIFEST_DIR` (cargo sets both when it
@@ -19,6 +20,12 @@ pub const ARTIFACTS_ENV: &str = "GRPC_CHAOS_ARTIFACTS";
 /// Writes `trace` as a failure artifact and says where on stderr. Returns
 /// the folder, or `None` when turned off or the write failed.
 pub(crate) fn write(trace: &Trace) -> Option<PathBuf> {
+    write_with(trace, None)
+}
+
+/// [`write`], plus `error.txt` holding `why` (what failed), so the folder
+/// says it without the test's output.
+pub(crate) fn write_with(trace: &Trace, why: Option<&str>) -> Option<PathBuf> {
     if std::env::var(ARTIFACTS_ENV).is_ok_and(|v| v.trim() == "0") {
         return None;
     }
@@ -30,8 +37,12 @@ pub(crate) fn write(trace: &Trace) -> Option<PathBuf> {
         .join("grpc-chaos")
         .join(test)
         .join(trace.seed().to_string());
-    match trace.write_to(&dir, "trace") {
-        Ok(_) => {
+    let written = trace.write_to(&dir, "trace").and_then(|_| match why {
+        Some(why) => std::fs::write(dir.join("error.txt"), format!("{why}\n")),
+        None => Ok(()),
+    });
+    match written {
+        Ok(()) => {
             eprintln!(
                 "grpc-chaos: trace written to {} (reproduce with {})",
                 dir.display(),

@@ -224,7 +224,7 @@ impl Trace {
         Err(self.keep(Violation::new(
             ORPHAN,
             format!(
-                "{} {} on {} (from {}) kept running {} after its caller gave up at {}",
+                "{} {} on {} (from {}) kept running {} after its caller's deadline or cancellation at {}",
                 r.id,
                 r.path,
                 r.host,
@@ -237,7 +237,7 @@ impl Trace {
 
     /// Writes the trace as a failure artifact and notes where in `v`.
     fn keep(&self, mut v: Violation) -> Violation {
-        v.artifact = super::write_artifacts(self);
+        v.artifact = super::write_artifacts_with(self, Some(&v.to_string()));
         v
     }
 

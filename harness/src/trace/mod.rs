@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub(crate) use artifacts::write as write_artifacts;
+pub(crate) use artifacts::write_with as write_artifacts_with;
 pub use artifacts::ARTIFACTS_ENV;
 pub use assert::{Orphan, Violation, ORPHAN_GRACE};
 pub use render::RenderOptions;

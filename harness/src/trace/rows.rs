@@ -78,12 +78,33 @@ pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
         }
         out.push(Row {
             ms: format!("{:.3}", e.at.as_nanos() as f64 / 1e6),
-            place,
-            text,
+            place: one_line(place),
+            text: one_line(text),
             kind: kind(e),
             quiet: !shown(e, &default),
         });
         at += taken;
+    }
+    out
+}
+
+/// `s` with control characters (a newline in a log message) and bidi
+/// overrides escaped: one row stays one line, and reads as it is stored.
+fn one_line(s: String) -> String {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    if !s.chars().any(unsafe_char) {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
     }
     out
 }
@@ -477,5 +498,34 @@ pub(crate) fn said(o: &Outcome) -> String {
         o.code.to_owned()
     } else {
         format!("{} {:?}", o.code, o.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::recorder::event::{Event, EventKind};
+    use crate::trace::Trace;
+
+    #[test]
+    fn a_multi_line_or_bidi_log_message_stays_one_row() {
+        let log = Event {
+            at: Duration::from_millis(3),
+            host: "store".into(),
+            kind: EventKind::Log {
+                level: "INFO",
+                target: "app".into(),
+                message: "first\nsecond\t\u{202E}gnp.exe\0".into(),
+            },
+        };
+        let trace = Trace::new(1, vec!["store".into()], vec![log], Duration::from_millis(4));
+        let render = trace.render();
+        assert_eq!(render.lines().count(), 2, "{render}");
+        assert!(
+            render.contains(r"first\nsecond\t\u{202e}gnp.exe\u{0}"),
+            "{render}"
+        );
+        assert!(!trace.render_html().contains('\u{202E}'));
     }
 }
