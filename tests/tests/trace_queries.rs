@@ -599,5 +599,38 @@ fn on_a_slow_link_a_cancelled_handler_is_not_called_an_orphan() -> grpc_chaos::R
         .expect("the store ran the call");
     assert!(matches!(run.end, RunEnd::Dropped), "{}", trace.render());
     trace.assert_no_orphan_work()?;
+    // tonic's clock started once the connection was up, a link latency
+    // after the call: the call ended that much past the deadline it meant.
+    let overruns: Vec<(u32, Duration)> = trace
+        .deadline_overruns(ms(2))
+        .into_iter()
+        .map(|(c, d)| (c.id.0, d))
+        .collect();
+    assert_eq!(overruns, [(1, ms(200))], "{}", trace.render());
+    Ok(())
+}
+
+#[test]
+fn a_call_on_a_ready_channel_ends_at_its_deadline() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(Fault::handler("store").method(LOAD).delay(ms(5_000)));
+    sim.client("player", |c| async move {
+        let mut store = StoreClient::new(c.channel("store"));
+        // Connects, on a method the fault leaves alone.
+        store
+            .save(grpc_chaos_scenarios::services::pb::SaveRequest::default())
+            .await?;
+        let mut req = Request::new(LoadRequest::default());
+        req.set_timeout(ms(500));
+        store.load(req).await.expect_err("slower than the deadline");
+        Ok(())
+    });
+    let trace = sim.run()?;
+    assert!(
+        trace.deadline_overruns(ms(2)).is_empty(),
+        "{}",
+        trace.render()
+    );
     Ok(())
 }

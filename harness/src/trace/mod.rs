@@ -111,6 +111,17 @@ impl Trace {
         &self.calls
     }
 
+    /// The calls that ended more than `tolerance` after their deadline,
+    /// with by how much ([`Call::overran_deadline`]). A tolerance of a tick
+    /// or two leaves out the tick the first poll takes.
+    pub fn deadline_overruns(&self, tolerance: Duration) -> Vec<(&Call, Duration)> {
+        self.calls
+            .iter()
+            .filter_map(|c| c.overran_deadline().map(|d| (c, d)))
+            .filter(|(_, d)| *d > tolerance)
+            .collect()
+    }
+
     /// The calls `host` made.
     pub fn calls_from<'a>(&'a self, host: &'a str) -> impl Iterator<Item = &'a Call> + 'a {
         self.calls.iter().filter(move |c| c.host == host)

@@ -66,6 +66,17 @@ impl Call {
         self.timeout.map(|t| self.started + t)
     }
 
+    /// How long after its deadline the call ended, when it ended later:
+    /// tonic starts the clock of `Request::set_timeout` once the channel is
+    /// ready, so a call that must connect (or reconnect) first can end past
+    /// the deadline its caller meant, and its first hop's `grpc-timeout`
+    /// is the full timeout, not what is left. `None`: no deadline, still
+    /// open, or ended in time (*simulated* time throughout).
+    pub fn overran_deadline(&self) -> Option<Duration> {
+        let (deadline, ended) = (self.deadline()?, self.ended_at?);
+        (ended > deadline).then(|| ended - deadline)
+    }
+
     /// When the caller stopped waiting without a result: it dropped the call
     /// or it ended with DEADLINE_EXCEEDED or CANCELLED (by the spec's code).
     pub fn gave_up_at(&self) -> Option<Duration> {
