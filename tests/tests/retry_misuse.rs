@@ -110,7 +110,22 @@ fn a_service_config_without_a_retry_policy_is_reported() -> grpc_chaos::Result {
     assert_eq!(trace.attempts("store", SAVE), 1, "not retried");
     assert_eq!(
         never_fired(&trace),
-        ["retry channel player→store has no retryPolicy in its service config, so no call through it is retried; calls through it: /tt.v1.Store/Save"]
+        ["retry channel player→store has no retryPolicy that a method name selects, so no call through it is retried; calls through it: /tt.v1.Store/Save"]
+    );
+    Ok(())
+}
+
+#[test]
+fn a_method_config_without_a_name_is_reported_as_ignored() -> grpc_chaos::Result {
+    let nameless = STORE_POLICY.replace(r#""name": [{"service": "tt.v1.Store"}],"#, "");
+    assert_ne!(nameless, STORE_POLICY, "the name was taken out");
+    let trace = save_through(nameless)?;
+    assert_eq!(trace.attempts("store", SAVE), 1, "not retried");
+    let said = never_fired(&trace);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains(r#"has no retryPolicy that a method name selects (ignored: methodConfig[0] (no "name"))"#),
+        "{said:?}"
     );
     Ok(())
 }

@@ -80,9 +80,15 @@ impl RetryUses {
             };
             let mut keys = config.policy_keys().peekable();
             if keys.peek().is_none() {
+                // Say what was skipped: a methodConfig without "name" has a
+                // retryPolicy that selects nothing (grpc-go skips it too).
+                let ignored = match config.ignored_fields() {
+                    [] => String::new(),
+                    fields => format!(" (ignored: {})", fields.join(", ")),
+                };
                 unused.push((
                     host.to_string(),
-                    format!("retry channel {channel} has no retryPolicy in its service config, so no call through it is retried; {calls}"),
+                    format!("retry channel {channel} has no retryPolicy that a method name selects{ignored}, so no call through it is retried; {calls}"),
                 ));
             }
             for key in keys {

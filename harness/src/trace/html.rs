@@ -18,8 +18,10 @@ impl Trace {
     /// - the timeline: a table with exactly the rows of
     ///   [`Trace::render_with`] for the same options (time in *simulated*
     ///   ms with three decimals, where, event), each row classed by kind
-    ///   (`call`, `handler`, `retry`, `frame`, `frame dropped`,
-    ///   `frame held`, `frame injected`, `fault`, `protocol-error`,
+    ///   (`call`, `call differs` when tonic's code is not the spec's,
+    ///   `handler`, `retry`, `frame`, `frame dropped`, `frame held`,
+    ///   `frame behind` (queued behind a kept-back frame), `frame injected`,
+    ///   `fault`, `protocol-error`,
     ///   `policy`, `log`) so faults stand out, and `quiet` on rows the
     ///   default options would hide;
     /// - summaries from the trace's queries: [`Trace::calls`] with the

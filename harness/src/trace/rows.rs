@@ -29,11 +29,15 @@ pub(crate) struct Row {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RowKind {
     Call,
+    /// A call that ended with a code other than the spec's: a finding.
+    CallDiffers,
     Handler,
     Retry,
     Frame,
     DroppedFrame,
     HeldFrame,
+    /// Untouched by a rule, but queued behind a kept-back frame.
+    BehindFrame,
     InjectedFrame,
     Fault,
     ProtocolError,
@@ -46,11 +50,13 @@ impl RowKind {
     pub(crate) fn class(self) -> &'static str {
         match self {
             Self::Call => "call",
+            Self::CallDiffers => "call differs",
             Self::Handler => "handler",
             Self::Retry => "retry",
             Self::Frame => "frame",
             Self::DroppedFrame => "frame dropped",
             Self::HeldFrame => "frame held",
+            Self::BehindFrame => "frame behind",
             Self::InjectedFrame => "frame injected",
             Self::Fault => "fault",
             Self::ProtocolError => "protocol-error",
@@ -112,6 +118,9 @@ fn one_line(s: String) -> String {
 /// The kind of one event's row.
 fn kind(e: &Event) -> RowKind {
     match &e.kind {
+        EventKind::CallEnded { outcome, .. } if outcome.code != outcome.spec_code => {
+            RowKind::CallDiffers
+        }
         EventKind::CallStarted { .. }
         | EventKind::CallEnded { .. }
         | EventKind::CallDropped { .. } => RowKind::Call,
@@ -126,9 +135,8 @@ fn kind(e: &Event) -> RowKind {
         EventKind::Frame { fate, .. } => match fate {
             Fate::Passed => RowKind::Frame,
             Fate::Dropped => RowKind::DroppedFrame,
-            Fate::Held | Fate::Delayed { .. } | Fate::Behind { .. } | Fate::BehindHeld => {
-                RowKind::HeldFrame
-            }
+            Fate::Held | Fate::Delayed { .. } => RowKind::HeldFrame,
+            Fate::Behind { .. } | Fate::BehindHeld => RowKind::BehindFrame,
             Fate::Injected => RowKind::InjectedFrame,
         },
         EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,

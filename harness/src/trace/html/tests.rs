@@ -79,6 +79,7 @@ fn hostile_trace() -> Trace {
         ),
         frame(1, "SETTINGS", "ack", Fate::Passed, true),
         frame(1, "PING", "ack", Fate::Dropped, true),
+        frame(1, "DATA", "5 bytes", Fate::BehindHeld, false),
         frame(
             2,
             "GOAWAY",
@@ -167,6 +168,8 @@ fn rows_are_classed_by_kind_and_quiet_rows_only_with_noise() {
     let everything = trace.render_html_with(&RenderOptions::everything());
     for class in [
         "call",
+        "call differs",
+        "frame behind",
         "handler",
         "frame quiet",
         "frame dropped",
