@@ -171,3 +171,12 @@ fn a_channel_to_a_client_host_says_it_is_a_client() {
     assert!(msg.contains("`other` is a client host"), "{msg}");
     assert!(msg.contains("connect to a server host: store"), "{msg}");
 }
+
+#[test]
+fn a_sim_without_a_client_is_refused() {
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    let msg = misconfigured(sim);
+    assert!(msg.contains("no client host"), "{msg}");
+    assert!(msg.contains("Sim::client"), "{msg}");
+}

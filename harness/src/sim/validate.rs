@@ -13,6 +13,12 @@ impl Sim {
         if let Some(problem) = &self.problem {
             return Err(Error::new(Kind::Misconfigured(problem.clone())));
         }
+        if self.clients.is_empty() {
+            return Err(Error::new(Kind::Misconfigured(
+                "the sim has no client host: a run lasts as long as its clients' bodies, so nothing would happen; \
+                 add one with Sim::client that makes the calls".to_owned(),
+            )));
+        }
         self.check_times()?;
         self.check_host_names()?;
         self.check_fault_codes()?;
