@@ -116,6 +116,37 @@ fn store_restart_fails_calls_then_recovers() {
     insta::assert_snapshot!(trace.render_with(&RenderOptions::rpc_only()));
 }
 
+/// Seed 003 #8: the gateway's 2 s upstream timeout ends the call before
+/// the player's 3 s deadline, with the status the gateway got from tonic
+/// passed on in trailers; the store handler is cancelled.
+#[test]
+fn proxy_timeout_ends_the_call_at_the_shorter_timeout() {
+    let (trace, report) = story("proxy-timeout");
+    let player = trace.calls_from("player").next().expect("player called");
+    assert_eq!(player.timeout, Some(ms(3_000)));
+    let o = player.outcome().expect("ended");
+    assert_eq!(
+        (o.code, o.message.as_str(), o.spec_code),
+        ("CANCELLED", "Timeout expired", "DEADLINE_EXCEEDED")
+    );
+    let ended = player.latency().expect("ended");
+    assert!(ended >= ms(2_000) && ended < ms(2_050), "{ended:?}");
+    // The store saw the gateway's 2 s, not the player's 3 s.
+    let store = trace.runs_on("store").next().expect("store ran");
+    assert_eq!(store.timeout, Some(ms(2_000)));
+    assert_eq!(store.end, RunEnd::Dropped);
+    // Not the player's own timer: the gateway sent the status in trailers.
+    assert!(
+        trace
+            .render()
+            .contains("gateway→player       c1 s1 HEADERS trailers-only grpc-status=1"),
+        "{}",
+        trace.render()
+    );
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    insta::assert_snapshot!(trace.render());
+}
+
 #[test]
 fn slow_dependency_cancels_the_store_handler() {
     let (trace, _) = story("slow-dependency");

@@ -15,6 +15,7 @@ mod fresh_request;
 mod injected_resets;
 mod keepalive_mismatch;
 mod keepalive_world;
+mod proxy_timeout;
 mod queueing;
 mod receiver_speed;
 mod report;
@@ -74,6 +75,7 @@ pub fn all() -> Vec<Scenario> {
         fresh_request::SCENARIO,
         store_restart::SCENARIO,
         slow_dependency::SCENARIO,
+        proxy_timeout::SCENARIO,
         queueing::SCENARIO,
         dead_peer::SCENARIO,
         dead_peer_stream::SCENARIO,

@@ -4,7 +4,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
-use grpc_chaos::deadline;
+use grpc_chaos::deadline::{self, Deadline};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::pb::scoreboard_server::ScoreboardServer;
@@ -21,6 +21,11 @@ pub enum DeadlineMode {
     /// deadline: the Rust shape of Go's `context.Background()` trap. The
     /// spawned call survives the handler being cancelled.
     Fresh,
+    /// Passes the caller's remaining budget on, but never more than this
+    /// (*simulated* time): the gateway's own upstream timeout, as a proxy's
+    /// route timeout is (seed 003 #8). Shorter than the caller's deadline,
+    /// it ends the call early, at the gateway, with the store call's status.
+    Capped(Duration),
 }
 
 /// The gateway: `Hit` spends `think` (*simulated* time) and then saves the
@@ -69,6 +74,13 @@ impl Gateway {
             DeadlineMode::Propagate => {
                 let mut out = Request::new(save);
                 deadline::propagate(incoming, &mut out);
+                Ok(self.store.clone().save(out).await?.into_inner().total)
+            }
+            DeadlineMode::Capped(cap) => {
+                let mut out = Request::new(save);
+                let own = Deadline::after(cap);
+                let callers = Deadline::from_request(incoming);
+                callers.map_or(own, |d| d.min(own)).apply(&mut out);
                 Ok(self.store.clone().save(out).await?.into_inner().total)
             }
             DeadlineMode::Fresh => {
