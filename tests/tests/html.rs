@@ -152,3 +152,27 @@ fn the_same_seed_gives_the_same_page() {
 fn slow_dependency_page() {
     insta::assert_snapshot!(story("slow-dependency").render_html_with(&RenderOptions::rpc_only()));
 }
+
+/// A run that times out: the call it waits on stands out in the summary,
+/// and the page is what the failure artifact keeps.
+#[test]
+fn a_call_open_when_the_run_ended_stands_out() {
+    let mut sim = Sim::builder()
+        .seed(1)
+        .duration(std::time::Duration::from_secs(2))
+        .build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(Fault::handler("store").method(SAVE).hang());
+    sim.client("player", |c| async move {
+        StoreClient::new(c.channel("store"))
+            .save(SaveRequest::default())
+            .await?;
+        Ok(())
+    });
+    let err = sim.run().expect_err("the call never ends");
+    let page = err.trace().expect("kept").render_html();
+    assert!(
+        page.contains("<tr class=\"call open\"><td>r1</td>"),
+        "{page}"
+    );
+}

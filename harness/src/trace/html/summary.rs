@@ -37,7 +37,9 @@ pub(super) fn calls(page: &mut Page, calls: &[Call]) {
             }
             CallEnd::Status(o) => ("call", said(o), o.spec_code, NONE),
             CallEnd::Dropped => ("call", "dropped by the caller".into(), NONE, NONE),
-            CallEnd::Open => ("call", "open when the run ended".into(), NONE, NONE),
+            // A call still waiting when the run ended is often why it
+            // failed (a timeout names it): make it stand out.
+            CallEnd::Open => ("call open", "open when the run ended".into(), NONE, NONE),
         };
         page.row(
             class,
