@@ -16,9 +16,11 @@ use crate::Sim;
 /// faults); it is called twice because a run consumes its `Sim`.
 ///
 /// # Errors
-/// The first run's error, if it fails; else, on any difference, an error
-/// that shows the first differing line of each run (test with
-/// [`Error::is_nondeterministic`]).
+/// On any difference between the two runs' traces (a run that fails
+/// ends at another time than one that passes, so that shows too), an error
+/// that shows the first differing line of each (test with [`Error::is_nondeterministic`]). Else, when the run
+/// fails the same way both times, its error: a failing scenario is
+/// checked too, as long as it got far enough to record a trace.
 ///
 /// ```
 /// use grpc_chaos::{check, Sim};
@@ -31,19 +33,26 @@ use crate::Sim;
 /// # Ok::<(), grpc_chaos::Error>(())
 /// ```
 pub fn check_determinism(build: impl Fn() -> Sim) -> Result<Trace, Error> {
-    let first = build().run()?;
-    let second = build().run()?;
+    let first = build().run();
+    let second = build().run();
+    let (Some(a), Some(b)) = (recorded(&first), recorded(&second)) else {
+        return first; // refused before running: nothing to compare
+    };
     let everything = RenderOptions::everything();
-    let (a, b) = (
-        first.render_with(&everything),
-        second.render_with(&everything),
-    );
-    let diff =
-        first_difference(&a, &b).or_else(|| first_difference(&first.to_json(), &second.to_json()));
+    let diff = first_difference(&a.render_with(&everything), &b.render_with(&everything))
+        .or_else(|| first_difference(&a.to_json(), &b.to_json()));
     match diff {
-        None => Ok(first),
+        None => first,
         Some((line, left, right)) => Err(Error::new(Kind::Nondeterministic { line, left, right })
-            .with_run(first.seed(), Some(first))),
+            .with_run(a.seed(), Some(a.clone()))),
+    }
+}
+
+/// The trace a run recorded, whether it passed or failed.
+fn recorded(run: &Result<Trace, Error>) -> Option<&Trace> {
+    match run {
+        Ok(trace) => Some(trace),
+        Err(e) => e.trace(),
     }
 }
 
