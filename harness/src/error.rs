@@ -277,9 +277,14 @@ impl fmt::Display for Kind {
             ),
             Kind::Violation(v) => write!(f, "{v}"),
             Kind::Nondeterministic { line, left, right } => {
+                // Line 0: the traces agree, the runs ended differently.
+                let at = match line {
+                    0 => "in how they ended".to_owned(),
+                    n => format!("at line {n} of the trace"),
+                };
                 write!(
                     f,
-                    "two runs with the same seed differ at line {line} of the trace:\n  first:  {left}\n  second: {right}\nsee the README's \"Determinism and reproducing failures\" for the known sources"
+                    "two runs with the same seed differ {at}:\n  first:  {left}\n  second: {right}\nsee the README's \"Determinism and reproducing failures\" for the known sources"
                 )?;
                 if !crate::check::tokio_rng_seeded() {
                     // The one source the harness cannot close by itself.

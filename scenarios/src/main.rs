@@ -210,14 +210,16 @@ fn run(args: &RunArgs) -> ExitCode {
             }
         }
     }
-    let jitter = std::env::var(grpc_chaos::JITTER_ENV)
-        .map(|j| format!("{}={j} ", grpc_chaos::JITTER_ENV))
-        .unwrap_or_default();
     println!(
-        "\n{} {}, {} passed, {failed} failed (seed {seed}; reproduce with {jitter}CHAOS_SEED={seed})",
+        "\n{} {}, {} passed, {failed} failed (seed {seed}; reproduce with {})",
         stories.len(),
-        if stories.len() == 1 { "story" } else { "stories" },
-        stories.len() - failed
+        if stories.len() == 1 {
+            "story"
+        } else {
+            "stories"
+        },
+        stories.len() - failed,
+        grpc_chaos::check::replay_env(seed)
     );
     if failed == 0 && lost == 0 {
         ExitCode::SUCCESS

@@ -48,6 +48,27 @@ fn a_run_that_fails_only_once_is_caught() {
 }
 
 #[test]
+fn runs_that_fail_with_different_errors_are_caught() {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let build = || {
+        let n = RUNS.fetch_add(1, Ordering::Relaxed);
+        let mut sim = Sim::builder().seed(4).build();
+        sim.client("player", move |_| async move {
+            Err(format!("failure number {n}").into())
+        });
+        sim
+    };
+    let err = check_determinism(build).expect_err("the errors differ");
+    assert!(err.is_nondeterministic(), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("differ in how they ended"), "{msg}");
+    assert!(
+        msg.contains("failure number 0") && msg.contains("failure number 1"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn a_deterministic_failure_is_the_run_error_with_its_trace() {
     static RUNS: AtomicU64 = AtomicU64::new(0);
     let build = || {

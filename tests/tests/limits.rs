@@ -73,8 +73,9 @@ fn sim_times_past_the_run_are_refused_naming_the_setting() {
 
 #[test]
 fn a_huge_duration_with_a_huge_tick_does_not_overflow() {
-    // tick ≤ duration, both near the limit: the run's own bookkeeping
-    // (duration + two ticks for turmoil) must saturate, not panic.
+    // A tick near the limit is refused (longer than a year), and
+    // `Duration::MAX` as the duration runs: the run's own bookkeeping
+    // (duration + two ticks for turmoil) saturates instead of panicking.
     let builder = Sim::builder()
         .duration(Duration::MAX)
         .tick(Duration::MAX / 2);

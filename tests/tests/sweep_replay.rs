@@ -44,7 +44,10 @@ fn a_panic_fails_its_seed_and_the_sweep_goes_on() {
     let summary = report.summary();
     assert!(
         summary.contains("seed 3: panicked: seed 3 is bad")
-            && summary.ends_with("(reproduce with CHAOS_SEED=3)"),
+            // With CHAOS_JITTER_US set in the developer's shell, the hint
+            // carries it too.
+            && summary.ends_with(&format!("(reproduce with {})", report.replay_env(3)))
+            && report.replay_env(3).ends_with("CHAOS_SEED=3"),
         "{summary}"
     );
 }

@@ -634,3 +634,32 @@ fn a_call_on_a_ready_channel_ends_at_its_deadline() -> grpc_chaos::Result {
     );
     Ok(())
 }
+
+/// A call still open when the run ended, long past its deadline (its
+/// channel is still connecting over a slow link, and tonic's clock has not
+/// started), is the worst overrun: it is listed with how far past its
+/// deadline the run got.
+#[test]
+fn a_call_stuck_past_its_deadline_at_the_end_is_an_overrun() {
+    let mut sim = Sim::builder().seed(1).duration(ms(1_500)).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(Fault::link_latency("player", "store", ms(1_400)).at(ms(0)));
+    sim.client("player", |c| async move {
+        let mut req = Request::new(LoadRequest::default());
+        req.set_timeout(ms(200));
+        StoreClient::new(c.channel("store")).load(req).await?;
+        Ok(())
+    });
+    let err = sim
+        .run()
+        .expect_err("the call is still connecting at the end");
+    let trace = err.trace().expect("kept");
+    let overruns: Vec<(u32, Duration)> = trace
+        .deadline_overruns(ms(2))
+        .into_iter()
+        .map(|(c, d)| (c.id.0, d))
+        .collect();
+    assert!(err.to_string().contains("reached its duration"), "{err}");
+    assert_eq!(overruns, [(1, trace.ended_at() - ms(200))], "{err}");
+    assert!(overruns[0].1 >= ms(1_250), "{overruns:?}");
+}

@@ -9,6 +9,14 @@ use crate::error::{Error, Kind};
 use crate::trace::{RenderOptions, Trace};
 use crate::Sim;
 
+/// The environment that replays a run of `seed` from this process:
+/// `CHAOS_SEED=<n>`, behind `CHAOS_JITTER_US=<µs>` when that is set (to a
+/// number), as every "reproduce with" hint the harness prints reads.
+pub fn replay_env(seed: u64) -> String {
+    let jitter = crate::sim::env_set(crate::JITTER_ENV).and_then(|j| j.trim().parse().ok());
+    crate::sim::replay_env(seed, jitter)
+}
+
 /// Runs the sim that `build` makes twice and compares the two runs' full
 /// renders and JSON event logs byte for byte.
 ///
@@ -16,9 +24,9 @@ use crate::Sim;
 /// faults); it is called twice because a run consumes its `Sim`.
 ///
 /// # Errors
-/// On any difference between the two runs' traces (a run that fails
-/// ends at another time than one that passes, so that shows too), an error
-/// that shows the first differing line of each (test with [`Error::is_nondeterministic`]). Else, when the run
+/// On any difference between the two runs — their traces, or how they
+/// ended (passed, or failed with which error) — an error that shows the
+/// first differing line of each (test with [`Error::is_nondeterministic`]). Else, when the run
 /// fails the same way both times, its error: a failing scenario is
 /// checked too, as long as it got far enough to record a trace.
 ///
@@ -40,7 +48,12 @@ pub fn check_determinism(build: impl Fn() -> Sim) -> Result<Trace, Error> {
     };
     let everything = RenderOptions::everything();
     let diff = first_difference(&a.render_with(&everything), &b.render_with(&everything))
-        .or_else(|| first_difference(&a.to_json(), &b.to_json()));
+        .or_else(|| first_difference(&a.to_json(), &b.to_json()))
+        // A client's error is not in the trace: compare the endings too.
+        .or_else(|| {
+            let (x, y) = (ending(&first), ending(&second));
+            (x != y).then_some((0, x, y))
+        });
     match diff {
         None => first,
         Some((line, left, right)) => Err(Error::new(Kind::Nondeterministic { line, left, right })
@@ -53,6 +66,14 @@ fn recorded(run: &Result<Trace, Error>) -> Option<&Trace> {
     match run {
         Ok(trace) => Some(trace),
         Err(e) => e.trace(),
+    }
+}
+
+/// How a run ended, in words.
+fn ending(run: &Result<Trace, Error>) -> String {
+    match run {
+        Ok(_) => "the run passed".to_owned(),
+        Err(e) => format!("the run failed: {}", e.message()),
     }
 }
 

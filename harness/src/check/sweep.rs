@@ -1,7 +1,6 @@
 //! One test body over many seeds: every seed runs even when one fails or
 //! panics, and each failure comes with the environment that replays it.
 
-use std::any::Any;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -124,8 +123,7 @@ impl SweepReport {
 /// }
 /// ```
 pub fn sweep(seeds: Range<u64>, body: impl FnMut(u64) -> Result<(), Error>) -> SweepReport {
-    // Set to nothing (as CI templates do) is unset.
-    let env = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let env = crate::sim::env_set;
     sweep_with(seeds, env(SEED_ENV), env(JITTER_ENV), body)
 }
 
@@ -168,20 +166,14 @@ fn sweep_with(
             // seed (a body that ignores its seed) stays.
             Ok(Err(e)) if e.seed() == Some(seed) => e.message(),
             Ok(Err(e)) => e.to_string(),
-            Err(panic) => format!("panicked: {}", panic_message(&*panic)),
+            Err(panic) => format!(
+                "panicked: {}",
+                crate::fault::handler::panic_message(&*panic)
+            ),
         };
         report.failures.push((seed, message));
     }
     report
-}
-
-/// The text of a panic's payload (`panic!` gives a `&str` or a `String`).
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(a panic without a message)")
 }
 
 #[cfg(test)]

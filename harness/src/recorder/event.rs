@@ -431,7 +431,8 @@ pub enum EventKind {
     /// typo in a method path, a window no request fell in, an injection with
     /// no connection to go on. It is not an error; it is a question. A
     /// retry policy of a [`Host::retry_channel`](crate::Host::retry_channel)
-    /// that matched no call is reported the same way, on the calling host.
+    /// or [`Host::retry_layer`](crate::Host::retry_layer) that matched no
+    /// call is reported the same way, on the calling host.
     FaultNeverFired {
         /// The fault (or retry policy), described.
         fault: String,

@@ -199,16 +199,20 @@ pub(crate) fn replay_env(seed: u64, jitter_us: Option<u64>) -> String {
     }
 }
 
+/// The variable `name` when it is set to something: CI templates often set
+/// a variable to nothing, and that means unset.
+pub(crate) fn env_set(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// An unsigned integer from the environment: `Ok(None)` when unset or
 /// empty, an
 /// error naming the variable when set to something else (a typo while
 /// replaying a failure must not quietly run seed 0).
 fn env_u64(name: &str) -> Result<Option<u64>, String> {
-    match std::env::var(name) {
-        // CI templates often set a variable to nothing: that is unset.
-        Err(_) => Ok(None),
-        Ok(v) if v.trim().is_empty() => Ok(None),
-        Ok(v) => v.trim().parse().map(Some).map_err(|e| {
+    match env_set(name) {
+        None => Ok(None),
+        Some(v) => v.trim().parse().map(Some).map_err(|e| {
             format!(
                 "{name}={v:?} is not an unsigned 64-bit integer ({e}); unset it or give a number"
             )

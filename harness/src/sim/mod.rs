@@ -15,8 +15,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use builder::replay_env;
 pub use builder::{defaults, SimBuilder, JITTER_ENV, SEED_ENV};
+pub(crate) use builder::{env_set, replay_env};
 pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
 pub use host::{Host, ServerHost};
 pub(crate) use shared::{Rules, Shared};

@@ -39,7 +39,11 @@ pub(crate) fn write_with(trace: &Trace, why: Option<&str>) -> Option<PathBuf> {
         .join(trace.seed().to_string());
     let written = trace.write_to(&dir, "trace").and_then(|_| match why {
         Some(why) => std::fs::write(dir.join("error.txt"), format!("{why}\n")),
-        None => Ok(()),
+        // An earlier failure's reason must not stand beside this trace.
+        None => match std::fs::remove_file(dir.join("error.txt")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        },
     });
     match written {
         Ok(()) => {

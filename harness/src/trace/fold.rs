@@ -83,10 +83,10 @@ pub(crate) fn text(first: &Event, run: &DataRun) -> String {
         _ => (0, 0),
     };
     format!(
-        "c{conn} s{stream} DATA ×{} {} bytes (last at {:.3})",
+        "c{conn} s{stream} DATA ×{} {} bytes (last at {})",
         run.frames,
         run.bytes,
-        run.last.as_nanos() as f64 / 1e6
+        super::rows::fmt_ms(run.last)
     )
 }
 

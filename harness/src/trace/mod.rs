@@ -112,12 +112,21 @@ impl Trace {
     }
 
     /// The calls that ended more than `tolerance` after their deadline,
-    /// with by how much ([`Call::overran_deadline`]). A tolerance of a tick
-    /// or two leaves out the tick the first poll takes.
+    /// with by how much ([`Call::overran_deadline`]), and the calls still
+    /// open when the run ended more than `tolerance` past theirs, with how
+    /// far past it the run got (the worst overrun: a call stuck while its
+    /// channel reconnects). A tolerance of a tick or two leaves out the
+    /// tick the first poll takes.
     pub fn deadline_overruns(&self, tolerance: Duration) -> Vec<(&Call, Duration)> {
         self.calls
             .iter()
-            .filter_map(|c| c.overran_deadline().map(|d| (c, d)))
+            .filter_map(|c| {
+                let over = match c.end {
+                    CallEnd::Open => self.ended.checked_sub(c.deadline()?),
+                    _ => c.overran_deadline(),
+                };
+                over.map(|d| (c, d))
+            })
             .filter(|(_, d)| *d > tolerance)
             .collect()
     }

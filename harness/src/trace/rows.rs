@@ -83,7 +83,7 @@ pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
             }
         }
         out.push(Row {
-            ms: format!("{:.3}", e.at.as_nanos() as f64 / 1e6),
+            ms: fmt_ms(e.at),
             place: one_line(place),
             text: one_line(text),
             kind: kind(e),
@@ -94,11 +94,23 @@ pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
     out
 }
 
+/// *Simulated* time as the timeline's ms column shows it: `500.400`.
+pub(super) fn fmt_ms(at: std::time::Duration) -> String {
+    format!("{:.3}", at.as_nanos() as f64 / 1e6)
+}
+
 /// `s` with control characters (a newline in a log message) and bidi
 /// overrides escaped: one row stays one line, and reads as it is stored.
 fn one_line(s: String) -> String {
-    let unsafe_char =
-        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    // Bidi marks and overrides, and the Unicode line separators.
+    let unsafe_char = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{2028}' | '\u{2029}'
+                    | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+            )
+    };
     if !s.chars().any(unsafe_char) {
         return s;
     }
@@ -524,14 +536,14 @@ mod tests {
             kind: EventKind::Log {
                 level: "INFO",
                 target: "app".into(),
-                message: "first\nsecond\t\u{202E}gnp.exe\0".into(),
+                message: "first\nsecond\t\u{202E}gnp.exe\0\u{200F}\u{2028}".into(),
             },
         };
         let trace = Trace::new(1, vec!["store".into()], vec![log], Duration::from_millis(4));
         let render = trace.render();
         assert_eq!(render.lines().count(), 2, "{render}");
         assert!(
-            render.contains(r"first\nsecond\t\u{202e}gnp.exe\u{0}"),
+            render.contains(r"first\nsecond\t\u{202e}gnp.exe\u{0}\u{200f}\u{2028}"),
             "{render}"
         );
         assert!(!trace.render_html().contains('\u{202E}'));

@@ -190,6 +190,7 @@ async fn apply(rule: &HandlerRule, guard: &mut RunGuard) -> Option<(Status, Repl
     }
 }
 
+/// The text of a panic's payload (`panic!` gives a `&str` or a `String`).
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()

@@ -181,7 +181,9 @@ async fn a_panic_in_the_writer_task_fails_the_run_instead_of_the_connection() {
     tx.send(Bytes::from_static(crate::wire::frame::PREFACE))
         .await
         .expect("the writer task takes bytes");
-    // The task writes, panics, and reports it before the channel closes.
+    // The task writes and panics; the receiver is dropped as it unwinds,
+    // and the report follows in the same poll of the task, before this
+    // (single-threaded) test runs again.
     tx.closed().await;
     let problem = shared.take_problem().expect("the panic is the run's error");
     let text = problem.to_string();
