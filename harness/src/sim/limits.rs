@@ -20,23 +20,8 @@ impl Sim {
     /// Tick, duration, latency and jitter fit the run; link latencies and
     /// frame delays are shorter than it.
     pub(super) fn check_times(&self) -> Result<(), Error> {
+        self.check_ceiling()?;
         let c = &self.config;
-        let misconfigured = |text: String| Err(Error::new(Kind::Misconfigured(text)));
-        if let Some((what, d)) = [
-            ("SimBuilder::tick", c.tick),
-            ("SimBuilder::latency", c.latency),
-        ]
-        .into_iter()
-        .chain([("SimBuilder::latency_jitter", c.jitter)])
-        .chain(self.faults.iter().filter_map(|f| long_wait(&f.0)))
-        .find(|(_, d)| *d > LONGEST_WAIT)
-        {
-            return misconfigured(format!(
-                "{what} {} is longer than the longest single wait a run simulates (365 days); lower it \
-                 (a partition or a hold keeps messages back for good)",
-                fmt_duration(d)
-            ));
-        }
         if c.tick.is_zero() {
             return misconfigured(
                 "SimBuilder::tick(0) would never advance simulated time; use at least 1µs (the default is 1ms)".to_owned(),
@@ -50,8 +35,8 @@ impl Sim {
                 fmt_duration(c.tick)
             ));
         }
-        let slowest = c.latency.checked_add(c.jitter);
-        if slowest.is_none_or(|d| d > c.duration) {
+        // Both at most a year (check_ceiling): the sum cannot overflow.
+        if c.latency + c.jitter > c.duration {
             return misconfigured(format!(
                 "link latency {} plus latency_jitter {} is longer than the run ({}): no message would arrive; \
                  lower them or raise SimBuilder::duration",
@@ -60,19 +45,42 @@ impl Sim {
                 fmt_duration(c.duration)
             ));
         }
-        for fault in &self.faults {
-            if let Some((what, d)) = long_wait(&fault.0) {
-                if d > c.duration {
-                    return misconfigured(format!(
-                        "{what} {} is longer than the run ({}): nothing it touches would arrive in time; \
-                         use a partition or a hold for that, or raise SimBuilder::duration",
-                        fmt_duration(d),
-                        fmt_duration(c.duration)
-                    ));
-                }
-            }
+        match self.fault_waits().find(|(_, d)| *d > c.duration) {
+            Some((what, d)) => misconfigured(format!(
+                "{what} {} is longer than the run ({}): nothing it touches would arrive in time; \
+                 use a partition or a hold for that, or raise SimBuilder::duration",
+                fmt_duration(d),
+                fmt_duration(c.duration)
+            )),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// No single wait is longer than [`LONGEST_WAIT`].
+    fn check_ceiling(&self) -> Result<(), Error> {
+        let c = &self.config;
+        let settings = [
+            ("SimBuilder::tick", c.tick),
+            ("SimBuilder::latency", c.latency),
+            ("SimBuilder::latency_jitter", c.jitter),
+        ];
+        match settings
+            .into_iter()
+            .chain(self.fault_waits())
+            .find(|(_, d)| *d > LONGEST_WAIT)
+        {
+            Some((what, d)) => misconfigured(format!(
+                "{what} {} is longer than the longest single wait a run simulates (365 days); lower it \
+                 (a partition or a hold keeps messages back for good)",
+                fmt_duration(d)
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The waits the faults add: link latencies and frame delays.
+    fn fault_waits(&self) -> impl Iterator<Item = (&'static str, Duration)> + '_ {
+        self.faults.iter().filter_map(|f| long_wait(&f.0))
     }
 
     /// Host names are what a trace line, a `channel()` and an error show:
@@ -86,17 +94,17 @@ impl Sim {
                     .chars()
                     .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
             if !ok {
-                return Err(Error::new(Kind::Misconfigured(format!(
+                return misconfigured(format!(
                     "host name {name:?}: use ASCII letters, digits, '-', '_' and '.', at least one"
-                ))));
+                ));
             }
             // turmoil gives every host an address of its own and resolves
             // names to them; a name that is an address would clash.
             if name.parse::<std::net::IpAddr>().is_ok() {
-                return Err(Error::new(Kind::Misconfigured(format!(
+                return misconfigured(format!(
                     "host name {name:?} is an IP address; turmoil assigns the hosts' addresses \
                      itself, so give the host a name (e.g. \"store\")"
-                ))));
+                ));
             }
         }
         Ok(())
@@ -113,16 +121,20 @@ impl Sim {
                 _ => continue,
             };
             if code == tonic::Code::Ok {
-                return Err(Error::new(Kind::Misconfigured(format!(
+                return misconfigured(format!(
                     "handler fault on `{}`: {} fails a call with OK, which is not a failure \
                      (tonic would see a response with no message); name an error code",
                     rule.host,
                     rule.action.describe()
-                ))));
+                ));
             }
         }
         Ok(())
     }
+}
+
+fn misconfigured(text: String) -> Result<(), Error> {
+    Err(Error::new(Kind::Misconfigured(text)))
 }
 
 /// The wait a fault adds to messages or frames, if it adds one.

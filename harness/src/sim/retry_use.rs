@@ -72,39 +72,44 @@ impl RetryUses {
                     }
                 }
             }
-            let calls = if paths.is_empty() {
-                "no call went through it".to_owned()
-            } else {
-                let list: Vec<&str> = paths.iter().map(String::as_str).collect();
-                format!("calls through it: {}", list.join(", "))
-            };
-            let mut keys = config.policy_keys().peekable();
-            if keys.peek().is_none() {
-                // Say what was skipped: a methodConfig without "name" has a
-                // retryPolicy that selects nothing (grpc-go skips it too).
-                let ignored = match config.ignored_fields() {
-                    [] => String::new(),
-                    fields => format!(" (ignored: {})", fields.join(", ")),
-                };
-                unused.push((
-                    host.to_string(),
-                    format!("retry channel {channel} has no retryPolicy that a method name selects{ignored}, so no call through it is retried; {calls}"),
-                ));
-            }
-            for key in keys {
-                if !paths.iter().any(|p| config.key_for(p) == Some(key)) {
-                    unused.push((
-                        host.to_string(),
-                        format!(
-                            "retry policy for {} on {channel} matched no call; {calls}",
-                            describe_key(key)
-                        ),
-                    ));
-                }
-            }
+            let host = host.to_string();
+            unused.extend(unused_policies(&channel, &config, &paths).map(|u| (host.clone(), u)));
         }
         (unused, errors)
     }
+}
+
+/// What a retry layer's config selected that no call used, in words.
+fn unused_policies<'a>(
+    channel: &'a str,
+    config: &'a RetryConfig,
+    paths: &'a BTreeSet<String>,
+) -> impl Iterator<Item = String> + 'a {
+    let calls = if paths.is_empty() {
+        "no call went through it".to_owned()
+    } else {
+        let list: Vec<&str> = paths.iter().map(String::as_str).collect();
+        format!("calls through it: {}", list.join(", "))
+    };
+    let mut keys = config.policy_keys().peekable();
+    // A methodConfig without "name" has a retryPolicy that selects nothing
+    // (grpc-go skips it too): say what was skipped.
+    let none = keys.peek().is_none().then(|| {
+        let ignored = match config.ignored_fields() {
+            [] => String::new(),
+            fields => format!(" (ignored: {})", fields.join(", ")),
+        };
+        format!("retry channel {channel} has no retryPolicy that a method name selects{ignored}, so no call through it is retried; {calls}")
+    });
+    let unmatched = keys
+        .filter(|key| !paths.iter().any(|p| config.key_for(p) == Some(*key)))
+        .map(move |key| {
+            format!(
+                "retry policy for {} on {channel} matched no call; {calls}",
+                describe_key(key)
+            )
+        });
+    none.into_iter().chain(unmatched)
 }
 
 type Merged = (Arc<str>, Arc<str>, Arc<RetryConfig>, BTreeSet<String>);
