@@ -105,7 +105,7 @@ impl Error {
         let why = self.kind.to_string();
         self.artifact = trace
             .as_ref()
-            .and_then(|t| crate::trace::write_artifacts_with(t, Some(&why)));
+            .and_then(|t| crate::trace::write_artifacts_with(t, &why));
         self.trace = trace.map(Box::new);
         self
     }

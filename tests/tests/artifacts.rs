@@ -1,7 +1,9 @@
 //! A failing test leaves its trace on disk and names its seed: after a
-//! failed trace assertion, a failed run, and a panic while holding a trace.
+//! failed trace assertion, a failed run, a panic while holding a trace,
+//! and a panic after the trace was dropped; one write per failure, with
+//! what failed in `error.txt`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use grpc_chaos::Sim;
 use grpc_chaos_scenarios::catalog;
@@ -50,21 +52,90 @@ fn failed_run_writes_the_trace_and_names_the_seed() {
     assert!(why.contains("the body gave up"), "{why}");
 }
 
-#[test]
-fn panic_while_holding_a_trace_writes_it() {
-    let probe = std::thread::Builder::new()
-        .name("artifact_panic_probe".into())
-        .spawn(|| {
-            let story = catalog::find("deadline-chain").expect("story");
-            let trace = (story.simulate)(13).expect("run");
-            assert!(
-                trace.render().contains("no such line"),
-                "deliberate failure"
-            );
-        })
-        .expect("thread");
-    assert!(probe.join().is_err(), "the probe panicked");
+/// Runs `body` on a thread named `name` (libtest names test threads after
+/// the test; artifacts are filed under that name), expects it to panic, and
+/// returns the artifact folder for `seed`.
+fn panicking_probe(name: &str, seed: u64, body: impl FnOnce() + Send + 'static) -> PathBuf {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or(target, Into::into);
-    assert_written(&target.join("grpc-chaos/artifact_panic_probe/13"), 13);
+    let dir = target.join(format!("grpc-chaos/{name}/{seed}"));
+    // What an earlier run of this test left must not pass for this run's.
+    let _ = std::fs::remove_dir_all(&dir);
+    let probe = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(body)
+        .expect("thread");
+    assert!(probe.join().is_err(), "the probe panicked");
+    dir
+}
+
+fn error_txt(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("error.txt")).expect("error.txt")
+}
+
+#[test]
+fn panic_while_holding_a_trace_writes_it() {
+    let dir = panicking_probe("artifact_panic_probe", 13, || {
+        let story = catalog::find("deadline-chain").expect("story");
+        let trace = (story.simulate)(13).expect("run");
+        assert!(
+            trace.render().contains("no such line"),
+            "deliberate failure"
+        );
+    });
+    assert_written(&dir, 13);
+    let why = error_txt(&dir);
+    assert!(why.starts_with("panicked at "), "{why}");
+    assert!(why.contains("deliberate failure"), "{why}");
+}
+
+#[test]
+fn panic_after_the_trace_was_dropped_still_writes_it() {
+    // As `insta::assert_snapshot!(sim.run()?.render())` does: the trace is
+    // gone by the time the test panics.
+    let dir = panicking_probe("artifact_dropped_probe", 14, || {
+        let story = catalog::find("deadline-chain").expect("story");
+        let rendered = (story.simulate)(14).expect("run").render();
+        assert!(rendered.contains("no such line"), "snapshot differs");
+    });
+    assert_written(&dir, 14);
+    assert!(
+        error_txt(&dir).contains("snapshot differs"),
+        "{}",
+        error_txt(&dir)
+    );
+}
+
+#[test]
+fn expect_on_a_failed_run_keeps_the_runs_error() {
+    let dir = panicking_probe("artifact_expect_probe", 15, || {
+        let mut sim = Sim::builder().seed(15).build();
+        sim.client("player", |_| async { Err("the body gave up".into()) });
+        sim.run().expect("run");
+    });
+    // The panic of `expect` does not write the trace again over the run's
+    // own artifact (which says what failed).
+    let why = error_txt(&dir);
+    assert!(why.contains("the body gave up"), "{why}");
+    assert!(!why.starts_with("panicked"), "{why}");
+}
+
+#[test]
+fn an_unwrapped_violation_says_how_to_reproduce() {
+    let story = catalog::find("fresh-request").expect("story");
+    let trace = (story.simulate)(16).expect("run");
+    let violation = trace.assert_no_orphan_work().expect_err("orphan work");
+    // `.unwrap()` prints Debug.
+    let debug = format!("{violation:?}");
+    assert!(debug.starts_with("orphan work: "), "{debug}");
+    assert!(debug.contains("trace in "), "{debug}");
+    assert!(debug.ends_with("(reproduce with CHAOS_SEED=16)"), "{debug}");
+    let dir = panicking_probe("artifact_unwrap_probe", 16, move || {
+        trace.assert_no_orphan_work().unwrap();
+    });
+    assert!(
+        error_txt(&dir).starts_with("orphan work: "),
+        "{}",
+        error_txt(&dir)
+    );
 }

@@ -159,6 +159,8 @@ fn sweep_with(
     };
     for seed in to_run {
         report.runs += 1;
+        // A panic in this seed's body is about this seed's run, not the last.
+        crate::trace::forget_last_run();
         let outcome = catch_unwind(AssertUnwindSafe(|| body(seed)));
         let message = match outcome {
             Ok(Ok(())) => continue,

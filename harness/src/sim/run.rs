@@ -29,6 +29,9 @@ impl Sim {
     /// handler that panicked, or a run that reached its duration with
     /// clients pending. Errors from the run carry its seed and trace.
     pub fn run(self) -> Result<Trace, Error> {
+        // A panic from here on is this run's error; after it, the panic
+        // hook writes this run's trace (see `trace::artifacts`).
+        let _running = crate::trace::running();
         self.validate()?;
         let Sim {
             config,
@@ -123,6 +126,7 @@ impl Sim {
             ended,
         )
         .with_jitter_env(config.jitter_env);
+        crate::trace::remember_run(&trace);
         let problem = shared.take_problem();
         match (problem, outcome) {
             (Some(e), _) | (None, Err(e)) => Err(e.with_run(config.seed, Some(trace))),

@@ -7,11 +7,16 @@ use std::time::Duration;
 use super::{fmt_duration, HandlerRun, Trace};
 
 /// A failed trace assertion: which rule, and where it broke.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `Debug` (what `.unwrap()` prints) reads like `Display`, followed by the
+/// environment that replays the run when the violation came from a trace.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Violation {
     rule: &'static str,
     detail: String,
     artifact: Option<std::path::PathBuf>,
+    /// `CHAOS_SEED=<n>` (and jitter) of the run it came from.
+    replay: Option<String>,
 }
 
 impl Violation {
@@ -20,6 +25,7 @@ impl Violation {
             rule,
             detail,
             artifact: None,
+            replay: None,
         }
     }
 
@@ -51,6 +57,18 @@ impl fmt::Display for Violation {
         write!(f, "{}: {}", self.rule, self.detail)?;
         if let Some(dir) = &self.artifact {
             write!(f, " (trace in {})", dir.display())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Violation {
+    // `.unwrap()` on an assertion prints Debug: make it the readable
+    // message, with how to reproduce the run.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)?;
+        if let Some(replay) = &self.replay {
+            write!(f, " (reproduce with {replay})")?;
         }
         Ok(())
     }
@@ -236,8 +254,9 @@ impl Trace {
     }
 
     /// Writes the trace as a failure artifact and notes where in `v`.
-    fn keep(&self, mut v: Violation) -> Violation {
-        v.artifact = super::write_artifacts_with(self, Some(&v.to_string()));
+    pub(super) fn keep(&self, mut v: Violation) -> Violation {
+        v.artifact = super::write_artifacts_with(self, &v.to_string());
+        v.replay = Some(self.replay_env());
         v
     }
 

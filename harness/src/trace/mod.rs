@@ -13,12 +13,15 @@ mod views;
 mod wire_hops;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
 pub(crate) use artifacts::write_with as write_artifacts_with;
 pub use artifacts::ARTIFACTS_ENV;
+pub(crate) use artifacts::{forget as forget_last_run, remember as remember_run, running};
 pub use assert::{Orphan, Violation, ORPHAN_GRACE};
 pub use render::RenderOptions;
 pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
@@ -41,14 +44,25 @@ pub struct Trace {
     #[serde(rename = "ended_us", serialize_with = "crate::recorder::event::micros")]
     ended: Duration,
     hosts: Vec<String>,
-    events: Vec<Event>,
+    // Shared, not copied, by clones: the failure-artifact keeper holds a
+    // clone of every run's trace (see `artifacts`).
+    #[serde(serialize_with = "events_slice")]
+    events: Arc<[Event]>,
     #[serde(skip)]
-    calls: Vec<Call>,
+    calls: Arc<[Call]>,
     #[serde(skip)]
-    runs: Vec<HandlerRun>,
+    runs: Arc<[HandlerRun]>,
     /// `CHAOS_JITTER_US` when the run's jitter came from it.
     #[serde(skip)]
     jitter_env: Option<u64>,
+    /// Set once this run's trace was written as a failure artifact, in any
+    /// clone: one write per failure, whichever way the test then fails.
+    #[serde(skip)]
+    written: Arc<AtomicBool>,
+}
+
+fn events_slice<S: serde::Serializer>(events: &Arc<[Event]>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&**events, s)
 }
 
 impl Trace {
@@ -58,10 +72,11 @@ impl Trace {
             seed,
             ended,
             hosts,
-            events,
-            calls,
-            runs,
+            events: events.into(),
+            calls: calls.into(),
+            runs: runs.into(),
             jitter_env: None,
+            written: Arc::default(),
         }
     }
 

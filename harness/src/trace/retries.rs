@@ -270,6 +270,10 @@ impl Trace {
         config: &RetryConfig,
         jitter: Jitter,
     ) -> Result<(), Violation> {
+        self.check_retries(config, jitter).map_err(|v| self.keep(v))
+    }
+
+    fn check_retries(&self, config: &RetryConfig, jitter: Jitter) -> Result<(), Violation> {
         let calls = self.retried_calls();
         if calls.is_empty() {
             return Err(Violation::custom(RULE, NOTHING_TO_CHECK));
@@ -297,7 +301,7 @@ impl Trace {
             .flat_map(|c| c.attempts.iter().filter_map(move |a| Some((a.call?, c))))
             .collect();
         let mut buckets: HashMap<(&str, &str), Throttler> = HashMap::new();
-        for e in &self.events {
+        for e in self.events.iter() {
             match &e.kind {
                 EventKind::RetryDecision {
                     group,
