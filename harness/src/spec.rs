@@ -5,6 +5,15 @@
 //! the status exactly as tonic reported it, and the spec's code with the
 //! rule that maps one to the other. A difference is a *finding* about the
 //! stack under test, not a harness failure.
+//!
+//! Only a status tonic generated itself is mapped: one made from a local
+//! error (its deadline timer, a transport, hyper or h2 error), which tonic
+//! marks by keeping that error as the status's
+//! [`source`](std::error::Error::source). A status read from the peer's
+//! `grpc-status` has no source: the peer chose it, and it is shown as
+//! sent, even when its words are tonic's (`CANCELLED "Timeout expired"`
+//! passed on by a gateway whose own deadline expired, or an `UNKNOWN`
+//! whose message looks like an h2 error).
 
 use tonic::{Code, Status};
 
@@ -70,11 +79,19 @@ pub fn code_from_name(name: &str) -> Option<Code> {
 /// describes, and the rule used when it differs from `status.code()`.
 ///
 /// ```
-/// use tonic::{Code, Status};
-/// let tonic_said = Status::cancelled("Timeout expired");
+/// use tonic::{Code, Status, TimeoutExpired};
+/// // What tonic makes of its own deadline timer firing.
+/// let tonic_said = Status::from_error(Box::new(TimeoutExpired(())));
+/// assert_eq!(tonic_said.code(), Code::Cancelled);
 /// assert_eq!(grpc_chaos::spec::classify(&tonic_said).0, Code::DeadlineExceeded);
+/// // The same words in a peer's trailers are the peer's choice.
+/// let peer_sent = Status::cancelled("Timeout expired");
+/// assert_eq!(grpc_chaos::spec::classify(&peer_sent).0, Code::Cancelled);
 /// ```
 pub fn classify(status: &Status) -> (Code, Option<&'static str>) {
+    if !generated_locally(status) {
+        return (status.code(), None);
+    }
     let message = status.message();
     match status.code() {
         // tonic's `TimeoutExpired` error becomes this exact status.
@@ -101,6 +118,13 @@ pub fn classify(status: &Status) -> (Code, Option<&'static str>) {
 /// while the trace still shows what tonic said.
 pub fn spec_code(status: &Status) -> Code {
     classify(status).0
+}
+
+/// Whether tonic made `status` from a local error (see the module docs):
+/// `Status::from_error` keeps that error as the source; a status decoded
+/// from trailers (`Status::from_header_map`) has none.
+fn generated_locally(status: &Status) -> bool {
+    std::error::Error::source(status).is_some()
 }
 
 /// Whether the status comes from the peer's GOAWAY(NO_ERROR) failing the
@@ -145,30 +169,55 @@ fn is_connection_failure(message: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// `status` as tonic makes it from a local error.
+    fn local(mut status: Status) -> Status {
+        status.set_source(std::sync::Arc::new(std::io::Error::other("local")));
+        status
+    }
+
     #[test]
     fn timeout_expired_is_deadline_exceeded() {
-        let (code, rule) = classify(&Status::cancelled("Timeout expired"));
+        let tonic_said = Status::from_error(Box::new(tonic::TimeoutExpired(())));
+        let (code, rule) = classify(&tonic_said);
         assert_eq!(code, Code::DeadlineExceeded);
         assert_eq!(rule, Some(rules::DEADLINE));
     }
 
     #[test]
+    fn a_peers_timeout_words_are_the_peers_code() {
+        // A gateway passing on its own expired deadline sends these words
+        // in trailers: the player's tonic reports what was sent.
+        assert_eq!(
+            classify(&Status::cancelled("Timeout expired")),
+            (Code::Cancelled, None)
+        );
+        let sent = Status::unknown("h2 protocol error: error reading a body from connection");
+        assert_eq!(classify(&sent), (Code::Unknown, None));
+    }
+
+    #[test]
     fn user_cancellation_stays_cancelled() {
         assert_eq!(
-            classify(&Status::cancelled("user gave up")),
+            classify(&local(Status::cancelled("user gave up"))),
             (Code::Cancelled, None)
         );
     }
 
     #[test]
     fn io_failure_on_open_stream_is_unavailable() {
-        let s = Status::unknown("h2 protocol error: error reading a body from connection");
-        assert_eq!(classify(&s).0, Code::Unavailable);
+        let s = local(Status::unknown(
+            "h2 protocol error: error reading a body from connection",
+        ));
+        assert_eq!(classify(&s), (Code::Unavailable, Some(rules::CONNECTION)));
     }
 
     #[test]
     fn application_unknown_is_kept() {
         assert_eq!(classify(&Status::unknown("bad score")).0, Code::Unknown);
+        assert_eq!(
+            classify(&local(Status::unknown("bad score"))).0,
+            Code::Unknown
+        );
     }
 
     /// An error that displays as `text`, standing in for the h2 error at
@@ -206,7 +255,7 @@ mod tests {
         let s = internal_from("stream error received: not a result of an error");
         assert_eq!(classify(&s), (Code::Internal, None));
         assert_eq!(
-            classify(&Status::internal("h2 protocol error: http2 error")),
+            classify(&local(Status::internal("h2 protocol error: http2 error"))),
             (Code::Internal, None)
         );
     }

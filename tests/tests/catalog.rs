@@ -125,10 +125,17 @@ fn proxy_timeout_ends_the_call_at_the_shorter_timeout() {
     let player = trace.calls_from("player").next().expect("player called");
     assert_eq!(player.timeout, Some(ms(3_000)));
     let o = player.outcome().expect("ended");
+    // The gateway chose the code it sent (tonic's word for its own expired
+    // timer, passed on): the player's status is the peer's, shown as sent,
+    // not relabelled as if the player's tonic had made it.
     assert_eq!(
         (o.code, o.message.as_str(), o.spec_code),
-        ("CANCELLED", "Timeout expired", "DEADLINE_EXCEEDED")
+        ("CANCELLED", "Timeout expired", "CANCELLED")
     );
+    // The gateway's own call to the store is where tonic made that status.
+    let upstream = trace.calls_from("gateway").next().expect("gateway called");
+    let o = upstream.outcome().expect("ended");
+    assert_eq!((o.code, o.spec_code), ("CANCELLED", "DEADLINE_EXCEEDED"));
     let ended = player.latency().expect("ended");
     assert!(ended >= ms(2_000) && ended < ms(2_050), "{ended:?}");
     // The store saw the gateway's 2 s, not the player's 3 s.

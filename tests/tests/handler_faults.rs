@@ -314,3 +314,38 @@ fn restart_runs_the_server_closure_again() -> grpc_chaos::Result {
     );
     Ok(())
 }
+
+/// A status the server chose is the server's: a handler that answers with
+/// tonic's own words for an expired deadline, or an UNKNOWN that reads like
+/// an h2 error, is shown as sent, with no finding against the caller's
+/// tonic (which only decoded it).
+#[test]
+fn a_status_the_server_sent_is_shown_as_sent() -> grpc_chaos::Result {
+    let sent = [
+        (Code::Cancelled, "Timeout expired"),
+        (
+            Code::Unknown,
+            "h2 protocol error: error reading a body from connection",
+        ),
+    ];
+    for (code, message) in sent {
+        let trace = run_store(
+            Duration::ZERO,
+            vec![Fault::handler("store").method(SAVE).abort(code, message)],
+            move |mut store| async move {
+                let err = store.save(save()).await.expect_err("aborted");
+                assert_eq!((err.code(), err.message()), (code, message));
+                assert_eq!(spec_code(&err), code, "{err:?}");
+                Ok(())
+            },
+        )?;
+        let o = trace.calls()[0].outcome().expect("ended");
+        assert_eq!(
+            (o.code, o.spec_code, o.rule),
+            (o.code, o.code, None),
+            "{o:?}"
+        );
+        assert!(!trace.render().contains("tonic said"), "{}", trace.render());
+    }
+    Ok(())
+}

@@ -1,12 +1,12 @@
 //! Seed 003 #8: timeouts that do not agree. The player gives the call 3 s;
 //! the gateway in front of the store cuts its upstream call at 2 s, as a
 //! proxy's route timeout would; the store takes 5 s. The call fails at the
-//! gateway's 2 s, a second before the deadline the player set, and the
-//! player sees it as a deadline problem although its own deadline never
-//! expired: the gateway answers with the status tonic gave its store call,
-//! `CANCELLED "Timeout expired"` in trailers (a spec-conforming gateway
-//! would pass on DEADLINE_EXCEEDED). The store's handler is cancelled at
-//! 2 s: no orphan work.
+//! gateway's 2 s, a second before the deadline the player set: the gateway
+//! answers with the status tonic gave its store call, `CANCELLED "Timeout
+//! expired"` in trailers (a spec-conforming gateway would pass on
+//! DEADLINE_EXCEEDED). The player's trace shows that status as sent (the
+//! gateway chose it); the finding is on the gateway's own call, where its
+//! tonic made it. The store's handler is cancelled at 2 s: no orphan work.
 
 use grpc_chaos::trace::RunEnd;
 use grpc_chaos::{fmt_duration, Fault, Sim, Trace};
