@@ -47,6 +47,17 @@ pub(crate) async fn incoming(
     ))
 }
 
+/// How long a client's h2 remembers a stream it reset, so that it ignores
+/// the peer's frames still in flight for it. h2 measures it on
+/// `std::time::Instant` (h2 0.4 `proto/streams/recv.rs`,
+/// `clear_expired_reset_streams`; 1 s by default): *wall* time, which a
+/// loaded machine stretches. A year never expires in a run, so only h2's
+/// count of remembered streams decides (at most 50; one reset beyond
+/// that is not remembered at all), as it
+/// does at any speed. Set before the user's `Endpoint` options, which may
+/// set it back (and bring the wall clock back with it).
+const RESET_STREAM_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
 /// A lazily connecting tonic channel from `from` to `to`.
 ///
 /// `configure` sees a fresh `Endpoint` for `http://<to>:50051` and may set
@@ -62,7 +73,8 @@ pub(crate) fn channel(
     let known = shared.check_host(to, &format!("channel() on host `{from}`"));
     let endpoint = configure(
         Endpoint::from_shared(format!("http://{to}:{PORT}"))
-            .unwrap_or_else(|_| Endpoint::from_static("http://invalid-host-name:50051")),
+            .unwrap_or_else(|_| Endpoint::from_static("http://invalid-host-name:50051"))
+            .http2_reset_stream_duration(RESET_STREAM_DURATION),
     );
     let target: Arc<str> = to.into();
     let me: Arc<str> = from.into();
