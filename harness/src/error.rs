@@ -56,6 +56,9 @@ pub(crate) enum Kind {
     Misconfigured(String),
     Timeout {
         duration: Duration,
+        tick: Duration,
+        /// The step ceiling, when that (not the duration) ended the run.
+        steps: Option<u64>,
         pending: Vec<String>,
         /// Frames the tap still keeps back, summed up: a likely reason.
         kept: Vec<String>,
@@ -243,22 +246,40 @@ impl fmt::Display for Kind {
             Kind::Misconfigured(why) => f.write_str(why),
             Kind::Timeout {
                 duration,
+                tick,
+                steps,
                 pending,
                 kept,
             } => {
-                write!(
-                    f,
-                    "the run reached its duration ({}) with clients still running: {}",
-                    fmt_duration(*duration),
-                    pending.join("; ")
-                )?;
+                match steps {
+                    Some(n) => write!(
+                        f,
+                        "the run reached its step ceiling ({n} ticks of {}, {} simulated) with clients still running: {}",
+                        fmt_duration(*tick),
+                        fmt_duration(*duration),
+                        pending.join("; ")
+                    )?,
+                    None => write!(
+                        f,
+                        "the run reached its duration ({}, tick {}) with clients still running: {}",
+                        fmt_duration(*duration),
+                        fmt_duration(*tick),
+                        pending.join("; ")
+                    )?,
+                }
                 if !kept.is_empty() {
                     write!(f, "; frames still kept back: {}", kept.join("; "))?;
                 }
-                write!(
-                    f,
-                    "; raise SimBuilder::duration or find what they wait on in the trace"
-                )
+                match steps {
+                    Some(_) => write!(
+                        f,
+                        "; find what they wait on in the trace (a call with no deadline to a handler that never answers waits for good), or raise SimBuilder::max_steps"
+                    ),
+                    None => write!(
+                        f,
+                        "; raise SimBuilder::duration or find what they wait on in the trace"
+                    ),
+                }
             }
             Kind::ClientFailed { host, message } => {
                 write!(f, "client `{host}` failed: {message}")

@@ -225,9 +225,11 @@ fn run_that_reaches_its_duration_names_the_client_and_its_open_call() {
     let err = run_err(sim);
     assert!(err.is_timeout(), "{err}");
     let msg = err.to_string();
-    assert!(msg.contains("(2000ms)"), "{msg}");
+    // The tick is named: a tick longer than what the clients wait for
+    // would be the reason.
+    assert!(msg.contains("(2000ms, tick 1ms)"), "{msg}");
     assert!(
-        msg.contains("`player` waiting on r1 /tt.v1.Store/Save to store"),
+        msg.contains("`player` waiting on r1 /tt.v1.Store/Save to store (no deadline; handler h1 on store has not answered; fault on it: hang)"),
         "{msg}"
     );
     assert!(msg.contains("raise SimBuilder::duration"), "{msg}");

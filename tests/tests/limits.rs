@@ -181,3 +181,73 @@ fn a_sim_without_a_client_is_refused() {
     assert!(msg.contains("no client host"), "{msg}");
     assert!(msg.contains("Sim::client"), "{msg}");
 }
+
+#[test]
+fn ticks_below_a_microsecond_and_no_steps_are_refused() {
+    let msg = misconfigured(store_and_player(
+        Sim::builder().tick(Duration::from_nanos(1)),
+    ));
+    assert!(msg.contains("SimBuilder::tick(1ns)"), "{msg}");
+    assert!(msg.contains("at least 1µs"), "{msg}");
+    let msg = misconfigured(store_and_player(Sim::builder().tick(Duration::ZERO)));
+    assert!(msg.contains("never advance"), "{msg}");
+    let msg = misconfigured(store_and_player(Sim::builder().max_steps(0)));
+    assert!(msg.contains("max_steps(0)"), "{msg}");
+}
+
+#[test]
+fn a_duration_past_the_step_ceiling_is_refused_until_raised() {
+    // A day at the default 1 ms tick is 86,400,000 steps: hours of wall
+    // time for what is most likely a typo.
+    let day = Duration::from_secs(24 * 3600);
+    let msg = misconfigured(store_and_player(Sim::builder().duration(day)));
+    assert!(msg.contains("86400000 ticks of 1ms"), "{msg}");
+    assert!(msg.contains("max_steps (10000000)"), "{msg}");
+    // Raised, or with a coarser tick, it runs (and ends when the client
+    // is done).
+    for builder in [
+        Sim::builder().duration(day).max_steps(100_000_000),
+        Sim::builder().duration(day).tick(ms(10)),
+    ] {
+        let trace = store_and_player(builder).run().expect("runs");
+        assert_eq!(trace.calls_from("player").count(), 1);
+    }
+}
+
+/// `Duration::MAX` with a handler that never answers and a call with no
+/// deadline used to run for ever; the step ceiling ends it, and the error
+/// says what the client waits on.
+#[test]
+fn an_unbounded_run_that_cannot_finish_stops_at_the_step_ceiling() {
+    let mut sim = Sim::builder()
+        .seed(1)
+        .duration(Duration::MAX)
+        .max_steps(5_000)
+        .build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(
+        Fault::handler("store")
+            .method(grpc_chaos_scenarios::services::LOAD)
+            .hang(),
+    );
+    sim.client("player", |c| async move {
+        let load = LoadRequest {
+            match_id: "m1".into(),
+        };
+        StoreClient::new(c.channel("store")).load(load).await?;
+        Ok(())
+    });
+    let err = sim.run().expect_err("the call never ends");
+    assert!(err.is_timeout(), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("reached its step ceiling (5000 ticks of 1ms, 5000ms simulated)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("`player` waiting on r1 /tt.v1.Store/Load to store (no deadline; handler h1 on store has not answered; fault on it: hang)"),
+        "{msg}"
+    );
+    assert!(msg.contains("raise SimBuilder::max_steps"), "{msg}");
+    assert_eq!(err.trace().map(|t| t.ended_at()), Some(ms(5_000)));
+}

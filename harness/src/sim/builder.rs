@@ -24,6 +24,7 @@ pub const JITTER_ENV: &str = "CHAOS_JITTER_US";
 /// | settle | 100 ms, or 4 one-way latencies (jitter included) when longer | after the last client returns, cancellations already on the wire still land, two hops deep, so the trace (and the orphan-work check) sees them |
 /// | latency jitter | `CHAOS_JITTER_US` µs, else 0 | a fixed latency makes every seed the same run; add jitter to explore interleavings |
 /// | epoch | 2026-01-01T00:00:00Z | turmoil's default is the wall clock |
+/// | max steps | 10,000,000 | a run ends, even one with `Duration::MAX`: 2.8 simulated hours at a 1 ms tick, about a minute of wall time idle in release |
 pub mod defaults {
     use std::time::Duration;
 
@@ -41,6 +42,10 @@ pub mod defaults {
     /// The simulated wall clock at the start of a run, seconds since the
     /// Unix epoch (2026-01-01T00:00:00Z).
     pub const EPOCH_SECS: u64 = 1_767_225_600;
+    /// The most steps (ticks) a run takes. An idle step costs about 4 µs of
+    /// wall time in a release build (the README's speed table: ~250
+    /// simulated seconds per wall second at a 1 ms tick), more in debug.
+    pub const MAX_STEPS: u64 = 10_000_000;
 }
 
 /// Configures a [`Sim`]. See [`defaults`] for every default and why.
@@ -54,6 +59,7 @@ pub struct SimBuilder {
     jitter: Option<Duration>,
     settle: Option<Duration>,
     wire_tap: bool,
+    max_steps: u64,
 }
 
 impl Default for SimBuilder {
@@ -66,6 +72,7 @@ impl Default for SimBuilder {
             jitter: None,
             settle: None,
             wire_tap: true,
+            max_steps: defaults::MAX_STEPS,
         }
     }
 }
@@ -80,9 +87,10 @@ impl SimBuilder {
 
     /// How long the run may last, *simulated* time. Defaults to 60 s. A run
     /// whose clients are still going at this point fails with an error
-    /// naming them. `Duration::MAX` runs until the clients are done; a
-    /// duration shorter than one [`tick`](Self::tick) is an error from
-    /// [`Sim::run`](crate::Sim::run).
+    /// naming them and what they wait on. `Duration::MAX` runs until the
+    /// clients are done, for at most [`max_steps`](Self::max_steps) ticks;
+    /// a duration shorter than one [`tick`](Self::tick), or longer than
+    /// `max_steps` ticks, is an error from [`Sim::run`](crate::Sim::run).
     pub fn duration(mut self, duration: Duration) -> Self {
         self.duration = duration;
         self
@@ -93,9 +101,9 @@ impl SimBuilder {
     /// cheaper in wall time (a 10-minute idle story costs the same number of
     /// steps as 10 minutes of busy traffic) at the price of rounding every
     /// timer and message delivery up to a tick: with a 10 ms tick the 1 ms
-    /// link latency becomes 10 ms per hop. A zero tick, or one longer than
-    /// the run's duration or than 365 days, is an error from
-    /// [`Sim::run`](crate::Sim::run).
+    /// link latency becomes 10 ms per hop. A tick below 1 µs (the
+    /// resolution of the trace), or one longer than the run's duration or
+    /// than 365 days, is an error from [`Sim::run`](crate::Sim::run).
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
@@ -145,6 +153,19 @@ impl SimBuilder {
         self
     }
 
+    /// The most steps (one [`tick`](Self::tick) each) the run may take.
+    /// Defaults to [`defaults::MAX_STEPS`] (10,000,000). A finite
+    /// [`duration`](Self::duration) longer than this many ticks is an error
+    /// from [`Sim::run`](crate::Sim::run), so that a typo in a duration
+    /// cannot make a test run for hours; with `Duration::MAX` the run stops
+    /// after this many steps, with an error naming the clients still
+    /// waiting. Raise it for a long story (or coarsen the tick); 0 is an
+    /// error.
+    pub fn max_steps(mut self, steps: u64) -> Self {
+        self.max_steps = steps;
+        self
+    }
+
     /// Builds the sim. Reads `CHAOS_SEED` if no seed was given and
     /// `CHAOS_JITTER_US` if no jitter was; an unparsable value is an error
     /// from [`Sim::run`](crate::Sim::run).
@@ -183,6 +204,7 @@ impl SimBuilder {
                     defaults::SETTLE.max(hop.saturating_mul(4))
                 }),
                 wire_tap: self.wire_tap,
+                max_steps: self.max_steps,
             },
             problem,
         )

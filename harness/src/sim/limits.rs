@@ -22,10 +22,29 @@ impl Sim {
     pub(super) fn check_times(&self) -> Result<(), Error> {
         self.check_ceiling()?;
         let c = &self.config;
-        if c.tick.is_zero() {
+        if c.tick < Duration::from_micros(1) {
+            return misconfigured(format!(
+                "SimBuilder::tick({:?}) is below the 1µs resolution of simulated time in the trace{}; \
+                 use at least 1µs (the default is 1ms)",
+                c.tick,
+                if c.tick.is_zero() { " and would never advance it" } else { "" }
+            ));
+        }
+        if c.max_steps == 0 {
             return misconfigured(
-                "SimBuilder::tick(0) would never advance simulated time; use at least 1µs (the default is 1ms)".to_owned(),
+                "SimBuilder::max_steps(0) leaves the run no step; the default is 10,000,000"
+                    .to_owned(),
             );
+        }
+        if c.duration != Duration::MAX && c.capped_by_steps() {
+            return misconfigured(format!(
+                "SimBuilder::duration({}) is {} ticks of {}, more than SimBuilder::max_steps ({}); \
+                 a coarser tick makes long idle stories cheaper; or shorten the duration, or raise max_steps",
+                fmt_duration(c.duration),
+                c.duration.as_nanos() / c.tick.as_nanos(),
+                fmt_duration(c.tick),
+                c.max_steps
+            ));
         }
         if c.tick > c.duration {
             return misconfigured(format!(

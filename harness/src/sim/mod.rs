@@ -42,6 +42,26 @@ pub(crate) struct Config {
     pub(crate) jitter_env: Option<u64>,
     pub(crate) settle: Duration,
     pub(crate) wire_tap: bool,
+    pub(crate) max_steps: u64,
+}
+
+impl Config {
+    /// When the run stops at the latest: its duration, or `max_steps`
+    /// ticks when that comes first (a `Duration::MAX` run; finite ones
+    /// longer than that are refused before the run).
+    pub(crate) fn end(&self) -> Duration {
+        let ns = self
+            .tick
+            .as_nanos()
+            .saturating_mul(u128::from(self.max_steps));
+        self.duration
+            .min(Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)))
+    }
+
+    /// Whether the run stops at its step ceiling before its duration.
+    pub(crate) fn capped_by_steps(&self) -> bool {
+        self.end() < self.duration
+    }
 }
 
 /// A simulated network of tonic servers and clients, the faults to inject

@@ -72,11 +72,7 @@ impl Sim {
             .epoch(UNIX_EPOCH + Duration::from_secs(defaults::EPOCH_SECS))
             // turmoil's own limit stays out of the way; ours names the
             // pending clients.
-            .simulation_duration(
-                config
-                    .duration
-                    .saturating_add(config.tick.saturating_mul(2)),
-            )
+            .simulation_duration(config.end().saturating_add(config.tick.saturating_mul(2)))
             .tick_duration(config.tick)
             .min_message_latency(config.latency)
             // turmoil draws each message's latency in [min, max] from its
@@ -180,7 +176,9 @@ fn drive(
     faults: Vec<HostFault>,
     config: &super::Config,
 ) -> Result<(), Error> {
-    let duration = config.duration;
+    // A `Duration::MAX` run stops at its step ceiling (finite durations
+    // past it were refused).
+    let duration = config.end();
     let subscriber =
         tracing_subscriber::registry().with(CaptureLayer::new(shared.recorder.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -198,7 +196,7 @@ fn drive(
             Some(done) if now >= done.saturating_add(config.settle) || now >= duration => {
                 return Ok(())
             }
-            None if now >= duration => return Err(timeout(shared, duration)),
+            None if now >= duration => return Err(timeout(shared, config)),
             _ => {}
         }
         match world.step() {
@@ -271,7 +269,7 @@ fn report_never_left(shared: &Shared, ended: Duration) {
     }
 }
 
-fn timeout(shared: &Shared, duration: Duration) -> Error {
+fn timeout(shared: &Shared, config: &super::Config) -> Error {
     let events = shared.recorder.events();
     let pending = shared
         .pending_clients()
@@ -286,7 +284,9 @@ fn timeout(shared: &Shared, duration: Duration) -> Error {
         })
         .collect();
     Error::new(Kind::Timeout {
-        duration,
+        duration: config.end(),
+        tick: config.tick,
+        steps: config.capped_by_steps().then_some(config.max_steps),
         pending,
         kept: kept_back(shared),
     })
