@@ -349,3 +349,34 @@ fn a_status_the_server_sent_is_shown_as_sent() -> grpc_chaos::Result {
     }
     Ok(())
 }
+
+/// Several faults on one request act in the order added: the delay, then
+/// the abort, which answers; the fail_first behind it never sees the
+/// request, so it neither counts it nor is called fired.
+#[test]
+fn faults_on_one_request_act_in_the_order_added_until_one_answers() -> grpc_chaos::Result {
+    let trace = run_store(
+        Duration::ZERO,
+        vec![
+            Fault::handler("store").method(SAVE).delay(ms(30)),
+            Fault::handler("store")
+                .method(SAVE)
+                .abort(Code::Unavailable, "down"),
+            Fault::handler("store")
+                .method(SAVE)
+                .fail_first(1, Code::Aborted),
+        ],
+        |mut store| async move {
+            let err = store.save(save()).await.expect_err("aborted");
+            assert_eq!(err.code(), Code::Unavailable);
+            Ok(())
+        },
+    )?;
+    assert_eq!(fault_actions(&trace), ["delay 30ms", "abort UNAVAILABLE"]);
+    let render = trace.render();
+    assert!(
+        render.contains("fault never fired: handler fault on store for /tt.v1.Store/Save: fail the first 1 with ABORTED"),
+        "{render}"
+    );
+    Ok(())
+}

@@ -251,3 +251,24 @@ fn an_unbounded_run_that_cannot_finish_stops_at_the_step_ceiling() {
     assert!(msg.contains("raise SimBuilder::max_steps"), "{msg}");
     assert_eq!(err.trace().map(|t| t.ended_at()), Some(ms(5_000)));
 }
+
+#[test]
+fn a_crash_and_a_restart_at_the_same_instant_are_refused() {
+    let mut sim = store_and_player(Sim::builder());
+    sim.fault(Fault::restart("store").at(ms(5)));
+    sim.fault(Fault::crash("store").at(ms(5)));
+    let msg = misconfigured(sim);
+    assert!(
+        msg.contains(r#"Fault::crash("store") and Fault::restart("store") are both at 5ms"#),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("at least a tick (1ms) after the crash"),
+        "{msg}"
+    );
+    // A tick apart is a story: down, then up again.
+    let mut sim = store_and_player(Sim::builder());
+    sim.fault(Fault::crash("store").at(ms(5)));
+    sim.fault(Fault::restart("store").at(ms(6)));
+    sim.run().expect("crash then restart");
+}

@@ -271,6 +271,23 @@ fn hop_without_traffic_is_a_violation() -> grpc_chaos::Result {
 }
 
 #[test]
+fn a_chain_naming_an_unknown_host_lists_the_runs_hosts() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Propagate).run()?;
+    let v = trace
+        .assert_deadline_propagated(["player", "gateway", "nobody"])
+        .expect_err("no such host");
+    assert_eq!(
+        v.detail(),
+        "unknown host `nobody` in the chain; the run's hosts are gateway, player, store"
+    );
+    let v = trace
+        .assert_deadline_propagated(["player"])
+        .expect_err("one host is no hop");
+    assert!(v.detail().contains("has no hop"), "{v}");
+    Ok(())
+}
+
+#[test]
 fn cancelled_chain_leaves_no_orphan_work() -> grpc_chaos::Result {
     let trace = Story::new(DeadlineMode::Propagate)
         .slow_store(ms(2000))

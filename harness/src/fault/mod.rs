@@ -146,6 +146,15 @@ impl Fault {
     /// A fault in the handlers of server host `host`: narrow it with
     /// [`HandlerFault::method`] and [`HandlerFault::during`], then pick what
     /// it does.
+    ///
+    /// Several handler faults matching one request act in the order they
+    /// were added: delays and concurrency limits add up, and the first one
+    /// that answers the request (`abort`, a `fail_first` within its first
+    /// N, `hang`) ends it; the faults after it do not act on that request
+    /// (a `fail_first` behind it does not count it). Each fault that acted
+    /// is a `fault` line of its own in the trace, so the trace says which
+    /// did; one that never acted in the whole run is reported at its end
+    /// as `fault never fired`.
     pub fn handler(host: impl Into<String>) -> HandlerFault {
         HandlerFault {
             host: host.into(),

@@ -113,14 +113,16 @@ impl Shared {
         }
     }
 
-    /// The handler faults matching a request for `path` on `host` now.
+    /// The handler faults matching a request for `path` on `host` now, in
+    /// the order they were added (the order they act in). A rule counts as
+    /// fired when it acts, not here: one behind a fault that answers the
+    /// request never reaches it.
     pub(crate) fn handler_rules(&self, host: &str, path: &str) -> Vec<HandlerRule> {
         let now = self.recorder.now();
         self.rules
             .handler
             .iter()
             .filter(|r| r.matches(host, path, now))
-            .inspect(|r| r.mark_fired())
             .cloned()
             .collect()
     }

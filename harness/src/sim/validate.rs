@@ -22,6 +22,7 @@ impl Sim {
         self.check_times()?;
         self.check_host_names()?;
         self.check_fault_codes()?;
+        self.check_host_conflicts()?;
         let mut names = BTreeSet::new();
         let all = self
             .servers

@@ -118,7 +118,9 @@ impl Trace {
     /// that asks for a recorded channel.
     ///
     /// # Errors
-    /// A [`Violation`] naming the first hop that broke the rule: no call on
+    /// A [`Violation`] for a host the run does not have (listing the run's
+    /// hosts) or a chain of fewer than two hosts; else one naming the first
+    /// hop that broke the rule: no call on
     /// that hop, a call with no `grpc-timeout`, a budget that grew, or a hop
     /// the harness cannot check (an unrecorded channel with the wire tap
     /// off, or with several handlers running on the caller; use
@@ -128,10 +130,35 @@ impl Trace {
         chain: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), Violation> {
         let chain: Vec<&str> = chain.into_iter().collect();
-        chain
-            .windows(2)
-            .try_for_each(|hop| self.check_hop(hop[0], hop[1]))
+        self.check_chain_hosts(&chain)
+            .and_then(|()| {
+                chain
+                    .windows(2)
+                    .try_for_each(|hop| self.check_hop(hop[0], hop[1]))
+            })
             .map_err(|v| self.keep(v))
+    }
+
+    /// Every host of `chain` is one of the run's, and there is a hop.
+    fn check_chain_hosts(&self, chain: &[&str]) -> Result<(), Violation> {
+        if let Some(unknown) = chain.iter().find(|h| !self.hosts.iter().any(|k| k == *h)) {
+            return Err(Violation::new(
+                DEADLINE,
+                format!(
+                    "unknown host `{unknown}` in the chain; the run's hosts are {}",
+                    self.hosts.join(", ")
+                ),
+            ));
+        }
+        if chain.len() < 2 {
+            return Err(Violation::new(
+                DEADLINE,
+                format!(
+                    "the chain {chain:?} has no hop: name the caller first, then each host it calls"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn check_hop(&self, from: &str, to: &str) -> Result<(), Violation> {

@@ -129,7 +129,10 @@ async fn serve<S>(
 where
     S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
 {
+    // In the order added: delays and limits add up; the first fault that
+    // answers ends the request, and the ones after it never see it.
     for rule in &rules {
+        rule.mark_fired();
         if let Some((status, reply)) = apply(rule, &mut guard).await {
             return Ok(guard.respond_with(status, reply));
         }
