@@ -313,11 +313,14 @@ fn a_replica_count_of_zero_is_misconfigured() {
     );
 }
 
+/// Adds something that names a host to a sim.
+type AddTo = Box<dyn Fn(&mut Sim)>;
+
 #[test]
 fn a_fault_or_policy_naming_the_set_lists_its_replicas() {
     let expected = "`store` in ";
     let replicas = "is a replica set (Sim::servers), not one host; name one replica: store-0, store-1, store-2";
-    let cases: Vec<(&str, Box<dyn Fn(&mut Sim)>)> = vec![
+    let cases: Vec<(&str, AddTo)> = vec![
         (
             "fault crash of store",
             Box::new(|sim: &mut Sim| {
@@ -483,4 +486,129 @@ fn a_set_name_taken_by_a_host_or_a_replica_name_taken_twice_is_refused() {
             .contains("host `store-1` is registered twice"),
         "{err}"
     );
+}
+
+#[test]
+fn a_call_waiting_for_a_ready_replica_has_no_deadline_running() {
+    // Every replica is down when the call comes: it waits in the balancer,
+    // where tonic's timeout (inside each replica connection) does not run,
+    // until the failed connects make the replicas "ready" with their error.
+    let mut sim = Sim::builder().seed(0).build();
+    sim.servers("store", 3, |s| {
+        s.add_service(Store::default().into_server())
+    });
+    for i in 0..3 {
+        sim.fault(Fault::crash(format!("store-{i}")).at(ms(0)));
+    }
+    sim.client("player", |player| async move {
+        let channel = player.balanced_channel_with("store", |e| e.connect_timeout(ms(1000)));
+        let mut req = tonic::Request::new(save(0));
+        req.set_timeout(ms(300));
+        let err = StoreClient::new(channel)
+            .save(req)
+            .await
+            .expect_err("all down");
+        assert_eq!(err.code(), tonic::Code::Unavailable);
+        Ok(())
+    });
+    let trace = sim.run().expect("run");
+    let call = &trace.calls()[0];
+    assert_eq!(call.timeout, Some(ms(300)));
+    assert_eq!(
+        call.latency(),
+        Some(ms(1000)),
+        "the connect timeout, not the deadline"
+    );
+    assert_eq!(call.overran_deadline(), Some(ms(700)));
+}
+
+#[test]
+fn restarting_replicas_without_leaving_first_fails_the_calls_in_flight() {
+    // The rolling-restart story's schedule without the drain: each replica
+    // restarts while the balancer still sends it calls.
+    let mut sim = Sim::builder().seed(0).build();
+    sim.servers("store", 3, |s| {
+        s.add_service(Store::with_work(ms(20)).into_server())
+    });
+    for (i, at) in [500, 1100, 1700].into_iter().enumerate() {
+        sim.fault(Fault::restart(format!("store-{i}")).at(ms(at)));
+    }
+    sim.client("player", |player| async move {
+        let store = StoreClient::new(player.balanced_channel("store"));
+        let mut saves = tokio::task::JoinSet::new();
+        for n in 0..200 {
+            let mut store = store.clone();
+            saves.spawn(async move {
+                let _ = store.save(save(n)).await;
+            });
+            tokio::time::sleep(ms(10)).await;
+        }
+        while saves.join_next().await.is_some() {}
+        Ok(())
+    });
+    let trace = sim.run().expect("run");
+    let failed: Vec<&Call> = trace
+        .calls_from("player")
+        .filter(|c| !c.outcome().is_some_and(|o| o.is_ok()))
+        .collect();
+    assert!(!failed.is_empty(), "{}", trace.render());
+    for c in &failed {
+        let at = c.ended_at.expect("ended");
+        let replica = c.replica.as_deref().expect("routed");
+        let restart = [ms(500), ms(1100), ms(1700)]
+            .into_iter()
+            .position(|t| t == at)
+            .map(|i| format!("store-{i}"));
+        assert_eq!(
+            restart.as_deref(),
+            Some(replica),
+            "{} ended at {at:?}",
+            c.id
+        );
+        assert_eq!(c.outcome().map(|o| o.code), Some("UNKNOWN"), "{}", c.id);
+    }
+    // The restarted replicas come back: the balancer redials each at its
+    // next pick, and the host is up again by then.
+    for i in 0..3 {
+        let replica = format!("store-{i}");
+        let connected = balancer_at(&trace, &replica, &BalancerChange::Ready);
+        assert_eq!(connected.len(), 2, "{replica}: {connected:?}");
+    }
+}
+
+#[test]
+fn a_crashed_replica_is_picked_again_after_its_restart() {
+    // The redial to the crashed host waits (no connect timeout); when the
+    // host restarts, turmoil refuses that pending dial (seen), so the
+    // replica counts as ready with the error: one call sent there fails,
+    // the next redial connects, and calls reach it again.
+    let trace = steady(
+        0,
+        40,
+        None,
+        vec![
+            Fault::crash("store-1").at(ms(200)),
+            Fault::restart("store-1").at(ms(300)),
+        ],
+    )
+    .run()
+    .expect("run");
+    let failed: Vec<&Call> = trace
+        .calls_from("player")
+        .filter(|c| !c.outcome().is_some_and(|o| o.is_ok()))
+        .collect();
+    let [failed] = failed[..] else {
+        panic!("one failed call: {failed:?}");
+    };
+    assert_eq!(failed.replica.as_deref(), Some("store-1"));
+    assert!(failed.started > ms(300));
+    let o = failed.outcome().expect("ended");
+    assert_eq!(
+        (o.code, o.message.as_str()),
+        ("UNAVAILABLE", "connect to store-1: connection refused")
+    );
+    let ready = balancer_at(&trace, "store-1", &BalancerChange::Ready);
+    assert_eq!(ready.len(), 2, "{ready:?}");
+    assert!(routed_to(&trace, "store-1")
+        .any(|c| c.started > ready[1] && c.outcome().is_some_and(|o| o.is_ok())));
 }

@@ -107,6 +107,12 @@ pub(super) fn connector(
                     "the balancer makes a new connection to {replica} itself"
                 )));
             }
+            // turmoil's errors name the peer's address; the trace names hosts.
+            let dial = async {
+                dial.await.map_err(|e| {
+                    io::Error::new(e.kind(), format!("connect to {replica}: {}", e.kind()))
+                })
+            };
             let conn = match connect_timeout {
                 None => dial.await?,
                 Some(t) => tokio::time::timeout(t, dial).await.map_err(|_| {

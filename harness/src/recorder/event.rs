@@ -491,7 +491,10 @@ pub enum EventKind {
         replica: String,
     },
     /// A balanced channel's view of one replica changed. Recorded at the
-    /// caller.
+    /// caller when its balancer learns it: like tonic's, it polls its
+    /// connections and discovery only while it routes a call, so a
+    /// connection that came up between calls shows `Ready` at the next
+    /// call, and a change of membership is applied then.
     Balancer {
         /// The replica set.
         set: String,
