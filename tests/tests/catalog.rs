@@ -301,7 +301,7 @@ fn replica_crash_moves_traffic_off_the_crashed_replica() {
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     insta::assert_snapshot!(replica_story_rows(
         &trace,
-        &[(ms(980), ms(1025)), (ms(2000), ms(2035))]
+        &[(ms(945), ms(1025)), (ms(2000), ms(2035))]
     ));
 }
 

@@ -15,7 +15,7 @@ use crate::services::Store;
 /// Replicas in the set.
 pub(crate) const REPLICAS: usize = 3;
 /// Store time per Save, *simulated*.
-pub(crate) const WORK: Duration = ms(20);
+pub(crate) const WORK: Duration = ms(50);
 /// One Save every this often, *simulated*.
 pub(crate) const EVERY: Duration = ms(10);
 /// Each Save's deadline.
