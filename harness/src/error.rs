@@ -31,6 +31,20 @@ pub(crate) enum Kind {
         known: Vec<String>,
     },
     DuplicateHost(String),
+    /// `balanced_channel` to a name no `Sim::servers` set has.
+    UnknownReplicaSet {
+        name: String,
+        context: String,
+        sets: Vec<String>,
+    },
+    /// A replica set's name where a host was meant ([`crate::Sim::servers`]).
+    ReplicaSetNamed {
+        set: String,
+        replicas: Vec<String>,
+        context: String,
+        /// A plain channel: the fix is a balanced one.
+        balanced: bool,
+    },
     NotAServer {
         host: String,
         fault: String,
@@ -140,9 +154,16 @@ impl Error {
         self.trace.as_deref()
     }
 
-    /// A host name that no `Sim::server`/`Sim::client` registered.
+    /// A host name that no `Sim::server`/`Sim::client` registered, or the
+    /// name of a replica set ([`Sim::servers`](crate::Sim::servers)) where
+    /// one host was meant (the message lists the replicas).
     pub fn is_unknown_host(&self) -> bool {
-        matches!(*self.kind, Kind::UnknownHost { .. })
+        matches!(
+            *self.kind,
+            Kind::UnknownHost { .. }
+                | Kind::ReplicaSetNamed { .. }
+                | Kind::UnknownReplicaSet { .. }
+        )
     }
 
     /// A scenario mistake other than an unknown host: duplicate host name,
@@ -215,6 +236,33 @@ impl fmt::Display for Kind {
                 f,
                 "unknown host `{host}` in {context}; known hosts: {}",
                 list(known)
+            ),
+            Kind::UnknownReplicaSet { name, context, sets } => write!(
+                f,
+                "unknown replica set `{name}` in {context}; replica sets (Sim::servers): {}",
+                list(sets)
+            ),
+            Kind::ReplicaSetNamed {
+                set,
+                replicas,
+                context,
+                balanced: false,
+            } => write!(
+                f,
+                "`{set}` in {context} is a replica set (Sim::servers), not one host; name one replica: {}",
+                list(replicas)
+            ),
+            Kind::ReplicaSetNamed {
+                set,
+                replicas,
+                context,
+                balanced: true,
+            } => write!(
+                f,
+                "{context}: `{set}` is a replica set ({}), and a plain channel connects to one host; \
+                 use balanced_channel({set:?}) to balance calls over its members as tonic's \
+                 Channel::balance_list does, or a channel to one replica",
+                list(replicas)
             ),
             Kind::DuplicateHost(h) => write!(
                 f,

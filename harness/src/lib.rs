@@ -24,6 +24,7 @@
 //!
 //! [turmoil]: https://docs.rs/turmoil
 
+mod balance;
 pub mod check;
 mod client;
 pub mod deadline;
@@ -41,7 +42,7 @@ pub mod wire;
 pub use client::{Channel, RecordedBody, ResponseFuture};
 pub use error::{Error, Result};
 pub use fault::Fault;
-pub use recorder::event::{CallId, Event, EventKind, Outcome, RunId};
+pub use recorder::event::{BalancerChange, CallId, Event, EventKind, Outcome, RunId};
 pub use sim::{defaults, ClientResult, Host, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV};
 pub use spec::spec_code;
 pub use trace::{fmt_duration, Trace};

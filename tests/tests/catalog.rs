@@ -230,3 +230,114 @@ fn every_story_renders_the_same_twice_in_one_process() {
         assert!(a.render_html() == b.render_html(), "{}", scenario.name);
     }
 }
+
+/// The rows of the rpc-only render that tell a replica story, for a
+/// snapshot a reviewer can read (the stories make hundreds of calls; the
+/// CLI writes every row): the header, every membership, host-fault and
+/// balancer row, every call that did not end OK, and every row at a time
+/// in one of `windows` (`[from, until]`, *simulated*).
+fn replica_story_rows(trace: &Trace, windows: &[(Duration, Duration)]) -> String {
+    let render = trace.render_with(&RenderOptions::rpc_only());
+    let mut lines = render.lines();
+    let mut out = format!("{}\n", lines.next().unwrap_or_default());
+    for line in lines {
+        let at = line
+            .split_whitespace()
+            .next()
+            .and_then(|t| t.parse::<f64>().ok())
+            .map_or(Duration::ZERO, |t| Duration::from_secs_f64(t / 1000.0));
+        let story = line.contains("balancer: ")
+            || line.contains("replica set store")
+            || line.contains("host crashed")
+            || line.contains("host restarted")
+            || (line.contains(" ended ") && !line.ends_with(" ended OK"));
+        if story
+            || windows
+                .iter()
+                .any(|(from, until)| (*from..=*until).contains(&at))
+        {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Seed 002: one of three replicas crashes under a call every 10 ms.
+#[test]
+fn replica_crash_moves_traffic_off_the_crashed_replica() {
+    let (trace, report) = story("replica-crash");
+    let crash = ms(1000);
+    let player: Vec<_> = trace.calls_from("player").collect();
+    assert_eq!(player.len(), 300);
+    // In flight on store-1 when it crashed (or sent there in that very
+    // tick): they fail with tonic's UNKNOWN "transport error".
+    let cut: Vec<_> = player
+        .iter()
+        .filter(|c| c.replica.as_deref() == Some("store-1") && c.ended_at == Some(crash))
+        .collect();
+    assert!(!cut.is_empty());
+    for c in &cut {
+        let o = c.outcome().expect("ended");
+        assert_eq!((o.code, o.message.as_str()), ("UNKNOWN", "transport error"));
+    }
+    // After the crash's own tick, store-1 gets only the calls its failed
+    // redials (1 s connect timeout) leave it ready for, and each fails
+    // UNAVAILABLE at once.
+    let later: Vec<_> = player
+        .iter()
+        .filter(|c| c.replica.as_deref() == Some("store-1") && c.started > crash)
+        .collect();
+    assert!(!later.is_empty() && later.len() <= 2, "{}", later.len());
+    for c in &later {
+        assert!(c.started >= crash + ms(1000), "{:?}", c.started);
+        let o = c.outcome().expect("ended");
+        assert_eq!(
+            (o.code, o.message.as_str()),
+            ("UNAVAILABLE", "connect to store-1 timed out after 1000ms")
+        );
+        assert_eq!(c.latency(), Some(Duration::ZERO), "fails without waiting");
+    }
+    // Every other call succeeds.
+    let failed = player
+        .iter()
+        .filter(|c| !c.outcome().is_some_and(|o| o.is_ok()))
+        .count();
+    assert_eq!(failed, cut.len() + later.len());
+    assert!(trace.runs_on("store-1").all(|r| r.started < crash + ms(2)));
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    insta::assert_snapshot!(replica_story_rows(
+        &trace,
+        &[(ms(945), ms(1025)), (ms(2000), ms(2035))]
+    ));
+}
+
+/// Field practice: a rolling restart drained through discovery.
+#[test]
+fn rolling_restart_moves_calls_between_replicas_without_a_failure() {
+    let (trace, report) = story("rolling-restart");
+    let player: Vec<_> = trace.calls_from("player").collect();
+    assert_eq!(player.len(), 420);
+    assert!(player
+        .iter()
+        .all(|c| c.outcome().is_some_and(|o| o.is_ok())));
+    for (i, left) in [ms(500), ms(1700), ms(2900)].into_iter().enumerate() {
+        let replica = format!("store-{i}");
+        let joined = left + ms(600);
+        let runs: Vec<_> = trace.runs_on(&replica).collect();
+        // Nothing reaches the replica between the leave and the join.
+        assert!(
+            runs.iter()
+                .all(|r| r.started <= left || r.started >= joined),
+            "{replica}"
+        );
+        // Its restart started its server again; calls came back to it.
+        assert!(runs.iter().any(|r| r.started >= joined), "{replica}");
+    }
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    let windows: Vec<(Duration, Duration)> = [500u64, 1100, 1700, 2300, 2900, 3500]
+        .iter()
+        .map(|t| (ms(*t - 10), ms(*t + 15)))
+        .collect();
+    insta::assert_snapshot!(replica_story_rows(&trace, &windows));
+}

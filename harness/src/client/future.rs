@@ -9,8 +9,18 @@ use tonic::body::Body;
 
 use super::body::inferred_status;
 use super::{CallGuard, RecordedBody};
+use crate::balance::BoxError;
 
-type Inner = <tonic::transport::Channel as tower::Service<http::Request<Body>>>::Future;
+type Single = <tonic::transport::Channel as tower::Service<http::Request<Body>>>::Future;
+type Balanced = <crate::balance::Balanced as tower::Service<http::Request<Body>>>::Future;
+
+pin_project! {
+    #[project = InnerProj]
+    enum Inner {
+        Single { #[pin] fut: Single },
+        Balanced { #[pin] fut: Balanced },
+    }
+}
 
 pin_project! {
     /// Resolves to the response headers; records the call's end when tonic
@@ -24,9 +34,16 @@ pin_project! {
 }
 
 impl ResponseFuture {
-    pub(crate) fn new(inner: Inner, guard: CallGuard) -> Self {
+    pub(crate) fn new(fut: Single, guard: CallGuard) -> Self {
         Self {
-            inner,
+            inner: Inner::Single { fut },
+            guard: Some(guard),
+        }
+    }
+
+    pub(crate) fn balanced(fut: Balanced, guard: CallGuard) -> Self {
+        Self {
+            inner: Inner::Balanced { fut },
             guard: Some(guard),
         }
     }
@@ -37,14 +54,17 @@ impl Future for ResponseFuture {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let result = ready!(this.inner.poll(cx));
+        let result: Result<http::Response<Body>, BoxError> = match this.inner.project() {
+            InnerProj::Single { fut } => ready!(fut.poll(cx)).map_err(|e| Box::new(e) as BoxError),
+            InnerProj::Balanced { fut } => ready!(fut.poll(cx)),
+        };
         let Some(mut guard) = this.guard.take() else {
             // Polled after completion: tower futures must not be, but a
             // recorder must not panic either.
             return Poll::Ready(
                 result
                     .map(|r| r.map(RecordedBody::finished))
-                    .map_err(|e| tonic::Status::from_error(Box::new(e))),
+                    .map_err(tonic::Status::from_error),
             );
         };
         Poll::Ready(match result {
@@ -52,7 +72,7 @@ impl Future for ResponseFuture {
                 // The conversion tonic's client applies to a transport error;
                 // it hands a `Status` error through unchanged, so the caller
                 // sees exactly what it would without the recorder.
-                let status = tonic::Status::from_error(Box::new(err));
+                let status = tonic::Status::from_error(err);
                 guard.finish(&status);
                 Err(status)
             }

@@ -31,8 +31,17 @@ use crate::sim::Shared;
 /// can be linked to it.
 #[derive(Clone)]
 pub struct Channel {
-    inner: tonic::transport::Channel,
+    inner: Transport,
     call: Arc<CallSite>,
+}
+
+/// What carries a recorded channel's calls.
+#[derive(Clone)]
+enum Transport {
+    /// tonic's channel to one host.
+    Single(tonic::transport::Channel),
+    /// A balancer over a replica set's connections ([`crate::balance`]).
+    Balanced(crate::balance::Balanced),
 }
 
 /// Where calls come from and go to.
@@ -45,14 +54,27 @@ pub(crate) struct CallSite {
 impl Channel {
     pub(crate) fn new(inner: tonic::transport::Channel, call: CallSite) -> Self {
         Self {
-            inner,
+            inner: Transport::Single(inner),
             call: Arc::new(call),
         }
     }
 
-    /// The unrecorded tonic channel underneath.
-    pub fn into_inner(self) -> tonic::transport::Channel {
-        self.inner
+    pub(crate) fn balanced(inner: crate::balance::Balanced, call: CallSite) -> Self {
+        Self {
+            inner: Transport::Balanced(inner),
+            call: Arc::new(call),
+        }
+    }
+
+    /// The unrecorded tonic channel underneath; `Err(self)` for a channel
+    /// from [`Host::balanced_channel`](crate::Host::balanced_channel),
+    /// which has no single tonic channel underneath (it balances over one
+    /// connection per replica).
+    pub fn into_inner(self) -> Result<tonic::transport::Channel, Self> {
+        match self.inner {
+            Transport::Single(channel) => Ok(channel),
+            Transport::Balanced(_) => Err(self),
+        }
     }
 }
 
@@ -71,9 +93,14 @@ impl tower::Service<http::Request<Body>> for Channel {
     type Future = ResponseFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner
-            .poll_ready(cx)
-            .map_err(|e| tonic::Status::from_error(Box::new(e)))
+        match &mut self.inner {
+            Transport::Single(channel) => channel
+                .poll_ready(cx)
+                .map_err(|e| tonic::Status::from_error(Box::new(e))),
+            Transport::Balanced(balanced) => {
+                balanced.poll_ready(cx).map_err(tonic::Status::from_error)
+            }
+        }
     }
 
     fn call(&mut self, mut req: http::Request<Body>) -> Self::Future {
@@ -106,7 +133,10 @@ impl tower::Service<http::Request<Body>> for Channel {
             path,
             done: false,
         };
-        ResponseFuture::new(self.inner.call(req), guard)
+        match &mut self.inner {
+            Transport::Single(channel) => ResponseFuture::new(channel.call(req), guard),
+            Transport::Balanced(balanced) => ResponseFuture::balanced(balanced.call(req), guard),
+        }
     }
 }
 

@@ -19,6 +19,10 @@ pub(crate) enum HostAction {
     Latency(String, String, Duration),
     /// Releases the frames held under this name ([`super::FrameFault::hold`]).
     Release(String),
+    /// Takes a replica out of its set's membership ([`super::Fault::leave`]).
+    Leave(String),
+    /// Puts a replica back into its set's membership ([`super::Fault::join`]).
+    Join(String),
 }
 
 impl HostAction {
@@ -34,13 +38,15 @@ impl HostAction {
                 crate::trace::fmt_duration(*d)
             ),
             Self::Release(name) => format!("release {name:?}"),
+            Self::Leave(h) => format!("leave of {h}"),
+            Self::Join(h) => format!("join of {h}"),
         }
     }
 
     /// Every host the action names.
     pub(crate) fn hosts(&self) -> Vec<&str> {
         match self {
-            Self::Crash(h) | Self::Restart(h) => vec![h],
+            Self::Crash(h) | Self::Restart(h) | Self::Leave(h) | Self::Join(h) => vec![h],
             Self::Partition(a, b) | Self::Repair(a, b) | Self::Latency(a, b, _) => vec![a, b],
             Self::Release(_) => vec![],
         }
@@ -51,6 +57,15 @@ impl HostAction {
     pub(crate) fn restarted_host(&self) -> Option<&str> {
         match self {
             Self::Crash(h) | Self::Restart(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// For a membership change: the replica and whether it joins.
+    pub(crate) fn membership(&self) -> Option<(&str, bool)> {
+        match self {
+            Self::Leave(h) => Some((h, false)),
+            Self::Join(h) => Some((h, true)),
             _ => None,
         }
     }

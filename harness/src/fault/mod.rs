@@ -3,6 +3,7 @@
 //! | family | acts on | built with |
 //! |---|---|---|
 //! | host | turmoil: crash, restart, partition, repair, link latency | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::repair`], [`Fault::link_latency`] |
+//! | membership | a replica set's service discovery: a replica leaves or joins | [`Fault::leave`], [`Fault::join`] |
 //! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold (until a time or a named release), inject (at a time or after a frame) | [`Fault::frames`], [`Fault::inject`], [`Fault::release`] |
 //! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
 //!
@@ -98,6 +99,56 @@ impl Fault {
     ) -> HostFaultBuilder {
         HostFaultBuilder {
             action: HostAction::Latency(a.into(), b.into(), latency),
+        }
+    }
+
+    /// Takes replica host `replica` (of a [`Sim::servers`](crate::Sim::servers)
+    /// set) out of its set's membership, as a service-discovery update
+    /// would (an endpoint removed from DNS or a Kubernetes `Endpoints`
+    /// list). Each balanced channel to the set sees a
+    /// `tower::discover::Change::Remove` the next time its balancer polls
+    /// for changes (when it next routes a call) and sends the replica no
+    /// new calls; calls already on the replica's connection run on, and the
+    /// host itself keeps running. Recorded as `left replica set …` at the
+    /// replica, and `balancer: … removed` at each caller when its balancer
+    /// applies it.
+    ///
+    /// With [`Fault::join`], [`Fault::restart`] and enough time in
+    /// between for calls in flight to finish, this tells a rolling deploy
+    /// that drains each replica before restarting it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// let s = Duration::from_secs;
+    /// let deploy = [
+    ///     Fault::leave("store-0").at(s(1)),
+    ///     Fault::restart("store-0").at(s(2)),
+    ///     Fault::join("store-0").at(s(3)),
+    /// ];
+    /// # let _ = deploy;
+    /// ```
+    ///
+    /// A host that is not a replica, or a replica that is not a member at
+    /// that time (it left already), is an error from
+    /// [`Sim::run`](crate::Sim::run).
+    pub fn leave(replica: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Leave(replica.into()),
+        }
+    }
+
+    /// Puts replica host `replica` back into its set's membership (a
+    /// `tower::discover::Change::Insert` for every balanced channel to the
+    /// set): each balancer makes a new connection to it, and routes calls
+    /// to it once that connection is ready. To start a run with a replica
+    /// outside the set (a scale-out later in the run), make it
+    /// [`Fault::leave`] at zero. A host that is not a replica, or a replica
+    /// that is a member at that time, is an error from
+    /// [`Sim::run`](crate::Sim::run).
+    pub fn join(replica: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Join(replica.into()),
         }
     }
 

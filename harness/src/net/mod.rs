@@ -80,19 +80,48 @@ pub(crate) fn channel(
     let me: Arc<str> = from.into();
     let shared = shared.clone();
     endpoint.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
-        let end = End {
-            shared: shared.clone(),
-            me: me.clone(),
-            peer: target.clone(),
-            direction: Direction::ClientToServer,
-        };
+        let peer = target.clone();
+        let dial = dial(shared.clone(), me.clone(), peer.clone());
         async move {
             if !known {
-                let msg = format!("unknown host `{}`", end.peer);
+                let msg = format!("unknown host `{peer}`");
                 return Err(io::Error::new(io::ErrorKind::NotFound, msg));
             }
-            let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT)).await?;
-            Ok::<_, io::Error>(TokioIo::new(SimConn::new(stream, end)?))
+            Ok::<_, io::Error>(TokioIo::new(dial.await?))
         }
     }))
+}
+
+/// A channel whose every connection attempt fails with `NotFound`, for a
+/// channel to a name the run has no host or set for (the run then fails
+/// with the problem recorded when the channel was asked for).
+pub(crate) fn unusable_channel(name: &str) -> tonic::transport::Channel {
+    let msg = format!("no host or replica set `{name}`");
+    Endpoint::from_static("http://invalid-host-name:50051").connect_with_connector_lazy(
+        tower::service_fn(move |_: Uri| {
+            let e = io::Error::new(io::ErrorKind::NotFound, msg.clone());
+            async move { Err::<TokioIo<SimConn>, _>(e) }
+        }),
+    )
+}
+
+/// Opens one simulated connection from `from` to server host `to`, port
+/// [`PORT`], through the wire tap: what every client connector of the
+/// harness does (a plain channel's, and each replica connection of a
+/// balanced channel, `balance/`).
+pub(crate) fn dial(
+    shared: Arc<Shared>,
+    from: Arc<str>,
+    to: Arc<str>,
+) -> impl std::future::Future<Output = io::Result<SimConn>> + Send {
+    let end = End {
+        shared,
+        me: from,
+        peer: to,
+        direction: Direction::ClientToServer,
+    };
+    async move {
+        let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT)).await?;
+        SimConn::new(stream, end)
+    }
 }

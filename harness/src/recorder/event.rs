@@ -98,6 +98,37 @@ pub enum Fate {
     Injected,
 }
 
+/// What a balanced channel's balancer learned about one replica's
+/// connection, the steps of tonic's lazy reconnect
+/// (`tonic/src/transport/channel/service/reconnect.rs`) as the balancer
+/// (tower's `balance::p2c`) sees them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BalancerChange {
+    /// Discovery added the replica after the channel was made (it joined).
+    Added,
+    /// Discovery removed the replica (it left): no new calls go to it.
+    Removed,
+    /// The balancer started connecting to it; it is not picked until the
+    /// connection is up.
+    Connecting,
+    /// The connection is up: the replica can be picked.
+    Ready,
+    /// Picked, its connection turned out closed (the peer crashed,
+    /// restarted or closed it): it is taken out of the ready set and
+    /// redialled, and the call goes to another replica.
+    Closed,
+    /// The connection attempt failed. As in tonic's lazy reconnect, the
+    /// replica then counts as ready with the error stored: the next call
+    /// the balancer sends there fails with it, and the one after that
+    /// redials.
+    ConnectFailed {
+        /// The error, in the harness's words.
+        error: String,
+    },
+}
+
 /// What happened. The variant names are the trace's verbs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -436,6 +467,41 @@ pub enum EventKind {
     FaultNeverFired {
         /// The fault (or retry policy), described.
         fault: String,
+    },
+    /// A replica left its set's membership
+    /// ([`Fault::leave`](crate::Fault::leave)); recorded at the replica.
+    ReplicaLeft {
+        /// The replica set.
+        set: String,
+    },
+    /// A replica joined its set's membership
+    /// ([`Fault::join`](crate::Fault::join)); recorded at the replica.
+    ReplicaJoined {
+        /// The replica set.
+        set: String,
+    },
+    /// A balanced channel ([`Host::balanced_channel`](crate::Host::balanced_channel))
+    /// handed a call to the connection of one replica: the balancer's
+    /// pick. Recorded at the caller, right before the call goes on that
+    /// connection; the call's `CallStarted` names the set.
+    CallRouted {
+        /// The call.
+        call: CallId,
+        /// The replica host it went to.
+        replica: String,
+    },
+    /// A balanced channel's view of one replica changed. Recorded at the
+    /// caller when its balancer learns it: like tonic's, it polls its
+    /// connections and discovery only while it routes a call, so a
+    /// connection that came up between calls shows `Ready` at the next
+    /// call, and a change of membership is applied then.
+    Balancer {
+        /// The replica set.
+        set: String,
+        /// The replica host.
+        replica: String,
+        /// What changed.
+        change: BalancerChange,
     },
     /// A `tracing` event emitted inside a host.
     Log {

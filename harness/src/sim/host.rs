@@ -57,6 +57,60 @@ impl Host {
         )
     }
 
+    /// A recorded channel to replica set `set` ([`Sim::servers`](crate::Sim::servers))
+    /// that balances calls over its members as tonic's
+    /// `Channel::balance_list` does: tower's power-of-two-choices balancer
+    /// over one lazily connecting connection per replica, all of them
+    /// dialled on the first call, each recorded by the wire tap. tonic's
+    /// connections report no load, so the balancer picks uniformly among
+    /// the replicas whose connection is up, from random numbers drawn from
+    /// the run's seed (the same seed picks the same replicas in every
+    /// process). A replica whose connection closed is noticed when it is
+    /// next picked, and the call goes elsewhere while it redials; a failed
+    /// connect leaves it picked like a ready one, and the next call sent
+    /// there fails UNAVAILABLE (tonic's lazy reconnect). Membership changes
+    /// ([`Fault::leave`](crate::Fault::leave), [`Fault::join`](crate::Fault::join))
+    /// reach the balancer as `tower::discover` changes when it next routes
+    /// a call. The details, and where this differs from tonic, are in the
+    /// README's "Replicas behind one name".
+    ///
+    /// Each call is recorded with the set as its target, then
+    /// `rN balanced to <replica>` when the balancer hands it to a
+    /// replica's connection ([`Call::replica`](crate::trace::Call::replica));
+    /// the balancer's view of each replica (connecting, ready, closed,
+    /// connect failed, added, removed) is recorded as `balancer: …`.
+    ///
+    /// A `set` that is not a replica set does not panic: every call fails
+    /// with UNAVAILABLE and [`Sim::run`](crate::Sim::run) returns an error
+    /// that names the replica sets.
+    pub fn balanced_channel(&self, set: &str) -> Channel {
+        self.balanced_channel_with(set, |e| e)
+    }
+
+    /// Like [`Host::balanced_channel`], with tonic's `Endpoint` options set
+    /// by `configure` on each replica's endpoint (`http://store-1:50051`),
+    /// as each `Endpoint` of `balance_list` carries its own: keepalive,
+    /// `timeout`, `connect_timeout` … (timeouts are *simulated* time).
+    /// `configure` runs again for every new connection.
+    pub fn balanced_channel_with(
+        &self,
+        set: &str,
+        configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
+    ) -> Channel {
+        let site = CallSite {
+            shared: self.shared.clone(),
+            from: self.name.clone(),
+            target: set.into(),
+        };
+        match self.shared.replica_set(set, &self.name) {
+            Some(replicas) => Channel::balanced(
+                crate::balance::channel(&self.shared, &self.name, replicas, Arc::new(configure)),
+                site,
+            ),
+            None => Channel::new(crate::net::unusable_channel(set), site),
+        }
+    }
+
     /// A recorded channel to `to` behind a gRFC A6 retry layer configured by
     /// `service_config` (A6 service-config JSON: `methodConfig` →
     /// `retryPolicy`, optional `retryThrottling`; see [`crate::retry`]).

@@ -5,6 +5,7 @@ mod builder;
 mod conns;
 mod host;
 mod limits;
+mod replicas;
 mod retry_use;
 mod run;
 mod shared;
@@ -19,6 +20,7 @@ pub use builder::{defaults, SimBuilder, JITTER_ENV, SEED_ENV};
 pub(crate) use builder::{env_set, replay_env};
 pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
 pub use host::{Host, ServerHost};
+pub(crate) use replicas::ReplicaSet;
 pub(crate) use shared::{Rules, Shared};
 
 use crate::fault::Fault;
@@ -90,6 +92,9 @@ pub struct Sim {
     clients: Vec<(String, ClientBody)>,
     faults: Vec<Fault>,
     keepalive: Vec<(String, KeepalivePolicy)>,
+    /// Replica sets added with [`Sim::servers`]; their replicas are in
+    /// `servers` too.
+    replica_sets: Vec<ReplicaSet>,
 }
 
 impl Sim {
@@ -106,6 +111,7 @@ impl Sim {
             clients: Vec::new(),
             faults: Vec::new(),
             keepalive: Vec::new(),
+            replica_sets: Vec::new(),
         }
     }
 
@@ -123,6 +129,54 @@ impl Sim {
         F: Fn(ServerHost) -> ServerHost + 'static,
     {
         self.servers.push((name.into(), Arc::new(setup)));
+        self
+    }
+
+    /// Adds a replica set: `count` server hosts named `<name>-0` …
+    /// `<name>-<count-1>` (`store-0`, `store-1`, `store-2`), each running
+    /// `setup` as [`Sim::server`] does (again on each restart of that
+    /// replica). Every replica is a member of the set from the start;
+    /// [`Fault::leave`](crate::Fault::leave) and
+    /// [`Fault::join`](crate::Fault::join) change that during the run.
+    ///
+    /// Faults, keepalive policies and plain channels name one replica
+    /// (`Fault::crash("store-1")`, `host.channel("store-1")`);
+    /// [`Host::balanced_channel`]`("store")` balances calls over the
+    /// members the way tonic's `Channel::balance_list` does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::{Fault, Sim};
+    ///
+    /// let mut sim = Sim::builder().seed(7).build();
+    /// sim.servers("store", 3, |s| s); // add_service(StoreServer::new(..)) here
+    /// sim.fault(Fault::crash("store-1").at(Duration::from_millis(5)));
+    /// sim.client("player", |player| async move {
+    ///     let _store = player.balanced_channel("store");
+    ///     Ok(())
+    /// });
+    /// sim.run()?;
+    /// # Ok::<(), grpc_chaos::Error>(())
+    /// ```
+    ///
+    /// A `count` of 0 is an error from [`Sim::run`]
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)); so is
+    /// a set name used by another host or set. A fault, policy or plain
+    /// channel that names the set instead of a replica is an error that
+    /// lists the replicas.
+    pub fn servers<F>(&mut self, name: impl Into<String>, count: usize, setup: F) -> &mut Self
+    where
+        F: Fn(ServerHost) -> ServerHost + 'static,
+    {
+        let set = ReplicaSet {
+            name: name.into(),
+            count,
+        };
+        let setup: ServerSetup = Arc::new(setup);
+        for replica in set.replicas() {
+            self.servers.push((replica, setup.clone()));
+        }
+        self.replica_sets.push(set);
         self
     }
 

@@ -39,6 +39,7 @@ impl Sim {
             clients,
             faults,
             keepalive,
+            replica_sets,
             problem: _,
         } = self;
         let mut rules = Rules {
@@ -61,7 +62,8 @@ impl Sim {
             servers.iter().map(|(n, _)| n.clone()).collect(),
             clients.iter().map(|(n, _)| n.clone()).collect(),
             rules,
-        );
+        )
+        .with_replica_sets(&replica_sets);
         let shared = Arc::new(if config.wire_tap {
             shared
         } else {
@@ -232,6 +234,23 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             world.repair(a.as_str(), b.as_str());
         }
         HostAction::Release(name) => shared.release(name, None),
+        HostAction::Leave(h) | HostAction::Join(h) => {
+            let set = shared
+                .replicas
+                .set_of(h)
+                .map(|s| s.name)
+                .unwrap_or_default();
+            let joins = matches!(action, HostAction::Join(_));
+            rec.push(
+                h,
+                if joins {
+                    EventKind::ReplicaJoined { set }
+                } else {
+                    EventKind::ReplicaLeft { set }
+                },
+            );
+            shared.replicas.set_member(h, joins);
+        }
         HostAction::Latency(a, b, latency) => {
             rec.push(
                 a,

@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     release_notify: Notify,
     /// The retry layers hosts made, and what their configs matched.
     pub(crate) retry_uses: super::retry_use::RetryUses,
+    /// Replica sets and their members now ([`super::Sim::servers`]).
+    pub(crate) replicas: super::replicas::Replicas,
 }
 
 impl Shared {
@@ -60,7 +62,14 @@ impl Shared {
             released: Mutex::default(),
             release_notify: Notify::new(),
             retry_uses: super::retry_use::RetryUses::default(),
+            replicas: super::replicas::Replicas::default(),
         }
+    }
+
+    /// Adds the run's replica sets, every replica a member.
+    pub(crate) fn with_replica_sets(mut self, sets: &[super::ReplicaSet]) -> Self {
+        self.replicas = super::replicas::Replicas::new(sets);
+        self
     }
 
     fn known(&self) -> Vec<String> {
@@ -69,7 +78,7 @@ impl Shared {
         all
     }
 
-    fn problem(&self, e: Error) {
+    pub(crate) fn problem(&self, e: Error) {
         self.problems
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -80,7 +89,14 @@ impl Shared {
     /// unknown-host problem if not.
     pub(crate) fn check_host(&self, host: &str, context: &str) -> bool {
         let ok = self.servers.iter().any(|s| s == host);
-        if !ok && self.clients.iter().any(|c| c == host) {
+        if let (false, Some(set)) = (ok, self.replicas.set(host)) {
+            self.problem(Error::new(Kind::ReplicaSetNamed {
+                set: host.to_owned(),
+                replicas: set.replicas(),
+                context: context.to_owned(),
+                balanced: true,
+            }));
+        } else if !ok && self.clients.iter().any(|c| c == host) {
             self.problem(Error::new(Kind::Misconfigured(format!(
                 "{context}: `{host}` is a client host (Sim::client), which serves nothing; \
                  connect to a server host: {}",
@@ -94,6 +110,30 @@ impl Shared {
             }));
         }
         ok
+    }
+
+    /// The replica set `name`, for a balanced channel on host `from`; records
+    /// a problem that says what to use instead when there is none.
+    pub(crate) fn replica_set(&self, name: &str, from: &str) -> Option<super::ReplicaSet> {
+        let set = self.replicas.set(name);
+        if set.is_none() {
+            let context = format!("balanced_channel({name:?}) on host `{from}`");
+            let sets = self.replicas.names();
+            self.problem(Error::new(if self.servers.iter().any(|s| s == name) {
+                Kind::Misconfigured(format!(
+                    "{context}: `{name}` is one host, not a replica set; use channel({name:?}) for it, \
+                     or Sim::servers to make it a set; replica sets: {}",
+                    if sets.is_empty() { "(none)".to_owned() } else { sets.join(", ") }
+                ))
+            } else {
+                Kind::UnknownReplicaSet {
+                    name: name.to_owned(),
+                    context,
+                    sets,
+                }
+            }));
+        }
+        set
     }
 
     /// Checks the host's handler faults against the services it serves

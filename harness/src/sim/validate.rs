@@ -21,6 +21,7 @@ impl Sim {
         }
         self.check_times()?;
         self.check_host_names()?;
+        self.check_replica_sets()?;
         self.check_fault_codes()?;
         self.check_host_conflicts()?;
         let mut names = BTreeSet::new();
@@ -35,12 +36,18 @@ impl Sim {
             }
         }
         let known: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
-        let unknown = |host: &str, context: String| {
-            Error::new(Kind::UnknownHost {
+        let unknown = |host: &str, context: String| match self.replica_set(host) {
+            Some(set) => Error::new(Kind::ReplicaSetNamed {
+                set: host.to_owned(),
+                replicas: set.replicas(),
+                context,
+                balanced: false,
+            }),
+            None => Error::new(Kind::UnknownHost {
                 host: host.to_owned(),
                 context,
                 known: known.clone(),
-            })
+            }),
         };
         for fault in &self.faults {
             match &fault.0 {
@@ -98,7 +105,102 @@ impl Sim {
             }
         }
         self.check_keepalive(&unknown)?;
+        self.check_membership()?;
         self.check_wire_tap()
+    }
+
+    fn replica_set(&self, name: &str) -> Option<&super::ReplicaSet> {
+        self.replica_sets.iter().find(|s| s.name == name)
+    }
+
+    /// Each replica set has at least one replica and a name of its own.
+    fn check_replica_sets(&self) -> Result<(), Error> {
+        for (n, set) in self.replica_sets.iter().enumerate() {
+            let name = &set.name;
+            if set.count == 0 {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "Sim::servers({name:?}, 0, ..): a replica set needs at least 1 replica; \
+                     give a count of 1 or more (Sim::server adds one host of that name)"
+                ))));
+            }
+            let host = self
+                .servers
+                .iter()
+                .map(|(h, _)| h)
+                .chain(self.clients.iter().map(|(h, _)| h))
+                .any(|h| h == name);
+            let twice = self.replica_sets[..n].iter().any(|s| s.name == *name);
+            if host || twice {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "`{name}` names a replica set (Sim::servers) and {}; give each its own name",
+                    if twice {
+                        "another replica set"
+                    } else {
+                        "a host"
+                    }
+                ))));
+            }
+        }
+        Ok(())
+    }
+
+    /// Leave and join faults name replicas, and each changes the
+    /// membership: a replica leaves only while a member, joins only while
+    /// not (in time order; at one instant, in the order added).
+    fn check_membership(&self) -> Result<(), Error> {
+        let mut changes: Vec<&HostFault> = self
+            .faults
+            .iter()
+            .filter_map(|f| match &f.0 {
+                FaultKind::Host(h) if h.action.membership().is_some() => Some(h),
+                _ => None,
+            })
+            .collect();
+        changes.sort_by_key(|f| f.at);
+        let mut out: BTreeSet<&str> = BTreeSet::new();
+        for fault in changes {
+            let Some((host, join)) = fault.action.membership() else {
+                continue;
+            };
+            let what = fault.action.describe();
+            let Some(set) = self
+                .replica_sets
+                .iter()
+                .find(|s| s.index_of(host).is_some())
+            else {
+                let sets: Vec<String> = self.replica_sets.iter().map(|s| s.name.clone()).collect();
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "Fault::{}({host:?}): `{host}` is not a replica of a set (Sim::servers); \
+                     leave and join change a replica set's membership; replica sets: {}",
+                    if join { "join" } else { "leave" },
+                    if sets.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        sets.join(", ")
+                    }
+                ))));
+            };
+            let member = !out.contains(host);
+            if member == join {
+                let at = crate::trace::fmt_duration(fault.at);
+                let why = if join {
+                    "it is a member of its set then (every replica is at the start); \
+                     make it leave first"
+                } else {
+                    "it has left its set by then; make it join again first"
+                };
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "{what} at {at} changes nothing: {why} (set `{}`)",
+                    set.name
+                ))));
+            }
+            if join {
+                out.remove(host);
+            } else {
+                out.insert(host);
+            }
+        }
+        Ok(())
     }
 
     /// Frame faults, injections and keepalive policies act in the wire tap.

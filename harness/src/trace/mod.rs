@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod assert;
+mod balancer_rows;
 mod fold;
 mod html;
 mod render;

@@ -166,6 +166,10 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::KeepaliveStrikesReset { .. }
         | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
         EventKind::Log { .. } => RowKind::Log,
+        EventKind::CallRouted { .. } => RowKind::Call,
+        EventKind::ReplicaLeft { .. } | EventKind::ReplicaJoined { .. } => RowKind::Fault,
+        // A client-side policy at work, styled as the server-side ones.
+        EventKind::Balancer { .. } => RowKind::Policy,
     }
 }
 
@@ -445,6 +449,10 @@ fn line(e: &Event) -> (String, String) {
             format!("{host}→{to}"),
             format!("c{conn} connection closed by the keepalive policy ({reason})"),
         ),
+        EventKind::ReplicaLeft { .. }
+        | EventKind::ReplicaJoined { .. }
+        | EventKind::CallRouted { .. }
+        | EventKind::Balancer { .. } => super::balancer_rows::line(e).unwrap_or_default(),
     }
 }
 

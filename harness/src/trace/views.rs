@@ -13,8 +13,14 @@ pub struct Call {
     pub id: CallId,
     /// The calling host.
     pub host: String,
-    /// The called host.
+    /// The called host; for a call through a
+    /// [`Host::balanced_channel`](crate::Host::balanced_channel), the
+    /// replica set's name (the replica is [`Call::replica`]).
     pub target: String,
+    /// For a call through a balanced channel: the replica host the
+    /// balancer sent it to, once it did (`None` while it waited for a
+    /// ready replica, and for calls on plain channels).
+    pub replica: Option<String>,
     /// The method path.
     pub path: String,
     /// When it started, *simulated* time since the start of the run.
@@ -176,6 +182,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     id: *call,
                     host: e.host.clone(),
                     target: target.clone(),
+                    replica: None,
                     path: path.clone(),
                     started: e.at,
                     timeout: *timeout,
@@ -189,6 +196,11 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                 if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
                     c.end = CallEnd::Status(outcome.clone());
                     c.ended_at = Some(e.at);
+                }
+            }
+            EventKind::CallRouted { call, replica } => {
+                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+                    c.replica = Some(replica.clone());
                 }
             }
             EventKind::CallDropped { call, .. } => {

@@ -18,6 +18,8 @@ mod keepalive_world;
 mod proxy_timeout;
 mod queueing;
 mod receiver_speed;
+mod replica_crash;
+pub(crate) mod replica_world;
 mod report;
 mod retry_backoff;
 mod retry_committed;
@@ -27,6 +29,7 @@ mod retry_pushback;
 mod retry_storm;
 mod retry_throttling;
 pub(crate) mod retry_world;
+mod rolling_restart;
 mod slow_dependency;
 mod store_restart;
 pub(crate) mod world;
@@ -92,6 +95,8 @@ pub fn all() -> Vec<Scenario> {
         retry_throttling::SCENARIO,
         keepalive_mismatch::SCENARIO,
         etcd_keepalive::SCENARIO,
+        replica_crash::SCENARIO,
+        rolling_restart::SCENARIO,
     ]
 }
 

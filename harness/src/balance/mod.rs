@@ -1,0 +1,93 @@
+//! Balanced channels: one recorded channel to a replica set
+//! ([`Sim::servers`](crate::Sim::servers)) that spreads calls over its
+//! members the way tonic's `Channel::balance_list` / `balance_channel` do
+//! (tonic 0.14.9 `transport/channel/mod.rs`, `Channel::balance`): tower's
+//! power-of-two-choices balancer (`tower::balance::p2c::Balance`) over one
+//! lazily connecting connection per replica, fed by a
+//! `tower::discover::Change` stream, behind a buffer of 1,024 requests.
+//!
+//! tonic's own balanced channel connects with its HTTP connector (real
+//! sockets); this one is the same assembly over the harness's simulated
+//! connector, so every replica connection goes through the wire tap.
+//! Parts: [`discover`] (membership → changes), [`replica`] (one replica's
+//! connection and its reconnect), [`io`] (its socket and connector),
+//! [`rng`] (the balancer's seeded random numbers).
+
+mod discover;
+mod io;
+mod replica;
+mod rng;
+
+use std::sync::Arc;
+
+use tonic::body::Body;
+use tonic::transport::Endpoint;
+use tower::balance::p2c::Balance;
+use tower::buffer::Buffer;
+use tower::util::BoxService;
+
+use crate::recorder::event::{BalancerChange, EventKind};
+use crate::sim::{ReplicaSet, Shared};
+
+/// tower's and tonic's boxed error.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+/// tonic's `DEFAULT_BUFFER_SIZE` (`transport/channel/mod.rs`), the bound
+/// of the buffer in front of its balancer.
+const BUFFER_SIZE: usize = 1024;
+
+/// How a user sets up each replica's `Endpoint`.
+pub(crate) type Configure = Arc<dyn Fn(Endpoint) -> Endpoint + Send + Sync>;
+
+/// The transport of a balanced channel: tonic's shape, a buffer in front of
+/// a boxed balancer.
+pub(crate) type Balanced =
+    Buffer<http::Request<Body>, BoxFuture<Result<http::Response<Body>, BoxError>>>;
+
+/// What every replica connection of one balanced channel shares.
+pub(crate) struct Site {
+    shared: Arc<Shared>,
+    /// The calling host.
+    from: Arc<str>,
+    set: ReplicaSet,
+    configure: Configure,
+}
+
+impl Site {
+    fn record(&self, replica: &str, change: BalancerChange) {
+        self.shared.recorder.push(
+            &self.from,
+            EventKind::Balancer {
+                set: self.set.name.clone(),
+                replica: replica.to_owned(),
+                change,
+            },
+        );
+    }
+}
+
+/// A balanced channel from `from` to replica set `set`; its worker task is
+/// spawned on the current (host's) runtime, as tonic spawns its own. The
+/// balancer's random numbers come from the run's seed and both names
+/// ([`crate::retry::channel_seed`]'s mix), so the same seed picks the same
+/// replicas in every process; two balanced channels from one host to one
+/// set draw the same sequence.
+pub(crate) fn channel(
+    shared: &Arc<Shared>,
+    from: &str,
+    set: ReplicaSet,
+    configure: Configure,
+) -> Balanced {
+    let seed = crate::retry::channel_seed(shared.seed, from, &set.name);
+    let site = Arc::new(Site {
+        shared: shared.clone(),
+        from: from.into(),
+        set,
+        configure,
+    });
+    let balance = Balance::from_rng(discover::Discover::new(site), rng::SplitMix64::new(seed));
+    let (buffer, worker) = Buffer::pair(BoxService::new(balance), BUFFER_SIZE);
+    tokio::spawn(worker);
+    buffer
+}

@@ -1,0 +1,47 @@
+//! The words of replica-set events: membership changes, and what a
+//! balanced channel's balancer did (`rows` calls in here; kept apart so the
+//! replica vocabulary reads in one place).
+
+use crate::recorder::event::{BalancerChange, Event, EventKind};
+
+/// The `where` column and text of a replica-set event; `None` for any other.
+pub(super) fn line(e: &Event) -> Option<(String, String)> {
+    let host = &e.host;
+    Some(match &e.kind {
+        EventKind::ReplicaLeft { set } => (
+            host.clone(),
+            format!("left replica set {set} (discovery: balancers send it no new calls)"),
+        ),
+        EventKind::ReplicaJoined { set } => (
+            host.clone(),
+            format!("joined replica set {set} (discovery: balancers connect to it)"),
+        ),
+        EventKind::CallRouted { call, replica } => (
+            format!("{host}→{replica}"),
+            format!("{call} balanced to {replica}"),
+        ),
+        EventKind::Balancer {
+            set,
+            replica,
+            change,
+        } => {
+            let what = match change {
+                BalancerChange::Added => format!("{replica} added (it joined {set})"),
+                BalancerChange::Removed => format!("{replica} removed (it left {set})"),
+                BalancerChange::Connecting => {
+                    format!("connecting to {replica} (not picked until connected)")
+                }
+                BalancerChange::Ready => format!("{replica} ready"),
+                BalancerChange::Closed => {
+                    format!("connection to {replica} closed; out of the ready set, redialling")
+                }
+                BalancerChange::ConnectFailed { error } => format!(
+                    "connect to {replica} failed ({error}); counted ready with the error: \
+                     the next call sent there fails"
+                ),
+            };
+            (format!("{host}→{replica}"), format!("balancer: {what}"))
+        }
+        _ => return None,
+    })
+}
