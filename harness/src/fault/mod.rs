@@ -152,6 +152,7 @@ impl Fault {
             method: None,
             window: None,
             reply: Reply::default(),
+            inside: false,
         }
     }
 }
@@ -164,6 +165,7 @@ pub struct HandlerFault {
     method: Option<String>,
     window: Option<(Duration, Duration)>,
     reply: Reply,
+    inside: bool,
 }
 
 impl HandlerFault {
@@ -193,6 +195,28 @@ impl HandlerFault {
     /// [`Sim::run`](crate::Sim::run).
     pub fn method(mut self, path: impl Into<String>) -> Self {
         self.method = Some(path.into());
+        self
+    }
+
+    /// Acts inside the server's own layers — after every layer its builder
+    /// adds ([`ServerHost::configure`](crate::ServerHost::configure)), right
+    /// before its routes — instead of before them (the default). A request
+    /// a layer of the server's answers itself (an auth interceptor that
+    /// rejects it) never gets here: the fault does not act on it. On a host
+    /// whose builder has layers, the trace says which side a fault acted on
+    /// (`fault delay 2000ms on /tt.v1.Store/Save (inside the server's
+    /// layers)`). A service wrapped per service (`StoreServer::with_interceptor`)
+    /// is part of the routes: both sides are in front of its interceptor.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// // Slow only the requests the server's auth layer let through.
+    /// let fault = Fault::handler("store").inside_layers().delay(Duration::from_secs(2));
+    /// # let _ = fault;
+    /// ```
+    pub fn inside_layers(mut self) -> Self {
+        self.inside = true;
         self
     }
 
@@ -243,11 +267,9 @@ impl HandlerFault {
     }
 
     fn action(self, action: Action) -> Fault {
-        Fault(FaultKind::Handler(HandlerRule::new(
-            self.host,
-            self.method,
-            self.window,
-            action,
-        )))
+        Fault(FaultKind::Handler(
+            HandlerRule::new(self.host, self.method, self.window, action)
+                .inside_layers(self.inside),
+        ))
     }
 }

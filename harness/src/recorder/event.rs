@@ -98,6 +98,19 @@ pub enum Fate {
     Injected,
 }
 
+/// Where a handler fault acts relative to the layers a server's builder
+/// adds ([`ServerHost::configure`](crate::ServerHost::configure)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LayerSide {
+    /// Before the request reaches the server's first layer (the default).
+    OutsideLayers,
+    /// After the server's last layer, right before its routes
+    /// ([`HandlerFault::inside_layers`](crate::fault::HandlerFault::inside_layers)).
+    InsideLayers,
+}
+
 /// What happened. The variant names are the trace's verbs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -133,6 +146,12 @@ pub enum EventKind {
         path: String,
         /// What it did, in the trace's words (`delay 2000ms`).
         action: String,
+        /// Which side of the server's own layers it acted on, on a host
+        /// whose builder has layers of its own
+        /// ([`ServerHost::configure`](crate::ServerHost::configure)); none
+        /// on a host without (both sides are then the same place).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        side: Option<LayerSide>,
     },
     /// A client started a call.
     CallStarted {

@@ -11,7 +11,6 @@ use tracing_subscriber::layer::SubscriberExt;
 use super::Rules;
 use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
-use crate::fault::handler::HandlerLayer;
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::net::Until;
 use crate::recorder::event::EventKind;
@@ -145,13 +144,13 @@ fn register_server(
             let (shared, host) = (shared.clone(), host.clone());
             async move {
                 let server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
-                shared.check_services(&host, &server.services);
-                let routes = server.routes.routes();
+                let parts = server.into_parts();
+                if let Some(services) = &parts.services {
+                    shared.check_services(&host, services);
+                }
                 let incoming = crate::net::incoming(shared.clone(), host.clone()).await?;
-                tonic::transport::Server::builder()
-                    .layer(HandlerLayer::new(host, shared))
-                    .serve_with_incoming(routes, incoming)
-                    .await?;
+                let signal: crate::server::Signal = Box::pin(std::future::pending());
+                (parts.serve)(parts.routes, Box::pin(incoming), signal).await?;
                 Ok::<(), Box<dyn std::error::Error>>(())
             }
         };

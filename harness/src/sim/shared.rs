@@ -76,6 +76,12 @@ impl Shared {
             .push(e);
     }
 
+    /// Notes a misconfiguration found while the hosts run: the run fails
+    /// with it ([`Error::is_misconfigured`]).
+    pub(crate) fn misconfigured(&self, why: String) {
+        self.problem(Error::new(Kind::Misconfigured(why)));
+    }
+
     /// Whether `host` is a server host one can connect to; records an
     /// unknown-host problem if not.
     pub(crate) fn check_host(&self, host: &str, context: &str) -> bool {
@@ -113,13 +119,15 @@ impl Shared {
         }
     }
 
-    /// The handler faults matching a request for `path` on `host` now.
-    pub(crate) fn handler_rules(&self, host: &str, path: &str) -> Vec<HandlerRule> {
+    /// The handler faults matching a request for `path` on `host` now:
+    /// those acting before the server's own layers, or (`inside`) those
+    /// acting inside them.
+    pub(crate) fn handler_rules(&self, host: &str, path: &str, inside: bool) -> Vec<HandlerRule> {
         let now = self.recorder.now();
         self.rules
             .handler
             .iter()
-            .filter(|r| r.matches(host, path, now))
+            .filter(|r| r.inside == inside && r.matches(host, path, now))
             .inspect(|r| r.mark_fired())
             .cloned()
             .collect()

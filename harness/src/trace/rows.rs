@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{fmt_duration, RenderOptions};
-use crate::recorder::event::{Event, EventKind, Fate, Outcome};
+use crate::recorder::event::{Event, EventKind, Fate, LayerSide, Outcome};
 
 /// The timeline's column headings.
 pub(crate) const COLUMNS: [&str; 3] = ["t(ms)", "where", "event"];
@@ -195,8 +195,18 @@ fn line(e: &Event) -> (String, String) {
             format!("{host}↔{peer}"),
             format!("link latency set to {}", fmt_duration(*latency)),
         ),
-        EventKind::FaultFired { run, path, action } => {
-            (host, format!("{run} fault {action} on {path}"))
+        EventKind::FaultFired {
+            run,
+            path,
+            action,
+            side,
+        } => {
+            let side = match side {
+                None => "",
+                Some(LayerSide::OutsideLayers) => " (outside the server's layers)",
+                Some(LayerSide::InsideLayers) => " (inside the server's layers)",
+            };
+            (host, format!("{run} fault {action} on {path}{side}"))
         }
         EventKind::CallStarted {
             call,
