@@ -8,6 +8,7 @@ mod limits;
 mod retry_use;
 mod run;
 mod shared;
+mod shutdown;
 mod validate;
 
 use std::future::Future;

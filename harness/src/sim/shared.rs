@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     release_notify: Notify,
     /// The retry layers hosts made, and what their configs matched.
     pub(crate) retry_uses: super::retry_use::RetryUses,
+    /// Graceful shutdowns of server hosts ([`crate::Fault::shutdown`]).
+    pub(crate) shutdowns: super::shutdown::Shutdowns,
 }
 
 impl Shared {
@@ -60,6 +62,7 @@ impl Shared {
             released: Mutex::default(),
             release_notify: Notify::new(),
             retry_uses: super::retry_use::RetryUses::default(),
+            shutdowns: super::shutdown::Shutdowns::default(),
         }
     }
 
