@@ -227,7 +227,7 @@ fn connection_age_recycles_the_connection_with_goaways_and_a_redial() {
     // The calls in flight when the age came finished on the old connection.
     let in_flight_at_age: Vec<_> = trace
         .calls_from("player")
-        .filter(|c| c.started < ms(1001) && c.ended_at.is_some_and(|t| t > ms(1001)))
+        .filter(|c| c.started < ms(1026) && c.ended_at.is_some_and(|t| t > ms(1026)))
         .collect();
     assert!(!in_flight_at_age.is_empty());
     assert!(in_flight_at_age
@@ -259,7 +259,7 @@ fn graceful_drain_finishes_the_saves_in_flight_and_serve_returns() {
     let (trace, report) = story("graceful-drain");
     let render = trace.render();
     assert!(
-        render.contains("1000.000  store                graceful shutdown started (grace 5000ms)"),
+        render.contains("1025.000  store                graceful shutdown started (grace 5000ms)"),
         "{render}"
     );
     assert!(

@@ -104,7 +104,9 @@ impl Fault {
     /// listening after serve returned; [`Fault::restart`] starts its server
     /// again. A shutdown of a host that is not running (crashed, already
     /// shut down) is reported as a fault that never fired. `host` must be
-    /// a server host.
+    /// a server host. A shutdown on the very tick a request arrives is
+    /// ordered against it by tonic's `select!`, at random (see
+    /// [`crate::server`], "Determinism").
     ///
     /// ```
     /// use std::time::Duration;

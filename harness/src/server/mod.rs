@@ -24,6 +24,17 @@
 //! recorded as the run's status); any other error goes to hyper, which
 //! resets the stream, and the run is recorded as dropped.
 //!
+//! # Determinism
+//!
+//! tonic's connection task chooses with `tokio::select!` between serving
+//! the connection, the `max_connection_age` timer and the shutdown signal;
+//! tokio picks a ready branch at random, from an RNG only seeded with
+//! `--cfg tokio_unstable`. When the age or a [`Fault::shutdown`](crate::Fault::shutdown)
+//! falls on the very tick a request arrives on that connection, the order
+//! of the two in the trace can differ between runs of one seed: put ages
+//! and shutdowns off the times your traffic arrives (the catalog uses
+//! 1025 ms against a 50 ms grid).
+//!
 //! # Options with no effect in the simulation
 //!
 //! The sim serves with `serve_with_incoming_shutdown` on simulated
