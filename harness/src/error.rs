@@ -270,7 +270,7 @@ impl fmt::Display for Kind {
             ),
             Kind::NotAServer { host, fault } => write!(
                 f,
-                "{fault}: `{host}` is a client host; only server hosts have handlers and can crash or restart"
+                "{fault}: `{host}` is a client host; only server hosts have handlers and can crash, restart or shut down"
             ),
             Kind::PolicyOnClient { host } => write!(
                 f,

@@ -221,6 +221,71 @@ fn queueing_runs_two_saves_at_a_time() {
 }
 
 #[test]
+fn connection_age_recycles_the_connection_with_goaways_and_a_redial() {
+    let (trace, report) = story("connection-age");
+    let render = trace.render();
+    for line in [
+        "store→player         c1 s0 GOAWAY NO_ERROR last-stream-id=2147483647",
+        "store→player         c1 s0 PING 0b7ba2f08b9bfe54",
+        "player→store         c2 s1 HEADERS POST /tt.v1.Store/Save",
+    ] {
+        assert!(render.contains(line), "{line}\n{render}");
+    }
+    // The calls in flight when the age came finished on the old connection.
+    let in_flight_at_age: Vec<_> = trace
+        .calls_from("player")
+        .filter(|c| c.started < ms(1026) && c.ended_at.is_some_and(|t| t > ms(1026)))
+        .collect();
+    assert!(!in_flight_at_age.is_empty());
+    assert!(in_flight_at_age
+        .iter()
+        .all(|c| c.outcome().is_some_and(|o| o.is_ok())));
+    // What these versions lose: calls made while the old connection drains.
+    let lost: Vec<_> = trace
+        .calls_from("player")
+        .filter(|c| !c.outcome().is_some_and(|o| o.is_ok()))
+        .collect();
+    for c in &lost {
+        let o = c.outcome().expect("ended");
+        assert_eq!(
+            (o.code, o.message.as_str()),
+            ("CANCELLED", "operation was canceled")
+        );
+    }
+    assert_eq!(
+        report.findings.len(),
+        usize::from(!lost.is_empty()),
+        "{:?}",
+        report.findings
+    );
+    insta::assert_snapshot!(render);
+}
+
+#[test]
+fn graceful_drain_finishes_the_saves_in_flight_and_serve_returns() {
+    let (trace, report) = story("graceful-drain");
+    let render = trace.render();
+    assert!(
+        render.contains("1025.000  store                graceful shutdown started (grace 5000ms)"),
+        "{render}"
+    );
+    assert!(
+        render.contains("serve returned: every connection closed"),
+        "{render}"
+    );
+    assert!(
+        !render.contains("host crashed"),
+        "drained well inside the grace"
+    );
+    assert!(
+        report.happened.contains("all finished OK"),
+        "{}",
+        report.happened
+    );
+    insta::assert_snapshot!(render);
+}
+
+#[test]
 fn every_story_renders_the_same_twice_in_one_process() {
     for scenario in catalog::all() {
         let a = (scenario.simulate)(SEED).expect("first run");

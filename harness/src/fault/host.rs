@@ -23,6 +23,13 @@ pub(crate) enum HostAction {
     Leave(String),
     /// Puts a replica back into its set's membership ([`super::Fault::join`]).
     Join(String),
+    /// Starts the host's graceful shutdown, with an optional grace after
+    /// which it is crashed ([`super::Fault::shutdown`]).
+    Shutdown(String, Option<Duration>),
+    /// The grace of the shutdown that started at the given time is over:
+    /// a host still draining it is crashed. Made by the run from a
+    /// `Shutdown` with a grace, never by users.
+    GraceEnded(String, Duration),
 }
 
 impl HostAction {
@@ -40,13 +47,24 @@ impl HostAction {
             Self::Release(name) => format!("release {name:?}"),
             Self::Leave(h) => format!("leave of {h}"),
             Self::Join(h) => format!("join of {h}"),
+            Self::Shutdown(h, None) => format!("graceful shutdown of {h}"),
+            Self::Shutdown(h, Some(grace)) => format!(
+                "graceful shutdown of {h} with grace {}",
+                crate::trace::fmt_duration(*grace)
+            ),
+            Self::GraceEnded(h, _) => format!("end of the shutdown grace of {h}"),
         }
     }
 
     /// Every host the action names.
     pub(crate) fn hosts(&self) -> Vec<&str> {
         match self {
-            Self::Crash(h) | Self::Restart(h) | Self::Leave(h) | Self::Join(h) => vec![h],
+            Self::Crash(h)
+            | Self::Restart(h)
+            | Self::Leave(h)
+            | Self::Join(h)
+            | Self::Shutdown(h, _)
+            | Self::GraceEnded(h, _) => vec![h],
             Self::Partition(a, b) | Self::Repair(a, b) | Self::Latency(a, b, _) => vec![a, b],
             Self::Release(_) => vec![],
         }
@@ -56,7 +74,9 @@ impl HostAction {
     /// server hosts (turmoil cannot restart a client body).
     pub(crate) fn restarted_host(&self) -> Option<&str> {
         match self {
-            Self::Crash(h) | Self::Restart(h) => Some(h),
+            Self::Crash(h) | Self::Restart(h) | Self::Shutdown(h, _) | Self::GraceEnded(h, _) => {
+                Some(h)
+            }
             _ => None,
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! | family | acts on | built with |
 //! |---|---|---|
-//! | host | turmoil: crash, restart, partition, repair, link latency | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::repair`], [`Fault::link_latency`] |
+//! | host | turmoil: crash, restart, partition, repair, link latency; the server's graceful shutdown | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::repair`], [`Fault::link_latency`], [`Fault::shutdown`] |
 //! | membership | a replica set's service discovery: a replica leaves or joins | [`Fault::leave`], [`Fault::join`] |
 //! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold (until a time or a named release), inject (at a time or after a frame) | [`Fault::frames`], [`Fault::inject`], [`Fault::release`] |
 //! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
@@ -54,7 +54,74 @@ impl HostFaultBuilder {
     }
 }
 
+/// A graceful shutdown waiting for its time; give it a grace with
+/// [`ShutdownFault::grace`], finish it with [`ShutdownFault::at`].
+#[derive(Debug, Clone)]
+#[must_use = "call .at(time) to get a Fault"]
+pub struct ShutdownFault {
+    host: String,
+    grace: Option<Duration>,
+}
+
+impl ShutdownFault {
+    /// Crashes the host (as [`Fault::crash`]) when it is still draining
+    /// `grace` after the shutdown started (*simulated* time), as a process
+    /// manager's SIGKILL after its SIGTERM does. Default: no grace, the
+    /// server drains for as long as its connections stay open. A grace
+    /// that ends after the run is an error from [`Sim::run`](crate::Sim::run).
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = Some(grace);
+        self
+    }
+
+    /// Starts the shutdown at `at`, *simulated* time since the start of the
+    /// run. A time after the end of the run is an error from
+    /// [`Sim::run`](crate::Sim::run).
+    pub fn at(self, at: Duration) -> Fault {
+        Fault(FaultKind::Host(HostFault {
+            at,
+            action: HostAction::Shutdown(self.host, self.grace),
+        }))
+    }
+}
+
 impl Fault {
+    /// Shuts server host `host`'s tonic server down gracefully, as its
+    /// `main` does on SIGTERM: the shutdown signal of tonic's
+    /// `serve_with_incoming_shutdown` fires. tonic then stops accepting
+    /// (the listener is dropped: new connections are refused) and asks
+    /// every connection to shut down gracefully; hyper/h2 send GOAWAY
+    /// (NO_ERROR, last-stream-id 2³¹−1), a PING, and on its ACK a second
+    /// GOAWAY with the last stream they took (h2 `proto/connection.rs`
+    /// `go_away_gracefully`); calls in flight finish, new calls on those
+    /// connections are refused; serve returns once every connection has
+    /// closed (tonic `transport/server/mod.rs` `serve_internal`).
+    ///
+    /// The trace shows `graceful shutdown started`, the frames, each
+    /// handler finishing or being dropped, and `serve returned` — or, with
+    /// [`ShutdownFault::grace`], the crash when the grace ran out, or at
+    /// the end of the run `shutdown still draining` with the connections
+    /// and handler runs it waits on. The host stays up with nothing
+    /// listening after serve returned; [`Fault::restart`] starts its server
+    /// again. A shutdown of a host that is not running (crashed, already
+    /// shut down) is reported as a fault that never fired. `host` must be
+    /// a server host. A shutdown on the very tick a request arrives is
+    /// ordered against it by tonic's `select!`, at random (see
+    /// [`crate::server`], "Determinism").
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// let drain = Fault::shutdown("store").grace(Duration::from_secs(5)).at(Duration::from_secs(1));
+    /// # let _ = drain;
+    /// ```
+    pub fn shutdown(host: impl Into<String>) -> ShutdownFault {
+        ShutdownFault {
+            host: host.into(),
+            grace: None,
+        }
+    }
+
     /// Stops the software of server host `host` (turmoil `crash`): its
     /// connections stop answering and its handlers are dropped. Peers
     /// dialling it wait (a crashed host does not refuse connections).
@@ -212,6 +279,7 @@ impl Fault {
             method: None,
             window: None,
             reply: Reply::default(),
+            inside: false,
         }
     }
 }
@@ -224,6 +292,7 @@ pub struct HandlerFault {
     method: Option<String>,
     window: Option<(Duration, Duration)>,
     reply: Reply,
+    inside: bool,
 }
 
 impl HandlerFault {
@@ -253,6 +322,28 @@ impl HandlerFault {
     /// [`Sim::run`](crate::Sim::run).
     pub fn method(mut self, path: impl Into<String>) -> Self {
         self.method = Some(path.into());
+        self
+    }
+
+    /// Acts inside the server's own layers — after every layer its builder
+    /// adds ([`ServerHost::configure`](crate::ServerHost::configure)), right
+    /// before its routes — instead of before them (the default). A request
+    /// a layer of the server's answers itself (an auth interceptor that
+    /// rejects it) never gets here: the fault does not act on it. On a host
+    /// whose builder has layers, the trace says which side a fault acted on
+    /// (`fault delay 2000ms on /tt.v1.Store/Save (inside the server's
+    /// layers)`). A service wrapped per service (`StoreServer::with_interceptor`)
+    /// is part of the routes: both sides are in front of its interceptor.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// // Slow only the requests the server's auth layer let through.
+    /// let fault = Fault::handler("store").inside_layers().delay(Duration::from_secs(2));
+    /// # let _ = fault;
+    /// ```
+    pub fn inside_layers(mut self) -> Self {
+        self.inside = true;
         self
     }
 
@@ -303,11 +394,9 @@ impl HandlerFault {
     }
 
     fn action(self, action: Action) -> Fault {
-        Fault(FaultKind::Handler(HandlerRule::new(
-            self.host,
-            self.method,
-            self.window,
-            action,
-        )))
+        Fault(FaultKind::Handler(
+            HandlerRule::new(self.host, self.method, self.window, action)
+                .inside_layers(self.inside),
+        ))
     }
 }

@@ -41,6 +41,9 @@ pub(crate) struct SimConn {
     /// Server end of a connection under a keepalive policy: reads end when
     /// the policy closes the connection.
     policed: Option<SharedConn>,
+    /// Held while the connection is open, so a draining server host knows
+    /// how many it still has ([`crate::Fault::shutdown`]).
+    _open: Option<Arc<()>>,
 }
 
 /// Which end of a connection this is.
@@ -83,6 +86,7 @@ impl SimConn {
                 write: Write::Direct(write),
                 info,
                 policed,
+                _open: None,
             });
         }
         let tap = DirectionTap::new(end.shared, conn, end.direction, end.me, end.peer, state);
@@ -91,7 +95,14 @@ impl SimConn {
             write: Write::Tapped(PollSender::new(spawn_writer(tap, write))),
             info,
             policed,
+            _open: None,
         })
+    }
+
+    /// Counts the connection in `open` until it is dropped.
+    pub(crate) fn counted(mut self, open: Arc<()>) -> Self {
+        self._open = Some(open);
+        self
     }
 }
 

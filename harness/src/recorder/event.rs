@@ -129,6 +129,28 @@ pub enum BalancerChange {
     },
 }
 
+/// A handler run still open, named in an event about its host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenRun {
+    /// The handler run.
+    pub run: RunId,
+    /// Its method path.
+    pub path: String,
+}
+
+/// Where a handler fault acts relative to the layers a server's builder
+/// adds ([`ServerHost::configure`](crate::ServerHost::configure)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LayerSide {
+    /// Before the request reaches the server's first layer (the default).
+    OutsideLayers,
+    /// After the server's last layer, right before its routes
+    /// ([`HandlerFault::inside_layers`](crate::fault::HandlerFault::inside_layers)).
+    InsideLayers,
+}
+
 /// What happened. The variant names are the trace's verbs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -156,6 +178,42 @@ pub enum EventKind {
         #[serde(rename = "latency_us", serialize_with = "micros")]
         latency: Duration,
     },
+    /// A server host's graceful shutdown started
+    /// ([`Fault::shutdown`](crate::Fault::shutdown)): tonic's shutdown
+    /// signal fired.
+    ShutdownStarted {
+        /// After how long the host is crashed if still draining, *simulated*
+        /// time; none: it drains for as long as it takes.
+        #[serde(rename = "grace_us", serialize_with = "opt_micros")]
+        grace: Option<Duration>,
+    },
+    /// The server's serve future returned after its graceful shutdown:
+    /// every connection it had closed.
+    ServeReturned {
+        /// From the start of the shutdown, *simulated* time.
+        #[serde(rename = "drained_us", serialize_with = "micros")]
+        drained: Duration,
+    },
+    /// A shutdown's grace ran out with the server still draining; the host
+    /// is crashed right after (a `HostCrashed` follows).
+    ShutdownGraceOver {
+        /// The grace, *simulated* time.
+        #[serde(rename = "grace_us", serialize_with = "micros")]
+        grace: Duration,
+        /// Connections the server still had open.
+        open_conns: u32,
+    },
+    /// The run ended while a server was still draining a graceful shutdown
+    /// (recorded at the end of the run).
+    ShutdownStillDraining {
+        /// When the shutdown started, *simulated* time since the start.
+        #[serde(rename = "since_us", serialize_with = "micros")]
+        since: Duration,
+        /// Connections the server still had open.
+        open_conns: u32,
+        /// The handler runs on the host still running.
+        waiting_on: Vec<OpenRun>,
+    },
     /// A handler fault acted on a request.
     FaultFired {
         /// The handler run it acted on.
@@ -164,6 +222,12 @@ pub enum EventKind {
         path: String,
         /// What it did, in the trace's words (`delay 2000ms`).
         action: String,
+        /// Which side of the server's own layers it acted on, on a host
+        /// whose builder has layers of its own
+        /// ([`ServerHost::configure`](crate::ServerHost::configure)); none
+        /// on a host without (both sides are then the same place).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        side: Option<LayerSide>,
     },
     /// A client started a call.
     CallStarted {

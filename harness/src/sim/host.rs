@@ -1,18 +1,22 @@
 //! What a host's code gets from the harness: channels to other hosts, and
 //! (for servers) a place to register tonic services.
 
+use std::any::TypeId;
 use std::convert::Infallible;
 use std::ops::Deref;
 use std::sync::Arc;
 
 use tonic::body::Body;
 use tonic::server::NamedService;
-use tonic::service::RoutesBuilder;
+use tonic::service::Routes;
 use tonic::transport::Endpoint;
+use tower::layer::util::{Identity, Stack};
 
 use super::Shared;
 use crate::client::{CallSite, Channel};
+use crate::fault::handler::InsideService;
 use crate::retry::{ConfigError, Retry, RetryConfig, RetryLayer};
+use crate::server::{default_serve, serve_fn, Builder, HandlerLayer, Routed, ServeFn};
 
 /// A host in the simulation, as its own code sees it. Client bodies get one;
 /// server closures get a [`ServerHost`], which derefs to it.
@@ -215,7 +219,8 @@ impl std::fmt::Debug for Host {
     }
 }
 
-/// A server host being set up: register tonic services on it.
+/// A server host being set up: register tonic services on it, and
+/// configure its tonic server as in production.
 ///
 /// ```
 /// # use grpc_chaos::ServerHost;
@@ -227,36 +232,183 @@ impl std::fmt::Debug for Host {
 /// ```
 pub struct ServerHost {
     host: Host,
-    pub(crate) routes: RoutesBuilder,
+    /// The user's `Routes`, when [`ServerHost::add_routes`] gave one.
+    base: Option<Routes>,
+    /// Services added with [`ServerHost::add_service`], added to the base
+    /// routes in order when the server starts.
+    adds: Vec<AddService>,
+    /// The names of the services added one by one; none known for a host
+    /// served from a `Routes` (tonic's `Routes` does not list them).
     pub(crate) services: Vec<&'static str>,
+    layer: HandlerLayer,
+    serve: Option<ServeFn>,
+}
+
+type AddService = Box<dyn FnOnce(Routes) -> Routes>;
+
+/// What the host closure hands the server: routes, what they serve, and
+/// how to serve them.
+pub(crate) struct ServerParts {
+    pub(crate) routes: Routed,
+    /// The services served, when known (none for a `Routes`).
+    pub(crate) services: Option<Vec<&'static str>>,
+    pub(crate) serve: ServeFn,
 }
 
 impl ServerHost {
     pub(crate) fn new(host: Host) -> Self {
+        let layer = HandlerLayer::new(host.name.clone(), host.shared.clone());
         Self {
             host,
-            routes: RoutesBuilder::default(),
+            base: None,
+            adds: Vec::new(),
             services: Vec::new(),
+            layer,
+            serve: None,
         }
     }
 
-    /// Serves `svc` (any tonic generated server, e.g. `StoreServer::new(..)`)
-    /// on this host, port 50051.
+    /// Serves `svc` on this host, port 50051: anything tonic's own
+    /// `Router::add_service` accepts — a generated server
+    /// (`StoreServer::new(..)`), one with an interceptor
+    /// (`StoreServer::with_interceptor(..)`, tonic's `InterceptedService`),
+    /// or a service of your own that implements `NamedService`. The bound
+    /// is tonic's, word for word (`S::Response: IntoResponse`, axum's
+    /// trait, which tonic's bodies implement).
+    ///
+    /// A service wrapped in a tower layer (`ServiceBuilder::new().layer(l)
+    /// .service(svc)`) has no `NamedService`, in tonic too, and does not
+    /// compile here (E0277, `NamedService` is not implemented). Put the
+    /// layer on the builder instead ([`ServerHost::configure`], `b.layer(l)`:
+    /// the production way, it wraps every service), or, for one service
+    /// only, a small wrapper that implements `NamedService` (the README
+    /// shows one).
     pub fn add_service<S>(mut self, svc: S) -> Self
     where
-        S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+        S: tower::Service<http::Request<Body>, Error = Infallible>
             + NamedService
             + Clone
             + Send
             + Sync
             + 'static,
+        S::Response: axum::response::IntoResponse,
         S::Future: Send + 'static,
     {
         self.services.push(S::NAME);
-        self.routes.add_service(svc);
+        self.adds
+            .push(Box::new(move |routes| routes.add_service(svc)));
         self
     }
+
+    /// Serves a whole `tonic::service::Routes` on this host, for a team
+    /// whose production code builds its routes in one function (services
+    /// added with [`ServerHost::add_service`] join them, in either order).
+    ///
+    /// tonic's `Routes` does not say which services it holds, so on such a
+    /// host a handler fault or a retry config naming a service it does not
+    /// serve is not caught before the run; such a fault is reported at the
+    /// end as `fault never fired`. A second `add_routes` on one host fails
+    /// the run ([`Error::is_misconfigured`](crate::Error::is_misconfigured)):
+    /// two `Routes` cannot be merged (each has tonic's fallback for unknown
+    /// methods); add every service to one.
+    pub fn add_routes(mut self, routes: Routes) -> Self {
+        if self.base.is_some() {
+            self.host.shared.misconfigured(format!(
+                "ServerHost::add_routes was called twice on host `{}`: tonic's Routes cannot be merged \
+                 (each has a fallback for unknown methods); add every service to one Routes, or add \
+                 the others with add_service",
+                self.host.name
+            ));
+        }
+        self.base = Some(routes);
+        self
+    }
+
+    /// Configures this host's tonic server with your production builder
+    /// options and layers: `configure` gets tonic's own
+    /// `tonic::transport::Server` builder ([`server::Builder`](crate::server::Builder):
+    /// `Server::builder()` with the harness's recording layer already
+    /// added) and returns it configured.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # let mut sim = grpc_chaos::Sim::builder().build();
+    /// sim.server("store", |s| {
+    ///     s.configure(|b| {
+    ///         b.timeout(Duration::from_secs(1))
+    ///             .max_concurrent_streams(100)
+    ///             .max_connection_age(Duration::from_secs(30))
+    ///             .layer(tower::limit::ConcurrencyLimitLayer::new(64))
+    ///     })
+    ///     // .add_service(StoreServer::new(..))
+    /// });
+    /// ```
+    ///
+    /// Every option is tonic's code running unchanged on the simulated
+    /// connections: `timeout`, `concurrency_limit_per_connection`,
+    /// `load_shed`, `max_concurrent_streams`, the window sizes,
+    /// `http2_keepalive_interval`/`_timeout`, `max_connection_age`/`_grace`,
+    /// `http2_adaptive_window`, `max_frame_size`,
+    /// `http2_max_header_list_size`, `http2_max_pending_accept_reset_streams`,
+    /// `http2_max_local_error_reset_streams`, `accept_http1`, `trace_fn`,
+    /// `layer`. Times are *simulated* time. `tcp_nodelay` and the
+    /// `tcp_keepalive*` options have no effect (see [`crate::server`]).
+    ///
+    /// Layers go inside the harness's recording layer, in the order you add
+    /// them; [`crate::server`] shows the whole stack, and
+    /// [`HandlerFault::inside_layers`](crate::fault::HandlerFault::inside_layers)
+    /// puts a handler fault after them. The closure runs each time the host
+    /// (re)starts, like the rest of the setup. Configuring a host twice
+    /// fails the run ([`Error::is_misconfigured`](crate::Error::is_misconfigured)):
+    /// put every option in one closure.
+    pub fn configure<F, L, ResBody>(mut self, configure: F) -> Self
+    where
+        F: FnOnce(Builder) -> tonic::transport::Server<L>,
+        L: tower::Layer<Routed> + 'static,
+        L::Service: tower::Service<http::Request<Body>, Response = http::Response<ResBody>>
+            + Clone
+            + Send
+            + 'static,
+        <L::Service as tower::Service<http::Request<Body>>>::Future: Send,
+        <L::Service as tower::Service<http::Request<Body>>>::Error: Into<BoxError> + Send + 'static,
+        ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+        ResBody::Error: Into<BoxError>,
+    {
+        if self.serve.is_some() {
+            self.host.shared.misconfigured(format!(
+                "ServerHost::configure was called twice on host `{}`; put every builder option \
+                 and layer in one closure",
+                self.host.name
+            ));
+        }
+        let server = configure(tonic::transport::Server::builder().layer(self.layer.clone()));
+        // The builder's type says whether the closure added layers.
+        let layered = TypeId::of::<L>() != TypeId::of::<Stack<HandlerLayer, Identity>>();
+        self.layer.set_layered(layered);
+        self.serve = Some(serve_fn(server));
+        self
+    }
+
+    /// The routes (behind the inside-layers faults), what they serve, and
+    /// the serve function.
+    pub(crate) fn into_parts(self) -> ServerParts {
+        let opaque = self.base.is_some();
+        let mut routes = self.base.unwrap_or_default();
+        for add in self.adds {
+            routes = add(routes);
+        }
+        let serve = self.serve.unwrap_or_else(|| {
+            default_serve(tonic::transport::Server::builder().layer(self.layer.clone()))
+        });
+        ServerParts {
+            routes: Routed::new(InsideService::new(routes, &self.layer)),
+            services: (!opaque).then_some(self.services),
+            serve,
+        }
+    }
 }
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl Deref for ServerHost {
     type Target = Host;

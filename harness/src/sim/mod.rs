@@ -9,6 +9,7 @@ mod replicas;
 mod retry_use;
 mod run;
 mod shared;
+mod shutdown;
 mod validate;
 
 use std::future::Future;
@@ -122,8 +123,10 @@ impl Sim {
 
     /// Adds a server host named `name`. `setup` registers its tonic services
     /// and runs again each time the host restarts; it gets channels to other
-    /// hosts from its [`ServerHost`]. The host serves on port 50051 behind
-    /// the handler layer (recording and handler faults).
+    /// hosts from its [`ServerHost`]. The host serves on port 50051 with
+    /// tonic's own server, configured by [`ServerHost::configure`] (tonic's
+    /// defaults otherwise), behind the handler layer (recording and handler
+    /// faults; the layer order is in [`crate::server`]).
     pub fn server<F>(&mut self, name: impl Into<String>, setup: F) -> &mut Self
     where
         F: Fn(ServerHost) -> ServerHost + 'static,

@@ -5,13 +5,12 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use futures_util::FutureExt;
+use futures_util::{FutureExt, StreamExt};
 use tracing_subscriber::layer::SubscriberExt;
 
 use super::Rules;
 use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
-use crate::fault::handler::HandlerLayer;
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::net::Until;
 use crate::recorder::event::EventKind;
@@ -55,6 +54,19 @@ impl Sim {
                 FaultKind::Host(h) => host_faults.push(h),
             }
         }
+        // A shutdown's grace ends at a time known now: schedule it as a
+        // fault of its own.
+        let graces: Vec<HostFault> = host_faults
+            .iter()
+            .filter_map(|f| match &f.action {
+                HostAction::Shutdown(h, Some(grace)) => Some(HostFault {
+                    at: f.at.saturating_add(*grace),
+                    action: HostAction::GraceEnded(h.clone(), f.at),
+                }),
+                _ => None,
+            })
+            .collect();
+        host_faults.extend(graces);
         // Stable sort: faults at the same instant fire in the order added.
         host_faults.sort_by_key(|f| f.at);
         let shared = Shared::new(
@@ -98,7 +110,12 @@ impl Sim {
         // that is the end of the run, not a cancellation, so leave them open.
         let ended = world.elapsed();
         report_never_left(&shared, ended);
-        let late = host_faults.iter().filter(|f| f.at > ended).map(|f| {
+        report_still_draining(&shared, ended);
+        // A grace that would have ended after the run is told by "still
+        // draining", not as a fault of its own.
+        let late = host_faults.iter().filter(|f| f.at > ended);
+        let late = late.filter(|f| !matches!(f.action, HostAction::GraceEnded(..)));
+        let late = late.map(|f| {
             let host = f.action.hosts().first().map_or("", |h| *h).to_owned();
             let fault = format!(
                 "{} at {}: the run ended at {}, before it was due",
@@ -147,13 +164,23 @@ fn register_server(
             let (shared, host) = (shared.clone(), host.clone());
             async move {
                 let server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
-                shared.check_services(&host, &server.services);
-                let routes = server.routes.routes();
+                let parts = server.into_parts();
+                if let Some(services) = &parts.services {
+                    shared.check_services(&host, services);
+                }
                 let incoming = crate::net::incoming(shared.clone(), host.clone()).await?;
-                tonic::transport::Server::builder()
-                    .layer(HandlerLayer::new(host, shared))
-                    .serve_with_incoming(routes, incoming)
-                    .await?;
+                let (signal, open) = shared.shutdowns.arm(&host);
+                let incoming = incoming.map(move |conn| conn.map(|c| c.counted(open.clone())));
+                (parts.serve)(parts.routes, Box::pin(incoming), signal).await?;
+                if let Some(since) = shared.shutdowns.returned(&host) {
+                    let drained = shared.recorder.now().saturating_sub(since);
+                    shared
+                        .recorder
+                        .push(&host, EventKind::ServeReturned { drained });
+                    // The process is gone, the machine stays up: nothing
+                    // listens until a restart.
+                    std::future::pending::<()>().await;
+                }
                 Ok::<(), Box<dyn std::error::Error>>(())
             }
         };
@@ -214,13 +241,34 @@ fn drive(
 fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction) {
     let rec = &shared.recorder;
     match action {
-        HostAction::Crash(h) => {
-            rec.push(h, EventKind::HostCrashed);
-            // Code that runs as the host's tasks are dropped is the host's.
-            let _host = tracing::info_span!("node", name = h.as_str()).entered();
-            world.crash(h.as_str());
+        HostAction::Crash(h) => crash(world, shared, h),
+        HostAction::Shutdown(h, grace) => {
+            if shared.shutdowns.begin(h, rec.now()) {
+                rec.push(h, EventKind::ShutdownStarted { grace: *grace });
+            } else {
+                let fault = format!(
+                    "{} at {}: the host's server was not running (crashed, or already shut down)",
+                    action.describe(),
+                    fmt_duration(rec.now())
+                );
+                rec.push(h, EventKind::FaultNeverFired { fault });
+            }
+        }
+        HostAction::GraceEnded(h, since) => {
+            if let Some(draining) = shared.shutdowns.draining(h, *since) {
+                let grace = rec.now().saturating_sub(*since);
+                rec.push(
+                    h,
+                    EventKind::ShutdownGraceOver {
+                        grace,
+                        open_conns: draining.open_conns,
+                    },
+                );
+                crash(world, shared, h);
+            }
         }
         HostAction::Restart(h) => {
+            shared.shutdowns.stopped(h);
             rec.push(h, EventKind::HostRestarted);
             let _host = tracing::info_span!("node", name = h.as_str()).entered();
             world.bounce(h.as_str());
@@ -261,6 +309,33 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             );
             world.set_link_latency(a.as_str(), b.as_str(), *latency);
         }
+    }
+}
+
+/// Stops `host`'s software (turmoil `crash`).
+fn crash(world: &mut turmoil::Sim<'static>, shared: &Shared, host: &str) {
+    shared.shutdowns.stopped(host);
+    shared.recorder.push(host, EventKind::HostCrashed);
+    // Code that runs as the host's tasks are dropped is the host's.
+    let _host = tracing::info_span!("node", name = host).entered();
+    world.crash(host);
+}
+
+/// Servers still draining a graceful shutdown when the run ended, with
+/// what they wait on.
+fn report_still_draining(shared: &Shared, ended: Duration) {
+    let events = shared.recorder.events();
+    for (host, draining) in shared.shutdowns.all_draining() {
+        let waiting_on = crate::trace::open_runs(&events, &host);
+        shared.recorder.push_at(
+            ended,
+            &host,
+            EventKind::ShutdownStillDraining {
+                since: draining.since,
+                open_conns: draining.open_conns,
+                waiting_on,
+            },
+        );
     }
 }
 

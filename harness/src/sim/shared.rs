@@ -45,6 +45,8 @@ pub(crate) struct Shared {
     pub(crate) retry_uses: super::retry_use::RetryUses,
     /// Replica sets and their members now ([`super::Sim::servers`]).
     pub(crate) replicas: super::replicas::Replicas,
+    /// Graceful shutdowns of server hosts ([`crate::Fault::shutdown`]).
+    pub(crate) shutdowns: super::shutdown::Shutdowns,
 }
 
 impl Shared {
@@ -63,6 +65,7 @@ impl Shared {
             release_notify: Notify::new(),
             retry_uses: super::retry_use::RetryUses::default(),
             replicas: super::replicas::Replicas::default(),
+            shutdowns: super::shutdown::Shutdowns::default(),
         }
     }
 
@@ -83,6 +86,12 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(e);
+    }
+
+    /// Notes a misconfiguration found while the hosts run: the run fails
+    /// with it ([`Error::is_misconfigured`]).
+    pub(crate) fn misconfigured(&self, why: String) {
+        self.problem(Error::new(Kind::Misconfigured(why)));
     }
 
     /// Whether `host` is a server host one can connect to; records an
@@ -153,16 +162,17 @@ impl Shared {
         }
     }
 
-    /// The handler faults matching a request for `path` on `host` now, in
-    /// the order they were added (the order they act in). A rule counts as
-    /// fired when it acts, not here: one behind a fault that answers the
-    /// request never reaches it.
-    pub(crate) fn handler_rules(&self, host: &str, path: &str) -> Vec<HandlerRule> {
+    /// The handler faults matching a request for `path` on `host` now:
+    /// those acting before the server's own layers, or (`inside`) those
+    /// acting inside them; in the order they were added (the order they
+    /// act in). A rule counts as fired when it acts, not here: one behind
+    /// a fault that answers the request never reaches it.
+    pub(crate) fn handler_rules(&self, host: &str, path: &str, inside: bool) -> Vec<HandlerRule> {
         let now = self.recorder.now();
         self.rules
             .handler
             .iter()
-            .filter(|r| r.matches(host, path, now))
+            .filter(|r| r.inside == inside && r.matches(host, path, now))
             .cloned()
             .collect()
     }

@@ -279,6 +279,21 @@ impl Sim {
                 duration: self.config.duration,
             }));
         }
+        if let HostAction::Shutdown(host, Some(grace)) = &fault.action {
+            let ends = fault.at.saturating_add(*grace);
+            if ends > self.config.duration {
+                let fmt = crate::trace::fmt_duration;
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "graceful shutdown of {host} at {} with grace {}: the grace ends at {}, after the end \
+                     of the run ({}), so the host would never be crashed; shorten the grace, start the \
+                     shutdown earlier, or raise SimBuilder::duration (no grace: it drains as long as it takes)",
+                    fmt(fault.at),
+                    fmt(*grace),
+                    fmt(ends),
+                    fmt(self.config.duration)
+                ))));
+            }
+        }
         Ok(())
     }
 

@@ -257,6 +257,19 @@ pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
         .collect()
 }
 
+/// The handler runs still running on `host`, for the end-of-run report of
+/// a server that is still draining.
+pub(crate) fn open_runs(events: &[Event], host: &str) -> Vec<crate::recorder::event::OpenRun> {
+    let (_, runs) = views::build(events);
+    runs.iter()
+        .filter(|r| r.host == host && matches!(r.end, RunEnd::Running))
+        .map(|r| crate::recorder::event::OpenRun {
+            run: r.id,
+            path: r.path.clone(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::fmt_duration;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{fmt_duration, RenderOptions};
-use crate::recorder::event::{Event, EventKind, Fate, Outcome};
+use crate::recorder::event::{Event, EventKind, Fate, LayerSide, Outcome};
 
 /// The timeline's column headings.
 pub(crate) const COLUMNS: [&str; 3] = ["t(ms)", "where", "event"];
@@ -155,6 +155,10 @@ fn kind(e: &Event) -> RowKind {
         EventKind::ConnClosed { .. } => RowKind::Frame,
         EventKind::HostCrashed
         | EventKind::HostRestarted
+        | EventKind::ShutdownStarted { .. }
+        | EventKind::ServeReturned { .. }
+        | EventKind::ShutdownGraceOver { .. }
+        | EventKind::ShutdownStillDraining { .. }
         | EventKind::Partitioned { .. }
         | EventKind::Repaired { .. }
         | EventKind::LinkLatency { .. }
@@ -193,14 +197,65 @@ fn line(e: &Event) -> (String, String) {
     match &e.kind {
         EventKind::HostCrashed => (host, "host crashed".into()),
         EventKind::HostRestarted => (host, "host restarted".into()),
+        EventKind::ShutdownStarted { grace } => (
+            host,
+            match grace {
+                Some(g) => format!("graceful shutdown started (grace {})", fmt_duration(*g)),
+                None => "graceful shutdown started (no grace: drains as long as it takes)".into(),
+            },
+        ),
+        EventKind::ServeReturned { drained } => (
+            host,
+            format!(
+                "serve returned: every connection closed, {} after the shutdown started",
+                fmt_duration(*drained)
+            ),
+        ),
+        EventKind::ShutdownGraceOver { grace, open_conns } => (
+            host,
+            format!(
+                "shutdown grace of {} over with {} still open: crashing the host",
+                fmt_duration(*grace),
+                count(*open_conns, "connection")
+            ),
+        ),
+        EventKind::ShutdownStillDraining {
+            since,
+            open_conns,
+            waiting_on,
+        } => {
+            let mut text = format!(
+                "shutdown still draining at the end of the run (started at {}): {} open",
+                fmt_duration(*since),
+                count(*open_conns, "connection")
+            );
+            if !waiting_on.is_empty() {
+                let runs: Vec<String> = waiting_on
+                    .iter()
+                    .map(|r| format!("{} {}", r.run, r.path))
+                    .collect();
+                let _ = write!(text, ", waiting on {}", runs.join(", "));
+            }
+            (host, text)
+        }
         EventKind::Partitioned { peer } => (format!("{host}↔{peer}"), "partitioned".into()),
         EventKind::Repaired { peer } => (format!("{host}↔{peer}"), "repaired".into()),
         EventKind::LinkLatency { peer, latency } => (
             format!("{host}↔{peer}"),
             format!("link latency set to {}", fmt_duration(*latency)),
         ),
-        EventKind::FaultFired { run, path, action } => {
-            (host, format!("{run} fault {action} on {path}"))
+        EventKind::FaultFired {
+            run,
+            path,
+            action,
+            side,
+        } => {
+            let side = match side {
+                None => "",
+                Some(LayerSide::OutsideLayers) => " (outside the server's layers)",
+                Some(LayerSide::InsideLayers) => " (inside the server's layers)",
+            };
+            (host, format!("{run} fault {action} on {path}{side}"))
         }
         EventKind::CallStarted {
             call,
@@ -506,6 +561,15 @@ fn fmt_gap(d: std::time::Duration) -> String {
         format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
     } else {
         fmt_duration(d)
+    }
+}
+
+/// `1 connection`, `2 connections`.
+fn count(n: u32, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 

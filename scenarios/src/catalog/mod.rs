@@ -7,11 +7,13 @@
 //! not hidden, and not a failure.
 
 mod cancel_upload;
+mod connection_age;
 mod dead_peer;
 mod dead_peer_stream;
 mod deadline_chain;
 mod etcd_keepalive;
 mod fresh_request;
+mod graceful_drain;
 mod injected_resets;
 mod keepalive_mismatch;
 mod keepalive_world;
@@ -97,6 +99,8 @@ pub fn all() -> Vec<Scenario> {
         etcd_keepalive::SCENARIO,
         replica_crash::SCENARIO,
         rolling_restart::SCENARIO,
+        connection_age::SCENARIO,
+        graceful_drain::SCENARIO,
     ]
 }
 

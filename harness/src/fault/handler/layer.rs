@@ -1,5 +1,6 @@
-//! The layer that puts [`HandlerService`] on a sim server's routes.
+//! The layer that puts [`HandlerService`] on a sim server.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tower::Layer;
@@ -7,16 +8,50 @@ use tower::Layer;
 use super::HandlerService;
 use crate::sim::Shared;
 
-/// Installs the handler layer (recording + handler faults) of one host.
+/// The harness's recording and handler-fault layer, the first (outermost)
+/// layer of every sim server's builder
+/// ([`server::Builder`](crate::server::Builder)).
+///
+/// It records each request that reaches the server's service stack (a
+/// handler run `hN`: start, queueing, finish with a status, or drop) and
+/// applies the [`Fault::handler`](crate::Fault::handler) faults of its host
+/// before the request reaches the layers the server's own builder adds.
+/// Only the harness makes one; it is named here so that the builder's type
+/// can be written down.
 #[derive(Clone)]
-pub(crate) struct HandlerLayer {
+pub struct HandlerLayer {
     host: Arc<str>,
     shared: Arc<Shared>,
+    layered: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for HandlerLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlerLayer")
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HandlerLayer {
     pub(crate) fn new(host: Arc<str>, shared: Arc<Shared>) -> Self {
-        Self { host, shared }
+        Self {
+            host,
+            shared,
+            layered: Arc::default(),
+        }
+    }
+
+    /// The host, the shared state and the layered flag, for the layer
+    /// inside the server's own layers.
+    pub(crate) fn parts(&self) -> (Arc<str>, Arc<Shared>, Arc<AtomicBool>) {
+        (self.host.clone(), self.shared.clone(), self.layered.clone())
+    }
+
+    /// Notes that the server's builder added layers of its own: the trace
+    /// then says on which side of them each handler fault acted.
+    pub(crate) fn set_layered(&self, layered: bool) {
+        self.layered.store(layered, Ordering::Relaxed);
     }
 }
 
@@ -28,6 +63,7 @@ impl<S> Layer<S> for HandlerLayer {
             inner,
             host: self.host.clone(),
             shared: self.shared.clone(),
+            layered: self.layered.clone(),
         }
     }
 }

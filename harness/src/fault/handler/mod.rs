@@ -3,61 +3,77 @@
 //! It records each request's life (start with the incoming `grpc-timeout`,
 //! queueing, finish with a status, or drop when hyper cancels it) and
 //! applies the handler faults that match it, in the order they were added.
+//! It sits outermost among the server's own layers ([`HandlerLayer`]); the
+//! faults marked [`inside_layers`](crate::fault::HandlerFault::inside_layers)
+//! act in a second, recording-free layer right in front of the routes
+//! ([`InsideService`]), against the run the outer layer started.
 
+mod inside;
 mod layer;
 mod rule;
 mod run;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::FutureExt;
+use tokio::sync::OwnedSemaphorePermit;
 use tonic::body::Body;
 use tonic::Status;
 
-pub(crate) use layer::HandlerLayer;
+pub(crate) use inside::InsideService;
+pub use layer::HandlerLayer;
 pub(crate) use rule::{Action, HandlerRule, Reply};
-pub(crate) use run::HandlerBody;
+pub use run::HandlerBody;
 use run::RunGuard;
 
 use crate::deadline::{parse_grpc_timeout, Arrival};
 use crate::net::PeerInfo;
-use crate::recorder::event::{CallId, EventKind};
+use crate::recorder::event::{CallId, EventKind, LayerSide, RunId};
 use crate::recorder::{CALL_ID_HEADER, CURRENT_RUN};
 use crate::sim::Shared;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The header a retrying client sends on attempt 2 onwards (gRFC A6
 /// "Exposed Retry Metadata").
 const PREVIOUS_ATTEMPTS: &str = "grpc-previous-rpc-attempts";
 
-/// Records and faults the requests of one host. See the module docs.
+/// The service [`HandlerLayer`] makes: records and faults the requests of
+/// one host, then passes them on to the server's own layers and routes.
+/// Only the harness makes one.
 #[derive(Clone)]
-pub(crate) struct HandlerService<S> {
+pub struct HandlerService<S> {
     inner: S,
     host: Arc<str>,
     shared: Arc<Shared>,
+    /// Whether the host's builder has layers of its own (set once the
+    /// user's configure closure returned), for [`LayerSide`] in the trace.
+    layered: Arc<AtomicBool>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-impl<S> tower::Service<http::Request<Body>> for HandlerService<S>
+impl<S, B> tower::Service<http::Request<Body>> for HandlerService<S>
 where
-    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
+    S: tower::Service<http::Request<Body>, Response = http::Response<B>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
     S::Future: Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
 {
     type Response = http::Response<HandlerBody>;
-    type Error = Infallible;
-    type Future = BoxFuture<Result<Self::Response, Infallible>>;
+    type Error = BoxError;
+    type Future = BoxFuture<Result<Self::Response, BoxError>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, mut req: http::Request<Body>) -> Self::Future {
@@ -65,15 +81,25 @@ where
         // one that gets the call.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        let guard = self.start(&mut req);
-        let rules = self.shared.handler_rules(&self.host, guard.path());
+        let side = self
+            .layered
+            .load(Ordering::Relaxed)
+            .then_some(LayerSide::OutsideLayers);
+        let guard = self.start(&mut req, side);
+        let rules = self.shared.handler_rules(&self.host, guard.path(), false);
         Box::pin(serve(inner, req, guard, rules))
     }
 }
 
+/// The handler run a request belongs to, as a request extension: the layer
+/// inside the server's own layers ([`inside::InsideService`]) records its
+/// faults against the run the outer layer started.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunTag(pub(crate) RunId);
+
 impl<S> HandlerService<S> {
     /// Records the request's arrival and returns the guard of its run.
-    fn start(&self, req: &mut http::Request<Body>) -> RunGuard {
+    fn start(&self, req: &mut http::Request<Body>, side: Option<LayerSide>) -> RunGuard {
         let recorder = &self.shared.recorder;
         let path = req.uri().path().to_owned();
         let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
@@ -115,19 +141,24 @@ impl<S> HandlerService<S> {
         }
         req.extensions_mut()
             .insert(Arrival(tokio::time::Instant::now()));
-        RunGuard::new(self.shared.clone(), self.host.clone(), run, path)
+        req.extensions_mut().insert(RunTag(run));
+        RunGuard::new(self.shared.clone(), self.host.clone(), run, path, side)
     }
 }
 
-/// Applies the matching faults, then runs the handler.
-async fn serve<S>(
+/// Applies the matching faults, then runs the handler (for a host with
+/// layers of its own: the layers, then the routes).
+async fn serve<S, B>(
     mut inner: S,
     req: http::Request<Body>,
     mut guard: RunGuard,
     rules: Vec<HandlerRule>,
-) -> Result<http::Response<HandlerBody>, Infallible>
+) -> Result<http::Response<HandlerBody>, BoxError>
 where
-    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
+    S: tower::Service<http::Request<Body>, Response = http::Response<B>>,
+    S::Error: Into<BoxError>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
 {
     // In the order added: delays and limits add up; the first fault that
     // answers ends the request, and the ones after it never see it.
@@ -140,8 +171,16 @@ where
     let run = guard.run();
     let handler = AssertUnwindSafe(inner.call(req)).catch_unwind();
     match CURRENT_RUN.scope(run, handler).await {
-        Ok(Ok(response)) => Ok(guard.wrap(response)),
-        Ok(Err(never)) => match never {},
+        Ok(Ok(response)) => Ok(guard.wrap(response.map(Body::new))),
+        // A layer of the server's own failed the request: tonic's
+        // `RecoverError` answers an error that is a `Status` with that
+        // status, so answer it here the same way and record it. Any other
+        // error goes on to hyper, which resets the stream; the run is then
+        // recorded as dropped.
+        Ok(Err(e)) => match Status::try_from_error(e.into()) {
+            Ok(status) => Ok(guard.respond(status)),
+            Err(e) => Err(e),
+        },
         Err(panic) => {
             guard.panicked(panic_message(&*panic));
             Ok(guard.respond(Status::internal("handler panicked")))
@@ -149,9 +188,17 @@ where
     }
 }
 
+/// What a fault acts through: the run it acts on, and where the trace
+/// records it.
+pub(crate) trait Acting {
+    fn fault_fired(&self, action: String);
+    fn now(&self) -> Duration;
+    fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit);
+}
+
 /// Applies one fault; `Some(status, reply)` answers the request without the
 /// handler.
-async fn apply(rule: &HandlerRule, guard: &mut RunGuard) -> Option<(Status, Reply)> {
+async fn apply(rule: &HandlerRule, guard: &mut impl Acting) -> Option<(Status, Reply)> {
     match &rule.action {
         Action::Delay(d) => {
             guard.fault_fired(format!("delay {}", crate::trace::fmt_duration(*d)));

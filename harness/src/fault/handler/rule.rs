@@ -68,6 +68,9 @@ pub(crate) struct HandlerRule {
     pub(crate) method: Option<String>,
     pub(crate) window: Option<(Duration, Duration)>,
     pub(crate) action: Action,
+    /// Acts inside the server's own layers, not before them
+    /// ([`HandlerFault::inside_layers`](crate::fault::HandlerFault::inside_layers)).
+    pub(crate) inside: bool,
     state: Arc<RuleState>,
 }
 
@@ -92,8 +95,15 @@ impl HandlerRule {
             method,
             window,
             action,
+            inside: false,
             state: Arc::default(),
         }
+    }
+
+    /// The rule, acting inside the server's own layers.
+    pub(crate) fn inside_layers(mut self, inside: bool) -> Self {
+        self.inside = inside;
+        self
     }
 
     /// Whether a request for `path` on `host` arriving at `at` matches.
@@ -125,8 +135,13 @@ impl HandlerRule {
                 crate::trace::fmt_duration(b)
             )
         });
+        let inside = if self.inside {
+            " inside the server's layers"
+        } else {
+            ""
+        };
         format!(
-            "handler fault on {} for {method}{window}: {}",
+            "handler fault on {}{inside} for {method}{window}: {}",
             self.host,
             self.action.describe()
         )

@@ -12,8 +12,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tonic::body::Body;
 use tonic::Status;
 
-use super::Reply;
-use crate::recorder::event::{EventKind, RunId};
+use super::{Acting as _, Reply};
+use crate::recorder::event::{EventKind, LayerSide, RunId};
 
 /// The pushback trailer (gRFC A6).
 const PUSHBACK: &str = "grpc-retry-pushback-ms";
@@ -38,6 +38,33 @@ impl HttpBody for TrailersOnlyBody {
 }
 use crate::sim::Shared;
 
+/// `status` with `grpc-retry-pushback-ms` when `reply` asks for it.
+pub(super) fn with_pushback(status: Status, reply: Reply) -> Status {
+    match reply.pushback_ms {
+        Some(ms) => {
+            let mut md = tonic::metadata::MetadataMap::new();
+            if let Ok(v) = ms.to_string().parse() {
+                md.insert(PUSHBACK, v);
+            }
+            Status::with_metadata(status.code(), status.message().to_owned(), md)
+        }
+        None => status,
+    }
+}
+
+/// A response with plain headers, then `status` in trailers.
+pub(super) fn after_headers(status: Status) -> http::Response<Body> {
+    let (parts, _) = status.into_http::<Body>().into_parts();
+    let mut trailers = parts.headers;
+    trailers.remove(http::header::CONTENT_TYPE);
+    let mut response = http::Response::new(Body::new(TrailersOnlyBody(Some(trailers))));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    response
+}
+
 /// Records how a run ended, exactly once. Dropped before that (hyper
 /// dropped the handler future or the response body: RST_STREAM from the
 /// peer, connection closed, host crashed) it records `HandlerDropped`.
@@ -47,13 +74,22 @@ pub(crate) struct RunGuard {
     run: RunId,
     path: String,
     started: Duration,
+    /// Where this layer's faults act, for the trace (none on a host whose
+    /// builder has no layers of its own).
+    side: Option<LayerSide>,
     /// A concurrency-limit slot, held until the run ends.
     permit: Option<OwnedSemaphorePermit>,
     done: bool,
 }
 
 impl RunGuard {
-    pub(crate) fn new(shared: Arc<Shared>, host: Arc<str>, run: RunId, path: String) -> Self {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        host: Arc<str>,
+        run: RunId,
+        path: String,
+        side: Option<LayerSide>,
+    ) -> Self {
         let started = shared.recorder.now();
         Self {
             shared,
@@ -61,6 +97,7 @@ impl RunGuard {
             run,
             path,
             started,
+            side,
             permit: None,
             done: false,
         }
@@ -74,32 +111,8 @@ impl RunGuard {
         &self.path
     }
 
-    pub(crate) fn now(&self) -> Duration {
-        self.shared.recorder.now()
-    }
-
     fn push(&self, kind: EventKind) {
         self.shared.recorder.push(&self.host, kind);
-    }
-
-    pub(crate) fn fault_fired(&self, action: String) {
-        self.push(EventKind::FaultFired {
-            run: self.run,
-            path: self.path.clone(),
-            action,
-        });
-    }
-
-    pub(crate) fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit) {
-        let queued = self.now().saturating_sub(queued_at);
-        if !queued.is_zero() {
-            self.push(EventKind::HandlerDequeued {
-                run: self.run,
-                path: self.path.clone(),
-                queued,
-            });
-        }
-        self.permit = Some(permit);
     }
 
     pub(crate) fn panicked(&self, message: String) {
@@ -141,30 +154,13 @@ impl RunGuard {
     /// [`RunGuard::respond`]) or after response headers, with
     /// `grpc-retry-pushback-ms` when asked.
     pub(crate) fn respond_with(self, status: Status, reply: Reply) -> http::Response<HandlerBody> {
-        let status = match reply.pushback_ms {
-            Some(ms) => {
-                let mut md = tonic::metadata::MetadataMap::new();
-                if let Ok(v) = ms.to_string().parse() {
-                    md.insert(PUSHBACK, v);
-                }
-                Status::with_metadata(status.code(), status.message().to_owned(), md)
-            }
-            None => status,
-        };
+        let status = with_pushback(status, reply);
         if !reply.after_headers {
             return self.respond(status);
         }
         // The status goes into trailers after plain response headers: the
         // handler layer's body records the run's end when they are sent.
-        let (parts, _) = status.into_http::<Body>().into_parts();
-        let mut trailers = parts.headers;
-        trailers.remove(http::header::CONTENT_TYPE);
-        let mut response = http::Response::new(Body::new(TrailersOnlyBody(Some(trailers))));
-        response.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/grpc"),
-        );
-        response.map(|b| HandlerBody::new(b, self))
+        after_headers(status).map(|b| HandlerBody::new(b, self))
     }
 
     /// Passes the handler's response on, watching for its status.
@@ -173,6 +169,33 @@ impl RunGuard {
             self.finish(&status); // trailers-only: the status is in the headers
         }
         response.map(|b| HandlerBody::new(b, self))
+    }
+}
+
+impl super::Acting for RunGuard {
+    fn fault_fired(&self, action: String) {
+        self.push(EventKind::FaultFired {
+            run: self.run,
+            path: self.path.clone(),
+            action,
+            side: self.side,
+        });
+    }
+
+    fn now(&self) -> Duration {
+        self.shared.recorder.now()
+    }
+
+    fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit) {
+        let queued = self.now().saturating_sub(queued_at);
+        if !queued.is_zero() {
+            self.push(EventKind::HandlerDequeued {
+                run: self.run,
+                path: self.path.clone(),
+                queued,
+            });
+        }
+        self.permit = Some(permit);
     }
 }
 
@@ -192,9 +215,10 @@ impl Drop for RunGuard {
 }
 
 pin_project! {
-    /// A handler's response body, recording the run's end when the trailers
-    /// go out.
-    pub(crate) struct HandlerBody {
+    /// A handler's response body, as [`HandlerService`](super::HandlerService)
+    /// passes it on: the handler's own body, recording the run's end when
+    /// the trailers go out.
+    pub struct HandlerBody {
         #[pin]
         inner: Body,
         guard: RunGuard,

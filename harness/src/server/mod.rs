@@ -1,0 +1,73 @@
+//! The server a sim host runs: tonic's own
+//! [`Server`](tonic::transport::Server) builder, configured as in
+//! production ([`ServerHost::configure`](crate::ServerHost::configure)),
+//! serving the host's routes on simulated connections.
+//!
+//! # Layer order
+//!
+//! A request passes, outermost first:
+//!
+//! | # | what | from |
+//! |---|---|---|
+//! | 1 | tonic's own stack: `RecoverError`, `load_shed`, `concurrency_limit_per_connection`, the `timeout` / `grpc-timeout` timer | tonic `transport/server/mod.rs` `MakeSvc::call` |
+//! | 2 | [`HandlerLayer`]: records the handler run (`hN`) and applies [`Fault::handler`](crate::Fault::handler) faults | the harness, the builder's first `layer` |
+//! | 3 | the layers your closure adds with `.layer(..)`, in the order added (the first added is the outermost, as in tonic) | you |
+//! | 4 | the faults marked [`inside_layers`](crate::fault::HandlerFault::inside_layers) (no recording of their own) | the harness, wrapping the routes |
+//! | 5 | the routes: each service added with [`ServerHost::add_service`](crate::ServerHost::add_service) / [`add_routes`](crate::ServerHost::add_routes), interceptors of `FooServer::with_interceptor` included | you |
+//!
+//! So a run `hN` is recorded for every request that reaches the service
+//! stack, also one a layer of yours answers itself (its status is the
+//! run's), and tonic's server `timeout` ends a run by dropping it (`hN
+//! handler … dropped after 1000ms`, the caller gets `CANCELLED "Timeout
+//! expired"`). An error one of your layers returns instead of a response
+//! is answered as tonic's `RecoverError` does when it is a `Status` (and
+//! recorded as the run's status); any other error goes to hyper, which
+//! resets the stream, and the run is recorded as dropped.
+//!
+//! # Determinism
+//!
+//! tonic's connection task chooses with `tokio::select!` between serving
+//! the connection, the `max_connection_age` timer and the shutdown signal;
+//! tokio picks a ready branch at random, from an RNG only seeded with
+//! `--cfg tokio_unstable`. When the age or a [`Fault::shutdown`](crate::Fault::shutdown)
+//! falls on the very tick a request arrives on that connection, the order
+//! of the two in the trace can differ between runs of one seed: put ages
+//! and shutdowns off the times your traffic arrives (the catalog uses
+//! 1025 ms against a 50 ms grid).
+//!
+//! # Options with no effect in the simulation
+//!
+//! The sim serves with `serve_with_incoming_shutdown` on simulated
+//! connections, where tonic itself ignores `tcp_nodelay`, `tcp_keepalive`,
+//! `tcp_keepalive_interval` and `tcp_keepalive_retries` (their docs say so;
+//! turmoil's TCP has neither Nagle's algorithm nor keepalive probes).
+//! Setting them changes nothing, and the harness cannot tell that they
+//! were set (tonic's `Server` keeps its options private), so it records
+//! nothing for them. Use HTTP/2 keepalive (`http2_keepalive_interval`,
+//! modelled exactly) to find a dead peer. `tls_config` needs a tonic TLS
+//! feature this crate does not enable. Every other option is tonic's own
+//! code running unchanged.
+
+mod serve;
+
+use std::convert::Infallible;
+
+use tonic::body::Body;
+use tower::layer::util::{Identity, Stack};
+
+pub use crate::fault::handler::{HandlerBody, HandlerLayer, HandlerService};
+pub(crate) use serve::{default_serve, serve_fn, ServeFn, Signal};
+
+/// The builder a [`ServerHost::configure`](crate::ServerHost::configure)
+/// closure gets: `tonic::transport::Server::builder()` with the harness's
+/// [`HandlerLayer`] already added as its first layer. Every option of
+/// tonic's builder works on it as on `Server::builder()`; layers you add
+/// go inside the harness's.
+pub type Builder = tonic::transport::Server<Stack<HandlerLayer, Identity>>;
+
+/// The service the builder's layers wrap: the host's routes behind the
+/// faults marked [`inside_layers`](crate::fault::HandlerFault::inside_layers),
+/// boxed. A layer in a configure closure must be a `tower::Layer` of it
+/// (any layer generic over the service it wraps is).
+pub type Routed =
+    tower::util::BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;

@@ -1,0 +1,121 @@
+//! Graceful shutdowns ([`Fault::shutdown`](crate::Fault::shutdown)): each
+//! start of a server host gets a shutdown signal and a count of the
+//! connections it accepted; the driver fires the signal, and learns whether
+//! the host is still draining when its grace ends or the run does.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::server::Signal;
+
+/// One start of a server host's software.
+struct Incarnation {
+    signal: watch::Sender<bool>,
+    /// One clone per open connection, plus this one.
+    conns: Arc<()>,
+    /// When its shutdown started.
+    draining_since: Option<Duration>,
+    /// Whether its serve future returned.
+    returned: bool,
+}
+
+/// The shutdown state of every server host, keyed by name.
+#[derive(Default)]
+pub(crate) struct Shutdowns {
+    hosts: Mutex<BTreeMap<String, Incarnation>>,
+}
+
+/// A host still draining: when it started, and how many connections it has
+/// open.
+pub(crate) struct Draining {
+    pub(crate) since: Duration,
+    pub(crate) open_conns: u32,
+}
+
+impl Shutdowns {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Incarnation>> {
+        self.hosts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new start of `host`'s server: the signal its serve future waits
+    /// on, and the token each accepted connection holds while open.
+    pub(crate) fn arm(&self, host: &str) -> (Signal, Arc<()>) {
+        let (signal, mut rx) = watch::channel(false);
+        let conns = Arc::new(());
+        self.lock().insert(
+            host.to_owned(),
+            Incarnation {
+                signal,
+                conns: conns.clone(),
+                draining_since: None,
+                returned: false,
+            },
+        );
+        let signal = Box::pin(async move {
+            // A sender dropped without a shutdown (the host restarted)
+            // never means "shut down".
+            if rx.wait_for(|down| *down).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        });
+        (signal, conns)
+    }
+
+    /// Starts `host`'s graceful shutdown at `now`; false when no server of
+    /// it is running or one is already shutting down.
+    pub(crate) fn begin(&self, host: &str, now: Duration) -> bool {
+        let mut hosts = self.lock();
+        let Some(inc) = hosts.get_mut(host) else {
+            return false;
+        };
+        if inc.draining_since.is_some() || inc.returned || inc.signal.send(true).is_err() {
+            return false;
+        }
+        inc.draining_since = Some(now);
+        true
+    }
+
+    /// `host`'s serve future returned: when its shutdown started, if one
+    /// did (else the server stopped by itself).
+    pub(crate) fn returned(&self, host: &str) -> Option<Duration> {
+        let mut hosts = self.lock();
+        let inc = hosts.get_mut(host)?;
+        inc.returned = true;
+        inc.draining_since
+    }
+
+    /// `host`'s software stopped (crash, restart): nothing of it drains.
+    pub(crate) fn stopped(&self, host: &str) {
+        self.lock().remove(host);
+    }
+
+    /// Whether `host` is draining a shutdown that started at `since`.
+    pub(crate) fn draining(&self, host: &str, since: Duration) -> Option<Draining> {
+        self.all_draining()
+            .into_iter()
+            .find(|(h, d)| h == host && d.since == since)
+            .map(|(_, d)| d)
+    }
+
+    /// Every host still draining, by name.
+    pub(crate) fn all_draining(&self) -> Vec<(String, Draining)> {
+        self.lock()
+            .iter()
+            .filter(|(_, inc)| !inc.returned)
+            .filter_map(|(host, inc)| {
+                let since = inc.draining_since?;
+                let open = Arc::strong_count(&inc.conns).saturating_sub(1);
+                Some((
+                    host.clone(),
+                    Draining {
+                        since,
+                        open_conns: u32::try_from(open).unwrap_or(u32::MAX),
+                    },
+                ))
+            })
+            .collect()
+    }
+}
