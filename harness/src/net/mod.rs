@@ -3,9 +3,12 @@
 //! wire tap ([`tap`]) on its way out.
 
 mod conn;
+mod dial;
+mod links;
 mod tap;
 
 use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use futures_util::Stream;
@@ -14,7 +17,9 @@ use tonic::transport::{Endpoint, Uri};
 
 use conn::End;
 pub(crate) use conn::{PeerInfo, SimConn};
-pub(crate) use tap::{KeepaliveConn, TapPair, Until};
+use dial::Dial;
+pub(crate) use links::{LinkState, Links};
+pub(crate) use tap::{KeepaliveConn, Reset, TapPair, Until};
 
 use crate::sim::Shared;
 use crate::wire::Direction;
@@ -40,7 +45,7 @@ pub(crate) async fn incoming(
                     peer: peer.into(),
                     direction: Direction::ServerToClient,
                 };
-                SimConn::new(stream, end)
+                SimConn::new(stream, end).map(|(conn, _)| conn)
             });
             Some((accepted, (listener, shared, host)))
         },
@@ -52,7 +57,8 @@ pub(crate) async fn incoming(
 /// `configure` sees a fresh `Endpoint` for `http://<to>:50051` and may set
 /// any tonic option (keepalive, timeouts, windows). An unknown `to` is
 /// recorded as a configuration error (the run fails with the list of known
-/// hosts) and every connection attempt fails with `NotFound`.
+/// hosts) and every connection attempt fails with `NotFound`. Every attempt
+/// is recorded (`net/dial.rs`); one across a partition waits for the repair.
 pub(crate) fn channel(
     shared: &Arc<Shared>,
     from: &str,
@@ -67,6 +73,8 @@ pub(crate) fn channel(
     let target: Arc<str> = to.into();
     let me: Arc<str> = from.into();
     let shared = shared.clone();
+    // Dials of this channel, counted so that a redial says so.
+    let attempts = Arc::new(AtomicU32::new(0));
     endpoint.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
         let end = End {
             shared: shared.clone(),
@@ -74,13 +82,34 @@ pub(crate) fn channel(
             peer: target.clone(),
             direction: Direction::ClientToServer,
         };
+        let attempt = attempts.fetch_add(1, Ordering::Relaxed) + 1;
         async move {
-            if !known {
-                let msg = format!("unknown host `{}`", end.peer);
-                return Err(io::Error::new(io::ErrorKind::NotFound, msg));
+            let mut dial = Dial::start(
+                end.shared.clone(),
+                end.me.clone(),
+                end.peer.clone(),
+                attempt,
+            );
+            let connected = async {
+                if !known {
+                    let msg = format!("unknown host `{}`", end.peer);
+                    return Err(io::Error::new(io::ErrorKind::NotFound, msg));
+                }
+                dial.wait_for_link().await?;
+                let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT)).await?;
+                SimConn::new(stream, end)
             }
-            let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT)).await?;
-            Ok::<_, io::Error>(TokioIo::new(SimConn::new(stream, end)?))
+            .await;
+            match connected {
+                Ok((conn, id)) => {
+                    dial.connected(id);
+                    Ok::<_, io::Error>(TokioIo::new(conn))
+                }
+                Err(e) => {
+                    dial.failed(&e);
+                    Err(e)
+                }
+            }
         }
     }))
 }

@@ -59,6 +59,7 @@ impl Sim {
             clients.iter().map(|(n, _)| n.clone()).collect(),
             rules,
         );
+        let shared = shared.with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()));
         let shared = Arc::new(if config.wire_tap {
             shared
         } else {
@@ -221,13 +222,38 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             let _host = tracing::info_span!("node", name = h.as_str()).entered();
             world.bounce(h.as_str());
         }
-        HostAction::Partition(a, b) => {
-            rec.push(a, EventKind::Partitioned { peer: b.clone() });
+        HostAction::Partition(a, b, reset_after) => {
+            rec.push(
+                a,
+                EventKind::Partitioned {
+                    peer: b.clone(),
+                    reset_after: *reset_after,
+                },
+            );
+            // Emulated in the wiring (net/links.rs), not by turmoil, whose
+            // partition loses what is sent.
+            shared.links().partition(a, b, *reset_after);
+        }
+        HostAction::BlackHole(a, b) => {
+            rec.push(a, EventKind::BlackHoled { peer: b.clone() });
+            shared.links().black_hole(a, b);
+            lost_on_the_wire(world, shared, a, b);
             world.partition(a.as_str(), b.as_str());
         }
         HostAction::Repair(a, b) => {
             rec.push(a, EventKind::Repaired { peer: b.clone() });
+            // Ends either kind; turmoil's repair is a no-op on a link it
+            // never partitioned.
+            shared.links().repair(a, b);
             world.repair(a.as_str(), b.as_str());
+        }
+        HostAction::Pause(h) => {
+            rec.push(h, EventKind::HostPaused);
+            shared.links().pause(h);
+        }
+        HostAction::Resume(h) => {
+            rec.push(h, EventKind::HostResumed);
+            shared.links().resume(h);
         }
         HostAction::Release(name) => shared.release(name, None),
         HostAction::Latency(a, b, latency) => {
@@ -240,6 +266,35 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             );
             world.set_link_latency(a.as_str(), b.as_str(), *latency);
         }
+    }
+}
+
+/// Notes every TCP segment on the wire between `a` and `b` that turmoil's
+/// partition is about to drop: its direction delivers nothing more (turmoil
+/// delivers in sequence and never retransmits), so the tap marks the
+/// frames written after it as lost.
+fn lost_on_the_wire(world: &turmoil::Sim<'static>, shared: &Shared, a: &str, b: &str) {
+    use turmoil::{Protocol, Segment};
+    let (a, b) = (world.lookup(a), world.lookup(b));
+    let mut lost = Vec::new();
+    world.links(|links| {
+        for link in links {
+            let (x, y) = link.pair();
+            if (x, y) != (a, b) && (x, y) != (b, a) {
+                continue;
+            }
+            for sent in link {
+                if matches!(
+                    sent.protocol(),
+                    Protocol::Tcp(Segment::Data(..) | Segment::Fin(_))
+                ) {
+                    lost.push(sent.pair());
+                }
+            }
+        }
+    });
+    for (src, dst) in lost {
+        shared.conns().lost_on_the_wire(src, dst);
     }
 }
 
@@ -293,6 +348,8 @@ fn waiting_for(until: &Until) -> String {
     match until {
         Until::At(t) => format!("held until {}", fmt_duration(*t)),
         Until::Released(name) => format!("held until release {name:?}"),
+        Until::Link { paused: false } => "held by the partition, never repaired".to_owned(),
+        Until::Link { paused: true } => "held by the pause, never resumed".to_owned(),
     }
 }
 

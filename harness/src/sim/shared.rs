@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     release_notify: Notify,
     /// The retry layers hosts made, and what their configs matched.
     pub(crate) retry_uses: super::retry_use::RetryUses,
+    /// Partitions, black holes and pauses in force.
+    links: crate::net::Links,
 }
 
 impl Shared {
@@ -60,7 +62,20 @@ impl Shared {
             released: Mutex::default(),
             release_notify: Notify::new(),
             retry_uses: super::retry_use::RetryUses::default(),
+            links: crate::net::Links::default(),
         }
+    }
+
+    /// Makes the links table active: the run has partition, black hole or
+    /// pause faults.
+    pub(crate) fn with_link_faults(mut self, active: bool) -> Self {
+        self.links = crate::net::Links::new(active);
+        self
+    }
+
+    /// The links table (partitions, black holes, pauses in force).
+    pub(crate) fn links(&self) -> &crate::net::Links {
+        &self.links
     }
 
     fn known(&self) -> Vec<String> {
