@@ -15,6 +15,7 @@ mod fresh_request;
 mod injected_resets;
 mod keepalive_mismatch;
 mod keepalive_world;
+mod partition_heals;
 mod proxy_timeout;
 mod queueing;
 mod receiver_speed;
@@ -92,6 +93,7 @@ pub fn all() -> Vec<Scenario> {
         retry_throttling::SCENARIO,
         keepalive_mismatch::SCENARIO,
         etcd_keepalive::SCENARIO,
+        partition_heals::SCENARIO,
     ]
 }
 
