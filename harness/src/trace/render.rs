@@ -34,7 +34,8 @@ pub struct RenderOptions {
     /// ([`EventKind::ConnectStarted`](crate::EventKind::ConnectStarted),
     /// `Connected`, `ConnectFailed`, `ConnectAbandoned`). Without it only
     /// the attempts that waited for a partition or a pause are shown (with
-    /// why, and when the channel came back). Default: false.
+    /// why, and when the channel came back). Default: false; true in
+    /// [`RenderOptions::everything`].
     pub connections: bool,
 }
 
@@ -58,7 +59,7 @@ impl RenderOptions {
             frames: true,
             noise: true,
             fold_data: false,
-            connections: false,
+            connections: true,
         }
     }
 
