@@ -547,3 +547,50 @@ fn bad_partition_and_pause_faults_are_misconfigurations() {
         "{err}"
     );
 }
+
+/// What a partition held that never left is reported at the end of the
+/// run, with why: no repair came, or the sender crashed with it.
+#[test]
+fn frames_a_partition_held_that_never_left_say_why() -> grpc_chaos::Result {
+    for (crash, says) in [
+        (false, "held by the partition, never repaired"),
+        (
+            true,
+            "held by the partition, then lost with its sender's connection",
+        ),
+    ] {
+        let mut sim = store_sim(ms(3_000));
+        sim.fault(Fault::partition("player", "store").at(ms(100)));
+        if crash {
+            sim.fault(Fault::crash("store").at(ms(1_000)));
+            sim.fault(Fault::repair("player", "store").at(ms(1_200)));
+        }
+        sim.client("player", |c| async move {
+            let _ = StoreClient::new(c.channel("store"))
+                .save(with_timeout(save(1), ms(1_500)))
+                .await;
+            Ok(())
+        });
+        let trace = sim.run()?;
+        let never: Vec<String> = trace
+            .events_on("store")
+            .filter_map(|e| match &e.kind {
+                EventKind::FrameNeverLeft { waiting_for, .. } => Some(waiting_for.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(never.len(), 3, "the answer's three frames: {never:?}");
+        assert!(never.iter().all(|w| w == says), "{never:?}");
+        let ended = trace.calls_from("player").next().and_then(|c| c.ended_at);
+        if crash {
+            // The crash's resets wait for the repair like every other
+            // segment: the player learns of it then, not at the crash.
+            assert_eq!(ended, Some(ms(1_200)));
+        } else {
+            // Its deadline, counted from the connect (tonic starts the
+            // timer once the channel is ready).
+            assert_eq!(ended, Some(ms(1_501)));
+        }
+    }
+    Ok(())
+}

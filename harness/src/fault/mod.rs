@@ -121,7 +121,10 @@ impl Fault {
     /// the caller's `Endpoint::connect_timeout` gives up first. Streams in
     /// flight resume on the same connection. The trace shows each frame
     /// that waited (`[held: partitioned until repair]`) and when it left
-    /// (`released after …`).
+    /// (`released after …`). A host that crashes during the partition
+    /// loses what it kept back (`never left: …, then lost with its
+    /// sender's connection` at the end of the run), and the resets its
+    /// crash sends wait for the repair too.
     ///
     /// With [`PartitionBuilder::reset_after`], a connection whose oldest
     /// waiting byte has waited that long is reset, as TCP gives up after

@@ -213,12 +213,14 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
     match action {
         HostAction::Crash(h) => {
             rec.push(h, EventKind::HostCrashed);
+            hold_held_links(world, shared, h);
             // Code that runs as the host's tasks are dropped is the host's.
             let _host = tracing::info_span!("node", name = h.as_str()).entered();
             world.crash(h.as_str());
         }
         HostAction::Restart(h) => {
             rec.push(h, EventKind::HostRestarted);
+            hold_held_links(world, shared, h);
             let _host = tracing::info_span!("node", name = h.as_str()).entered();
             world.bounce(h.as_str());
         }
@@ -246,6 +248,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             // never partitioned.
             shared.links().repair(a, b);
             world.repair(a.as_str(), b.as_str());
+            release_open_link(world, shared, a, b);
         }
         HostAction::Pause(h) => {
             rec.push(h, EventKind::HostPaused);
@@ -254,6 +257,9 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
         HostAction::Resume(h) => {
             rec.push(h, EventKind::HostResumed);
             shared.links().resume(h);
+            for peer in shared.known_hosts().iter().filter(|p| *p != h) {
+                release_open_link(world, shared, h, peer);
+            }
         }
         HostAction::Release(name) => shared.release(name, None),
         HostAction::Latency(a, b, latency) => {
@@ -266,6 +272,27 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             );
             world.set_link_latency(a.as_str(), b.as_str(), *latency);
         }
+    }
+}
+
+/// Before `host` crashes or restarts: on each of its links that holds bytes
+/// (a partition, a pause), turmoil holds what the crash sends (the FINs and
+/// RSTs of its dropped sockets, which bypass the writer tasks) until the
+/// link opens, instead of letting it cross.
+fn hold_held_links(world: &turmoil::Sim<'static>, shared: &Shared, host: &str) {
+    for peer in shared.known_hosts().iter().filter(|p| *p != host) {
+        if shared.links().state(host, peer).holds() {
+            world.hold(host, peer.as_str());
+        }
+    }
+}
+
+/// Once the link between `a` and `b` is open in the links table, delivers
+/// what turmoil held on it ([`hold_held_links`]). Only then: turmoil's
+/// release also ends its partition, which a black hole still needs.
+fn release_open_link(world: &turmoil::Sim<'static>, shared: &Shared, a: &str, b: &str) {
+    if shared.links().active() && shared.links().state(a, b) == crate::net::LinkState::Open {
+        world.release(a, b);
     }
 }
 
@@ -305,7 +332,7 @@ fn report_never_left(shared: &Shared, ended: Duration) {
     for (conn, state) in shared.conns().all() {
         let state = super::lock_conn(&state);
         for w in state.tap.still_waiting() {
-            let waiting_for = waiting_for(&w.until);
+            let waiting_for = never_left_because(shared, w);
             shared.recorder.push_at(
                 ended,
                 &w.from,
@@ -348,8 +375,25 @@ fn waiting_for(until: &Until) -> String {
     match until {
         Until::At(t) => format!("held until {}", fmt_duration(*t)),
         Until::Released(name) => format!("held until release {name:?}"),
-        Until::Link { paused: false } => "held by the partition, never repaired".to_owned(),
-        Until::Link { paused: true } => "held by the pause, never resumed".to_owned(),
+        Until::Link { paused: false } => "held by the partition".to_owned(),
+        Until::Link { paused: true } => "held by the pause".to_owned(),
+    }
+}
+
+/// [`waiting_for`], for the end of the run: a frame a link held that is
+/// still waiting either waits for a repair or resume that never came, or
+/// died with its sender (a crash stops the writer task that held it).
+fn never_left_because(shared: &Shared, w: &crate::net::Waiting) -> String {
+    let why = waiting_for(&w.until);
+    match w.until {
+        Until::Link { paused } if shared.links().state(&w.from, &w.to).holds() => {
+            format!(
+                "{why}, never {}",
+                if paused { "resumed" } else { "repaired" }
+            )
+        }
+        Until::Link { .. } => format!("{why}, then lost with its sender's connection"),
+        _ => why,
     }
 }
 
@@ -359,7 +403,7 @@ fn kept_back(shared: &Shared) -> Vec<String> {
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for (_, state) in shared.conns().all() {
         for w in super::lock_conn(&state).tap.still_waiting() {
-            let why = waiting_for(&w.until);
+            let why = never_left_because(shared, w);
             *counts
                 .entry(format!("{}→{} {why}", w.from, w.to))
                 .or_default() += 1;
