@@ -406,3 +406,54 @@ fn rolling_restart_moves_calls_between_replicas_without_a_failure() {
         .collect();
     insta::assert_snapshot!(replica_story_rows(&trace, &windows));
 }
+
+/// RFC 9293 §3.8.1: a partition that heals. The plain channel's Save
+/// resumes on its connection when the bytes that waited at the store leave
+/// at the repair; the pinging channel's keepalive gives up first (its PING
+/// waits too), and its redial waits for the repair.
+#[test]
+fn partition_heals_resumes_one_call_and_cuts_the_pinging_one() {
+    use grpc_chaos::recorder::event::Fate;
+    use grpc_chaos::EventKind;
+    let (trace, report) = story("partition-heals");
+    let calls: Vec<_> = trace.calls_from("player").collect();
+    assert_eq!(calls.len(), 3);
+    let (pinging, plain, redial) = (calls[0], calls[1], calls[2]);
+    // The plain Save: answered at 502ms into the partition, delivered at
+    // the repair, ended one link latency later, on its first connection.
+    assert!(plain.outcome().is_some_and(|o| o.is_ok()));
+    assert_eq!(plain.ended_at, Some(ms(3_001)));
+    // The pinging one: PING at ~1s held, keepalive timeout 1s later.
+    let o = pinging.outcome().expect("ended");
+    assert_eq!((o.code, o.spec_code), ("UNAVAILABLE", "UNAVAILABLE"));
+    assert_eq!(pinging.ended_at, Some(ms(2_001)));
+    let ping = trace
+        .events_on("player")
+        .find_map(|e| match &e.kind {
+            EventKind::Frame { frame, fate, .. } if frame == "PING" => Some((e.at, *fate)),
+            _ => None,
+        })
+        .expect("keepalive pinged");
+    assert_eq!(ping, (ms(1_001), Fate::Partitioned));
+    // The redial: started at 2001ms, connected one tick after the repair.
+    assert!(redial.outcome().is_some_and(|o| o.is_ok()));
+    let dials: Vec<_> = trace
+        .events_on("player")
+        .filter_map(|e| match e.kind {
+            EventKind::Connected {
+                conn, took, waited, ..
+            } => Some((e.at, conn, took, waited)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        dials,
+        [
+            (ms(1), 1, ms(1), false),
+            (ms(1), 2, ms(1), false),
+            (ms(3_001), 3, ms(1_000), true)
+        ]
+    );
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    insta::assert_snapshot!(trace.render());
+}

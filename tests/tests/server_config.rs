@@ -278,7 +278,10 @@ fn the_server_timeout_cancels_a_slow_handler_as_tonic_does() -> grpc_chaos::Resu
     // The server sent that status in its trailers: the player's tonic
     // only decoded it, so the call shows it as sent (the finding belongs to
     // the server's answer, which the spec wants as DEADLINE_EXCEEDED).
-    assert_eq!((outcome.code, outcome.spec_code), ("CANCELLED", "CANCELLED"));
+    assert_eq!(
+        (outcome.code, outcome.spec_code),
+        ("CANCELLED", "CANCELLED")
+    );
     // About 100 ms after the request arrived: the handler is dropped, not
     // finished, and the caller hears it one hop later.
     let run = &trace.handler_runs()[0];

@@ -89,6 +89,7 @@ pub(super) fn connector(
     replica: Arc<str>,
     alive: Arc<Liveness>,
     connect_timeout: Option<Duration>,
+    attempt: u32,
 ) -> impl tower::Service<
     Uri,
     Response = TokioIo<Watched>,
@@ -99,7 +100,7 @@ pub(super) fn connector(
     let mut used = false;
     tower::service_fn(move |_: Uri| {
         let again = std::mem::replace(&mut used, true);
-        let dial = crate::net::dial(shared.clone(), from.clone(), replica.clone());
+        let dial = crate::net::dial(shared.clone(), from.clone(), replica.clone(), attempt);
         let (replica, alive) = (replica.clone(), alive.clone());
         async move {
             if again {

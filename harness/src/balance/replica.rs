@@ -27,7 +27,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tonic::body::Body;
-use tonic::transport::Endpoint;
 
 use super::io::{connector, Liveness};
 use super::{BoxError, BoxFuture, Site};
@@ -49,6 +48,8 @@ pub(super) struct Replica {
     state: State,
     /// A connect error, returned by the next call (tonic's lazy reconnect).
     error: Option<BoxError>,
+    /// Connections dialled so far, so that a redial says so in the trace.
+    dials: std::sync::atomic::AtomicU32,
 }
 
 impl Replica {
@@ -58,6 +59,7 @@ impl Replica {
             name,
             state: State::Idle,
             error: None,
+            dials: Default::default(),
         }
     }
 
@@ -68,11 +70,7 @@ impl Replica {
     /// Starts a connection: a tonic channel with the user's endpoint
     /// settings over a connector that dials this replica once.
     fn connect(&self) -> BoxFuture<Result<Connected, tonic::transport::Error>> {
-        let uri = format!("http://{}:{}", self.name, crate::net::PORT);
-        let endpoint = (self.site.configure)(
-            Endpoint::from_shared(uri)
-                .unwrap_or_else(|_| Endpoint::from_static("http://invalid-host-name:50051")),
-        );
+        let endpoint = (self.site.configure)(crate::net::endpoint(&self.name));
         let alive = Arc::new(Liveness::default());
         let connector = connector(
             self.site.shared.clone(),
@@ -80,6 +78,9 @@ impl Replica {
             self.name.clone(),
             alive.clone(),
             endpoint.get_connect_timeout(),
+            self.dials
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1,
         );
         Box::pin(async move {
             let channel = endpoint.connect_with_connector(connector).await?;

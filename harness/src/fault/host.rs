@@ -1,5 +1,7 @@
-//! Host faults: turmoil's own levers, applied between simulation steps;
-//! and timed releases of held frames, which fire the same way.
+//! Host faults: turmoil's own levers (crash, restart, black hole, link
+//! latency) and the links the harness emulates (TCP-like partitions,
+//! pauses; `net/links.rs`), applied between simulation steps; and timed
+//! releases of held frames, which fire the same way.
 
 use std::time::Duration;
 
@@ -14,8 +16,12 @@ pub(crate) struct HostFault {
 pub(crate) enum HostAction {
     Crash(String),
     Restart(String),
-    Partition(String, String),
+    /// A TCP-like partition, with its `reset_after`.
+    Partition(String, String, Option<Duration>),
+    BlackHole(String, String),
     Repair(String, String),
+    Pause(String),
+    Resume(String),
     Latency(String, String, Duration),
     /// Releases the frames held under this name ([`super::FrameFault::hold`]).
     Release(String),
@@ -38,7 +44,10 @@ impl HostAction {
         match self {
             Self::Crash(h) => format!("crash of {h}"),
             Self::Restart(h) => format!("restart of {h}"),
-            Self::Partition(a, b) => format!("partition between {a} and {b}"),
+            Self::Partition(a, b, _) => format!("partition between {a} and {b}"),
+            Self::BlackHole(a, b) => format!("black hole between {a} and {b}"),
+            Self::Pause(h) => format!("pause of {h}"),
+            Self::Resume(h) => format!("resume of {h}"),
             Self::Repair(a, b) => format!("repair between {a} and {b}"),
             Self::Latency(a, b, d) => format!(
                 "latency {} between {a} and {b}",
@@ -56,6 +65,15 @@ impl HostAction {
         }
     }
 
+    /// Whether the action changes a link the wiring must know about
+    /// (`net/links.rs`).
+    pub(crate) fn is_link_fault(&self) -> bool {
+        matches!(
+            self,
+            Self::Partition(..) | Self::BlackHole(..) | Self::Pause(_) | Self::Resume(_)
+        )
+    }
+
     /// Every host the action names.
     pub(crate) fn hosts(&self) -> Vec<&str> {
         match self {
@@ -64,8 +82,13 @@ impl HostAction {
             | Self::Leave(h)
             | Self::Join(h)
             | Self::Shutdown(h, _)
-            | Self::GraceEnded(h, _) => vec![h],
-            Self::Partition(a, b) | Self::Repair(a, b) | Self::Latency(a, b, _) => vec![a, b],
+            | Self::GraceEnded(h, _)
+            | Self::Pause(h)
+            | Self::Resume(h) => vec![h],
+            Self::Partition(a, b, _)
+            | Self::BlackHole(a, b)
+            | Self::Repair(a, b)
+            | Self::Latency(a, b, _) => vec![a, b],
             Self::Release(_) => vec![],
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! | family | acts on | built with |
 //! |---|---|---|
-//! | host | turmoil: crash, restart, partition, repair, link latency; the server's graceful shutdown | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::repair`], [`Fault::link_latency`], [`Fault::shutdown`] |
+//! | host | turmoil and the wiring: crash, restart, partition (heals like TCP), black hole (turmoil's partition), repair, pause, resume, link latency; the server's graceful shutdown | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::black_hole`], [`Fault::repair`], [`Fault::pause`], [`Fault::resume`], [`Fault::link_latency`], [`Fault::shutdown`] |
 //! | membership | a replica set's service discovery: a replica leaves or joins | [`Fault::leave`], [`Fault::join`] |
 //! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold (until a time or a named release), inject (at a time or after a frame) | [`Fault::frames`], [`Fault::inject`], [`Fault::release`] |
 //! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
@@ -85,6 +85,47 @@ impl ShutdownFault {
     }
 }
 
+/// A [`Fault::partition`] waiting for its time; finish it with
+/// [`PartitionBuilder::at`].
+#[derive(Debug, Clone)]
+#[must_use = "call .at(time) to get a Fault"]
+pub struct PartitionBuilder {
+    a: String,
+    b: String,
+    reset_after: Option<Duration>,
+}
+
+impl PartitionBuilder {
+    /// Resets a connection whose oldest byte waiting to cross the
+    /// partition has waited `limit` (*simulated* time): both ends' reads
+    /// and writes then fail with `ConnectionReset`, and what waited never
+    /// leaves; a connection attempt waiting that long fails with
+    /// `TimedOut`. This is TCP giving up on retransmissions: Linux does so
+    /// after `tcp_retries2` = 15 backed-off retransmissions, about 924.6 s
+    /// with its 200 ms minimum RTO (`Documentation/networking/ip-sysctl.rst`),
+    /// or after `TCP_USER_TIMEOUT` when an application sets it (RFC 9293
+    /// §3.8.3 "USER TIMEOUT"; RFC 5482); read, not measured. Default: no
+    /// limit. A zero `limit` is an error from [`Sim::run`](crate::Sim::run).
+    ///
+    /// How it differs from real TCP: the real timeout ends only the end
+    /// whose bytes went unacknowledged; the other end learns of it when it
+    /// next sends after the repair (and gets a RST) or by its own timers.
+    /// Here both ends are reset at the same instant.
+    pub fn reset_after(mut self, limit: Duration) -> Self {
+        self.reset_after = Some(limit);
+        self
+    }
+
+    /// Fires at `at`, *simulated* time since the start of the run. A time
+    /// after the end of the run is an error from [`Sim::run`](crate::Sim::run).
+    pub fn at(self, at: Duration) -> Fault {
+        Fault(FaultKind::Host(HostFault {
+            at,
+            action: HostAction::Partition(self.a, self.b, self.reset_after),
+        }))
+    }
+}
+
 impl Fault {
     /// Shuts server host `host`'s tonic server down gracefully, as its
     /// `main` does on SIGTERM: the shutdown signal of tonic's
@@ -140,15 +181,121 @@ impl Fault {
         }
     }
 
-    /// Cuts the links between `a` and `b` in both directions (turmoil
-    /// `partition`); messages in flight are lost.
-    pub fn partition(a: impl Into<String>, b: impl Into<String>) -> HostFaultBuilder {
-        HostFaultBuilder {
-            action: HostAction::Partition(a.into(), b.into()),
+    /// Partitions `a` from `b`, both ways, the way TCP lives through it:
+    /// every byte either writes to the other waits at its sender (as in
+    /// TCP's retransmission queue, RFC 9293 §3.8.1) and leaves, in order,
+    /// at [`Fault::repair`]; a connection attempt between them waits too
+    /// (a real SYN is retransmitted) and completes at the repair, unless
+    /// the caller's `Endpoint::connect_timeout` gives up first. Streams in
+    /// flight resume on the same connection. The trace shows each frame
+    /// that waited (`[held: partitioned until repair]`) and when it left
+    /// (`released after …`). A host that crashes during the partition
+    /// loses what it kept back (`never left: …, then lost with its
+    /// sender's connection` at the end of the run), and the resets its
+    /// crash sends wait for the repair too.
+    ///
+    /// With [`PartitionBuilder::reset_after`], a connection whose oldest
+    /// waiting byte has waited that long is reset, as TCP gives up after
+    /// its retransmission timeouts. Without it a connection waits as long
+    /// as the partition lasts; a connection attempt gives up after 127 s
+    /// (Linux's `tcp_syn_retries` = 6).
+    ///
+    /// How it differs from real TCP (read, not measured): a real sender
+    /// retransmits on its retransmission timer (RFC 6298: at least 1 s,
+    /// Linux 200 ms, doubling after each loss), so after a repair the
+    /// bytes arrive at the next retransmission, up to one backed-off timeout
+    /// later; here they leave at the repair. The sender's back pressure is
+    /// the wire tap's 64 KiB send buffer, not a window. Bytes already on
+    /// the wire when the partition starts (written less than one link
+    /// latency before) still arrive. With [`SimBuilder::wire_tap`]`(false)`
+    /// the bytes wait the same way, but no frame is recorded.
+    ///
+    /// turmoil's own partition, which loses what is sent, is
+    /// [`Fault::black_hole`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// let cut = Fault::partition("player", "store")
+    ///     .reset_after(Duration::from_secs(15))
+    ///     .at(Duration::from_millis(100));
+    /// let heal = Fault::repair("player", "store").at(Duration::from_secs(2));
+    /// # let _ = (cut, heal);
+    /// ```
+    ///
+    /// [`SimBuilder::wire_tap`]: crate::SimBuilder::wire_tap
+    pub fn partition(a: impl Into<String>, b: impl Into<String>) -> PartitionBuilder {
+        PartitionBuilder {
+            a: a.into(),
+            b: b.into(),
+            reset_after: None,
         }
     }
 
-    /// Restores the links between `a` and `b` (turmoil `repair`).
+    /// Black-holes the links between `a` and `b` in both directions
+    /// (turmoil `partition`): every message sent across is dropped, and
+    /// turmoil's TCP never retransmits, so a connection that lost a segment
+    /// stays silent in that direction for good, even after
+    /// [`Fault::repair`] (it delivers segments strictly in sequence). A
+    /// connection attempt across fails at once (`ConnectionRefused`), where
+    /// a real SYN would wait. The trace marks each frame written into the
+    /// black hole `[lost in the black hole]` and each later one on the
+    /// same direction `[lost behind a frame the black hole dropped]`;
+    /// frames already on the wire when it starts are lost too, and are
+    /// shown as passed (the tap saw them leave).
+    ///
+    /// Use it for a link that loses data for good (a middlebox that
+    /// dropped its state); for a network that heals, use
+    /// [`Fault::partition`].
+    pub fn black_hole(a: impl Into<String>, b: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::BlackHole(a.into(), b.into()),
+        }
+    }
+
+    /// Pauses host `host` (a GC pause, SIGSTOP, a VM migration) until
+    /// [`Fault::resume`]: its connections stay open; every byte to or from
+    /// it waits at its sender and leaves at the resume, in order; a
+    /// connection attempt to it waits too. Peers' deadlines and keepalive
+    /// timers run on, and fire if the pause is long enough.
+    ///
+    /// turmoil cannot stop one host's clock, so this is an emulation on
+    /// the links, and it differs from a real pause (read, not measured):
+    /// the paused host's own code keeps running — its timers fire on time,
+    /// its handlers go on, what it writes is recorded when written and
+    /// waits — where a stopped process does nothing and fires its overdue
+    /// timers at the resume; a real kernel still acknowledges and buffers
+    /// bytes sent to a paused process (so peers' TCP does not retransmit
+    /// and no partition-like timeout applies) and completes new
+    /// handshakes into the listen backlog, where here a connection attempt
+    /// waits for the resume. No connection is reset by a pause.
+    ///
+    /// A resume without an earlier pause of the same host, or a second
+    /// pause before the resume, is an error from [`Sim::run`](crate::Sim::run).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// let stop = Fault::pause("store").at(Duration::from_millis(100));
+    /// let go = Fault::resume("store").at(Duration::from_secs(3));
+    /// # let _ = (stop, go);
+    /// ```
+    pub fn pause(host: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Pause(host.into()),
+        }
+    }
+
+    /// Resumes a host [`Fault::pause`] paused: what waited leaves now.
+    pub fn resume(host: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Resume(host.into()),
+        }
+    }
+
+    /// Restores the links between `a` and `b`: ends a [`Fault::partition`]
+    /// (the bytes that waited leave now) or a [`Fault::black_hole`]
+    /// (turmoil `repair`; what it lost stays lost).
     pub fn repair(a: impl Into<String>, b: impl Into<String>) -> HostFaultBuilder {
         HostFaultBuilder {
             action: HostAction::Repair(a.into(), b.into()),
@@ -158,7 +305,7 @@ impl Fault {
     /// Sets the one-way latency of the links between `a` and `b` (turmoil
     /// `set_link_latency`), *simulated* time. A latency longer than the run's
     /// duration is an error from [`Sim::run`](crate::Sim::run): use
-    /// [`Fault::partition`] to cut a link.
+    /// [`Fault::partition`] or [`Fault::black_hole`] to cut a link.
     pub fn link_latency(
         a: impl Into<String>,
         b: impl Into<String>,

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
-use super::tap::{spawn_writer, DirectionTap, KeepaliveConn};
+use super::tap::{reset_error, spawn_writer, DirectionTap, KeepaliveConn, Reset};
 use crate::sim::{lock_conn, ConnState, Shared, SharedConn};
 use crate::wire::Direction;
 
@@ -44,6 +44,9 @@ pub(crate) struct SimConn {
     /// Held while the connection is open, so a draining server host knows
     /// how many it still has ([`crate::Fault::shutdown`]).
     _open: Option<Arc<()>>,
+    /// Under link faults: reads and writes fail once a partition's
+    /// `reset_after` resets the connection.
+    reset: Option<(Arc<Reset>, Direction)>,
 }
 
 /// Which end of a connection this is.
@@ -56,7 +59,8 @@ pub(crate) struct End {
 
 impl SimConn {
     /// Wraps `stream` and starts the tap of the direction this end writes.
-    pub(crate) fn new(stream: turmoil::net::TcpStream, end: End) -> io::Result<Self> {
+    /// Returns the connection's id too.
+    pub(crate) fn new(stream: turmoil::net::TcpStream, end: End) -> io::Result<(Self, u32)> {
         let (local, remote) = (stream.local_addr()?, stream.peer_addr()?);
         let (client, server) = match end.direction {
             Direction::ClientToServer => (local, remote),
@@ -71,6 +75,7 @@ impl SimConn {
         let (conn, state) = end.shared.conns().open(client, server, || ConnState {
             keepalive: policy.map(|p| KeepaliveConn::new(p, now)),
             tap: Default::default(),
+            reset: Default::default(),
         });
         let policed = match end.direction {
             Direction::ServerToClient if policy.is_some() => Some(state.clone()),
@@ -80,23 +85,31 @@ impl SimConn {
         let info = PeerInfo {
             peer: end.peer.clone(),
         };
-        if !end.shared.wire_tap() {
-            return Ok(Self {
+        let links = end.shared.links().active();
+        let reset = links.then(|| (lock_conn(&state).reset.clone(), end.direction));
+        // Under link faults the writer task keeps bytes back even with the
+        // tap off (it then records nothing).
+        if !end.shared.wire_tap() && !links {
+            let conn_end = Self {
                 read,
                 write: Write::Direct(write),
                 info,
                 policed,
                 _open: None,
-            });
+                reset,
+            };
+            return Ok((conn_end, conn));
         }
         let tap = DirectionTap::new(end.shared, conn, end.direction, end.me, end.peer, state);
-        Ok(Self {
+        let conn_end = Self {
             read,
             write: Write::Tapped(PollSender::new(spawn_writer(tap, write))),
             info,
             policed,
             _open: None,
-        })
+            reset,
+        };
+        Ok((conn_end, conn))
     }
 
     /// Counts the connection in `open` until it is dropped.
@@ -120,6 +133,12 @@ impl AsyncRead for SimConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if let Some((reset, direction)) = &self.reset {
+            if reset.is_reset() {
+                return Poll::Ready(Err(reset_error()));
+            }
+            reset.wake_reader(*direction, cx.waker());
+        }
         if let Some(conn) = &self.policed {
             if let Some(ka) = lock_conn(conn).keepalive.as_mut() {
                 if ka.is_closed() {
@@ -144,6 +163,9 @@ impl AsyncWrite for SimConn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if self.reset.as_ref().is_some_and(|(r, _)| r.is_reset()) {
+            return Poll::Ready(Err(reset_error()));
+        }
         match &mut self.write {
             Write::Tapped(tx) => {
                 ready!(tx.poll_reserve(cx)).map_err(|_| closed())?;

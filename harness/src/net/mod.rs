@@ -3,9 +3,12 @@
 //! wire tap ([`tap`]) on its way out.
 
 mod conn;
+mod dial;
+mod links;
 mod tap;
 
 use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use futures_util::Stream;
@@ -14,7 +17,9 @@ use tonic::transport::{Endpoint, Uri};
 
 use conn::End;
 pub(crate) use conn::{PeerInfo, SimConn};
-pub(crate) use tap::{KeepaliveConn, TapPair, Until};
+use dial::Dial;
+pub(crate) use links::{LinkState, Links};
+pub(crate) use tap::{KeepaliveConn, Reset, TapPair, Until, Waiting};
 
 use crate::sim::Shared;
 use crate::wire::Direction;
@@ -40,7 +45,7 @@ pub(crate) async fn incoming(
                     peer: peer.into(),
                     direction: Direction::ServerToClient,
                 };
-                SimConn::new(stream, end)
+                SimConn::new(stream, end).map(|(conn, _)| conn)
             });
             Some((accepted, (listener, shared, host)))
         },
@@ -63,7 +68,8 @@ const RESET_STREAM_DURATION: std::time::Duration = std::time::Duration::from_sec
 /// `configure` sees a fresh `Endpoint` for `http://<to>:50051` and may set
 /// any tonic option (keepalive, timeouts, windows). An unknown `to` is
 /// recorded as a configuration error (the run fails with the list of known
-/// hosts) and every connection attempt fails with `NotFound`.
+/// hosts) and every connection attempt fails with `NotFound`. Every attempt
+/// is recorded (`net/dial.rs`); one across a partition waits for the repair.
 pub(crate) fn channel(
     shared: &Arc<Shared>,
     from: &str,
@@ -71,17 +77,16 @@ pub(crate) fn channel(
     configure: impl FnOnce(Endpoint) -> Endpoint,
 ) -> tonic::transport::Channel {
     let known = shared.check_host(to, &format!("channel() on host `{from}`"));
-    let endpoint = configure(
-        Endpoint::from_shared(format!("http://{to}:{PORT}"))
-            .unwrap_or_else(|_| Endpoint::from_static("http://invalid-host-name:50051"))
-            .http2_reset_stream_duration(RESET_STREAM_DURATION),
-    );
+    let endpoint = configure(endpoint(to));
     let target: Arc<str> = to.into();
     let me: Arc<str> = from.into();
     let shared = shared.clone();
+    // Dials of this channel, counted so that a redial says so.
+    let attempts = Arc::new(AtomicU32::new(0));
     endpoint.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
+        let attempt = attempts.fetch_add(1, Ordering::Relaxed) + 1;
         let peer = target.clone();
-        let dial = dial(shared.clone(), me.clone(), peer.clone());
+        let dial = dial(shared.clone(), me.clone(), peer.clone(), attempt);
         async move {
             if !known {
                 let msg = format!("unknown host `{peer}`");
@@ -108,11 +113,14 @@ pub(crate) fn unusable_channel(name: &str) -> tonic::transport::Channel {
 /// Opens one simulated connection from `from` to server host `to`, port
 /// [`PORT`], through the wire tap: what every client connector of the
 /// harness does (a plain channel's, and each replica connection of a
-/// balanced channel, `balance/`).
+/// balanced channel, `balance/`). The attempt (`attempt`: 1 for the first
+/// dial of that channel or replica connection, more for a redial) is
+/// recorded (`net/dial.rs`); across a partition it waits for the repair.
 pub(crate) fn dial(
     shared: Arc<Shared>,
     from: Arc<str>,
     to: Arc<str>,
+    attempt: u32,
 ) -> impl std::future::Future<Output = io::Result<SimConn>> + Send {
     let end = End {
         shared,
@@ -121,7 +129,36 @@ pub(crate) fn dial(
         direction: Direction::ClientToServer,
     };
     async move {
-        let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT)).await?;
-        SimConn::new(stream, end)
+        let mut dial = Dial::start(
+            end.shared.clone(),
+            end.me.clone(),
+            end.peer.clone(),
+            attempt,
+        );
+        let connected = async {
+            dial.wait_for_link().await?;
+            let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT)).await?;
+            SimConn::new(stream, end)
+        }
+        .await;
+        match connected {
+            Ok((conn, id)) => {
+                dial.connected(id);
+                Ok(conn)
+            }
+            Err(e) => {
+                dial.failed(&e);
+                Err(e)
+            }
+        }
     }
+}
+
+/// A fresh `Endpoint` for `http://<to>:50051`, with what every channel the
+/// harness makes sets before the user's options (see
+/// [`RESET_STREAM_DURATION`]).
+pub(crate) fn endpoint(to: &str) -> Endpoint {
+    Endpoint::from_shared(format!("http://{to}:{PORT}"))
+        .unwrap_or_else(|_| Endpoint::from_static("http://invalid-host-name:50051"))
+        .http2_reset_stream_duration(RESET_STREAM_DURATION)
 }

@@ -96,6 +96,42 @@ pub enum Fate {
     BehindHeld,
     /// Written by the harness, not by the sender's HTTP/2 stack.
     Injected,
+    /// Written while the link to its receiver was partitioned
+    /// ([`Fault::partition`](crate::Fault::partition)): it waits at its
+    /// sender, as in TCP's retransmission queue, and leaves at the repair
+    /// (a `FrameReleased` then), or never if the connection is reset
+    /// first; every later byte in that direction waits behind it.
+    Partitioned,
+    /// Written while its sender or its receiver was paused
+    /// ([`Fault::pause`](crate::Fault::pause)): it waits at its sender and
+    /// leaves at the resume (a `FrameReleased` then).
+    Paused,
+    /// Written while the link to its receiver was black-holed
+    /// ([`Fault::black_hole`](crate::Fault::black_hole)): turmoil dropped
+    /// it, and it never arrives.
+    Lost,
+    /// Written after an earlier frame of the same direction was lost in a
+    /// black hole: turmoil delivers a connection's segments strictly in
+    /// sequence and never retransmits, so this one never arrives either,
+    /// even after the repair.
+    LostBehind,
+}
+
+/// Why a connection attempt failed, as the connector saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// The SYN reached no listener, or was dropped at once (turmoil:
+    /// `ConnectionRefused`; a black-holed link fails this way too).
+    Refused,
+    /// The host is not in the sim.
+    UnknownHost,
+    /// The link stayed partitioned past the partition's `reset_after`, or
+    /// past the 127 s Linux gives a SYN (`tcp_syn_retries` = 6).
+    TimedOut,
+    /// Any other I/O error.
+    Other,
 }
 
 /// What a balanced channel's balancer learned about one replica's
@@ -160,15 +196,111 @@ pub enum EventKind {
     HostCrashed,
     /// The host's software was started again (turmoil `bounce`).
     HostRestarted,
-    /// The links between `host` and `peer` were cut (turmoil `partition`).
+    /// The links between `host` and `peer` were partitioned
+    /// ([`Fault::partition`](crate::Fault::partition)): bytes sent across
+    /// wait at their sender until the repair.
     Partitioned {
         /// The other side.
         peer: String,
+        /// After how long a waiting byte resets its connection, if ever,
+        /// *simulated* time.
+        #[serde(
+            rename = "reset_after_us",
+            serialize_with = "opt_micros",
+            skip_serializing_if = "Option::is_none"
+        )]
+        reset_after: Option<Duration>,
     },
-    /// The links between `host` and `peer` were restored (turmoil `repair`).
+    /// The links between `host` and `peer` were restored: bytes a
+    /// partition kept back leave now; a black hole stops losing new ones.
     Repaired {
         /// The other side.
         peer: String,
+    },
+    /// The links between `host` and `peer` became a black hole (turmoil
+    /// `partition`): every byte sent on them is lost.
+    BlackHoled {
+        /// The other side.
+        peer: String,
+    },
+    /// The host was paused ([`Fault::pause`](crate::Fault::pause)): every
+    /// byte to or from it waits at its sender until it resumes.
+    HostPaused,
+    /// The paused host resumed: the bytes kept back leave now.
+    HostResumed,
+    /// A channel on `host` started a connection attempt to `to`.
+    ConnectStarted {
+        /// The server host dialled.
+        to: String,
+        /// The attempt number on this channel, 1 for the first dial; a
+        /// higher one is a redial.
+        attempt: u32,
+    },
+    /// A connection attempt waits: the link to `to` is partitioned, or one
+    /// of the two hosts is paused (a real SYN is retransmitted until it
+    /// gets through).
+    ConnectWaiting {
+        /// The server host dialled.
+        to: String,
+        /// The attempt number on this channel.
+        attempt: u32,
+        /// Whether a pause holds it (else a partition).
+        paused: bool,
+    },
+    /// A connection attempt succeeded: `conn` is the new connection.
+    Connected {
+        /// The connection.
+        conn: u32,
+        /// The server host.
+        to: String,
+        /// The attempt number on this channel.
+        attempt: u32,
+        /// From the start of the attempt, *simulated* time.
+        #[serde(rename = "took_us", serialize_with = "micros")]
+        took: Duration,
+        /// Whether it waited for a partition or a pause.
+        waited: bool,
+    },
+    /// A connection attempt failed.
+    ConnectFailed {
+        /// The server host dialled.
+        to: String,
+        /// The attempt number on this channel.
+        attempt: u32,
+        /// Why.
+        reason: ConnectFailure,
+        /// From the start of the attempt, *simulated* time.
+        #[serde(rename = "took_us", serialize_with = "micros")]
+        took: Duration,
+        /// Whether it waited for a partition or a pause.
+        waited: bool,
+    },
+    /// The caller gave up a connection attempt before it ended: tonic's
+    /// `Endpoint::connect_timeout` fired (or the channel was dropped).
+    ConnectAbandoned {
+        /// The server host dialled.
+        to: String,
+        /// The attempt number on this channel.
+        attempt: u32,
+        /// From the start of the attempt, *simulated* time.
+        #[serde(rename = "after_us", serialize_with = "micros")]
+        after: Duration,
+        /// Whether it was waiting for a partition or a pause.
+        waited: bool,
+    },
+    /// A partition's `reset_after` ran out while bytes of `host` waited on
+    /// the connection: the connection is reset at both ends (reads and
+    /// writes fail with `ConnectionReset`), and what waited never leaves.
+    ConnReset {
+        /// The connection.
+        conn: u32,
+        /// The host at the other end.
+        to: String,
+        /// How long the oldest byte had waited, *simulated* time.
+        #[serde(rename = "waited_us", serialize_with = "micros")]
+        waited: Duration,
+        /// Frames of `host` that waited and were discarded.
+        discarded: usize,
     },
     /// The one-way latency between `host` and `peer` was set.
     LinkLatency {

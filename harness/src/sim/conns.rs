@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::net::{KeepaliveConn, TapPair};
+use crate::net::{KeepaliveConn, Reset, TapPair};
+use crate::wire::Direction;
 
 /// A connection's (client address, server address).
 type Pair = (SocketAddr, SocketAddr);
@@ -21,6 +22,8 @@ pub(crate) struct ConnState {
     pub(crate) keepalive: Option<KeepaliveConn>,
     /// What the two directions' taps tell each other.
     pub(crate) tap: TapPair,
+    /// Set when a partition's `reset_after` resets the connection.
+    pub(crate) reset: Arc<Reset>,
 }
 
 /// One connection, shared by its two ends.
@@ -59,6 +62,25 @@ impl Registry {
             (*next, Arc::new(Mutex::new(init())))
         });
         (*id, state.clone())
+    }
+
+    /// Notes that a segment from `src` to `dst` was lost (a black hole
+    /// swallowed it on the wire): that direction of its connection delivers
+    /// nothing more. Unknown pairs (a SYN's, a dropped connection's) are
+    /// ignored.
+    pub(crate) fn lost_on_the_wire(&self, src: SocketAddr, dst: SocketAddr) {
+        let guard = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        let found = match guard.1.get(&(src, dst)) {
+            Some((_, state)) => Some((state.clone(), Direction::ClientToServer)),
+            None => guard
+                .1
+                .get(&(dst, src))
+                .map(|(_, state)| (state.clone(), Direction::ServerToClient)),
+        };
+        drop(guard);
+        if let Some((state, direction)) = found {
+            lock(&state).tap.broke(direction);
+        }
     }
 
     /// Every connection seen so far, by id.

@@ -75,7 +75,8 @@ impl Sim {
             clients.iter().map(|(n, _)| n.clone()).collect(),
             rules,
         )
-        .with_replica_sets(&replica_sets);
+        .with_replica_sets(&replica_sets)
+        .with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()));
         let shared = Arc::new(if config.wire_tap {
             shared
         } else {
@@ -270,16 +271,46 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
         HostAction::Restart(h) => {
             shared.shutdowns.stopped(h);
             rec.push(h, EventKind::HostRestarted);
+            hold_held_links(world, shared, h);
             let _host = tracing::info_span!("node", name = h.as_str()).entered();
             world.bounce(h.as_str());
         }
-        HostAction::Partition(a, b) => {
-            rec.push(a, EventKind::Partitioned { peer: b.clone() });
+        HostAction::Partition(a, b, reset_after) => {
+            rec.push(
+                a,
+                EventKind::Partitioned {
+                    peer: b.clone(),
+                    reset_after: *reset_after,
+                },
+            );
+            // Emulated in the wiring (net/links.rs), not by turmoil, whose
+            // partition loses what is sent.
+            shared.links().partition(a, b, *reset_after);
+        }
+        HostAction::BlackHole(a, b) => {
+            rec.push(a, EventKind::BlackHoled { peer: b.clone() });
+            shared.links().black_hole(a, b);
+            lost_on_the_wire(world, shared, a, b);
             world.partition(a.as_str(), b.as_str());
         }
         HostAction::Repair(a, b) => {
             rec.push(a, EventKind::Repaired { peer: b.clone() });
+            // Ends either kind; turmoil's repair is a no-op on a link it
+            // never partitioned.
+            shared.links().repair(a, b);
             world.repair(a.as_str(), b.as_str());
+            release_open_link(world, shared, a, b);
+        }
+        HostAction::Pause(h) => {
+            rec.push(h, EventKind::HostPaused);
+            shared.links().pause(h);
+        }
+        HostAction::Resume(h) => {
+            rec.push(h, EventKind::HostResumed);
+            shared.links().resume(h);
+            for peer in shared.known_hosts().iter().filter(|p| *p != h) {
+                release_open_link(world, shared, h, peer);
+            }
         }
         HostAction::Release(name) => shared.release(name, None),
         HostAction::Leave(h) | HostAction::Join(h) => {
@@ -316,6 +347,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
 fn crash(world: &mut turmoil::Sim<'static>, shared: &Shared, host: &str) {
     shared.shutdowns.stopped(host);
     shared.recorder.push(host, EventKind::HostCrashed);
+    hold_held_links(world, shared, host);
     // Code that runs as the host's tasks are dropped is the host's.
     let _host = tracing::info_span!("node", name = host).entered();
     world.crash(host);
@@ -339,6 +371,56 @@ fn report_still_draining(shared: &Shared, ended: Duration) {
     }
 }
 
+/// Before `host` crashes or restarts: on each of its links that holds bytes
+/// (a partition, a pause), turmoil holds what the crash sends (the FINs and
+/// RSTs of its dropped sockets, which bypass the writer tasks) until the
+/// link opens, instead of letting it cross.
+fn hold_held_links(world: &turmoil::Sim<'static>, shared: &Shared, host: &str) {
+    for peer in shared.known_hosts().iter().filter(|p| *p != host) {
+        if shared.links().state(host, peer).holds() {
+            world.hold(host, peer.as_str());
+        }
+    }
+}
+
+/// Once the link between `a` and `b` is open in the links table, delivers
+/// what turmoil held on it ([`hold_held_links`]). Only then: turmoil's
+/// release also ends its partition, which a black hole still needs.
+fn release_open_link(world: &turmoil::Sim<'static>, shared: &Shared, a: &str, b: &str) {
+    if shared.links().active() && shared.links().state(a, b) == crate::net::LinkState::Open {
+        world.release(a, b);
+    }
+}
+
+/// Notes every TCP segment on the wire between `a` and `b` that turmoil's
+/// partition is about to drop: its direction delivers nothing more (turmoil
+/// delivers in sequence and never retransmits), so the tap marks the
+/// frames written after it as lost.
+fn lost_on_the_wire(world: &turmoil::Sim<'static>, shared: &Shared, a: &str, b: &str) {
+    use turmoil::{Protocol, Segment};
+    let (a, b) = (world.lookup(a), world.lookup(b));
+    let mut lost = Vec::new();
+    world.links(|links| {
+        for link in links {
+            let (x, y) = link.pair();
+            if (x, y) != (a, b) && (x, y) != (b, a) {
+                continue;
+            }
+            for sent in link {
+                if matches!(
+                    sent.protocol(),
+                    Protocol::Tcp(Segment::Data(..) | Segment::Fin(_))
+                ) {
+                    lost.push(sent.pair());
+                }
+            }
+        }
+    });
+    for (src, dst) in lost {
+        shared.conns().lost_on_the_wire(src, dst);
+    }
+}
+
 /// Frames kept back that never left, recorded at the end of the run: held
 /// for a release that never came, due after the end, or queued behind
 /// such a frame, on a connection that stayed open or died with them.
@@ -346,7 +428,7 @@ fn report_never_left(shared: &Shared, ended: Duration) {
     for (conn, state) in shared.conns().all() {
         let state = super::lock_conn(&state);
         for w in state.tap.still_waiting() {
-            let waiting_for = waiting_for(&w.until);
+            let waiting_for = never_left_because(shared, w);
             shared.recorder.push_at(
                 ended,
                 &w.from,
@@ -391,6 +473,25 @@ fn waiting_for(until: &Until) -> String {
     match until {
         Until::At(t) => format!("held until {}", fmt_duration(*t)),
         Until::Released(name) => format!("held until release {name:?}"),
+        Until::Link { paused: false } => "held by the partition".to_owned(),
+        Until::Link { paused: true } => "held by the pause".to_owned(),
+    }
+}
+
+/// [`waiting_for`], for the end of the run: a frame a link held that is
+/// still waiting either waits for a repair or resume that never came, or
+/// died with its sender (a crash stops the writer task that held it).
+fn never_left_because(shared: &Shared, w: &crate::net::Waiting) -> String {
+    let why = waiting_for(&w.until);
+    match w.until {
+        Until::Link { paused } if shared.links().state(&w.from, &w.to).holds() => {
+            format!(
+                "{why}, never {}",
+                if paused { "resumed" } else { "repaired" }
+            )
+        }
+        Until::Link { .. } => format!("{why}, then lost with its sender's connection"),
+        _ => why,
     }
 }
 
@@ -400,7 +501,7 @@ fn kept_back(shared: &Shared) -> Vec<String> {
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for (_, state) in shared.conns().all() {
         for w in super::lock_conn(&state).tap.still_waiting() {
-            let why = waiting_for(&w.until);
+            let why = never_left_because(shared, w);
             *counts
                 .entry(format!("{}→{} {why}", w.from, w.to))
                 .or_default() += 1;

@@ -47,6 +47,8 @@ pub(crate) struct Shared {
     pub(crate) replicas: super::replicas::Replicas,
     /// Graceful shutdowns of server hosts ([`crate::Fault::shutdown`]).
     pub(crate) shutdowns: super::shutdown::Shutdowns,
+    /// Partitions, black holes and pauses in force.
+    links: crate::net::Links,
 }
 
 impl Shared {
@@ -66,6 +68,7 @@ impl Shared {
             retry_uses: super::retry_use::RetryUses::default(),
             replicas: super::replicas::Replicas::default(),
             shutdowns: super::shutdown::Shutdowns::default(),
+            links: crate::net::Links::default(),
         }
     }
 
@@ -73,6 +76,18 @@ impl Shared {
     pub(crate) fn with_replica_sets(mut self, sets: &[super::ReplicaSet]) -> Self {
         self.replicas = super::replicas::Replicas::new(sets);
         self
+    }
+
+    /// Makes the links table active: the run has partition, black hole or
+    /// pause faults.
+    pub(crate) fn with_link_faults(mut self, active: bool) -> Self {
+        self.links = crate::net::Links::new(active);
+        self
+    }
+
+    /// The links table (partitions, black holes, pauses in force).
+    pub(crate) fn links(&self) -> &crate::net::Links {
+        &self.links
     }
 
     fn known(&self) -> Vec<String> {

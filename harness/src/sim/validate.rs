@@ -106,6 +106,7 @@ impl Sim {
         }
         self.check_keepalive(&unknown)?;
         self.check_membership()?;
+        self.check_pauses()?;
         self.check_wire_tap()
     }
 
@@ -203,6 +204,40 @@ impl Sim {
         Ok(())
     }
 
+    /// Pauses and resumes of each host alternate, starting with a pause
+    /// (in time order; faults at the same instant in the order added).
+    fn check_pauses(&self) -> Result<(), Error> {
+        let mut faults: Vec<&HostFault> = self
+            .faults
+            .iter()
+            .filter_map(|f| match &f.0 {
+                FaultKind::Host(h) => Some(h),
+                _ => None,
+            })
+            .collect();
+        faults.sort_by_key(|f| f.at);
+        let fmt = crate::trace::fmt_duration;
+        let mut paused: BTreeSet<&str> = BTreeSet::new();
+        for f in faults {
+            match &f.action {
+                HostAction::Pause(h) if !paused.insert(h) => {
+                    return Err(Error::new(Kind::Misconfigured(format!(
+                        "pause of {h} at {}: {h} is already paused; add a Fault::resume(\"{h}\") before it",
+                        fmt(f.at)
+                    ))));
+                }
+                HostAction::Resume(h) if !paused.remove(h.as_str()) => {
+                    return Err(Error::new(Kind::Misconfigured(format!(
+                        "resume of {h} at {}: {h} is not paused then; add a Fault::pause(\"{h}\") at an earlier time, or remove the resume",
+                        fmt(f.at)
+                    ))));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Frame faults, injections and keepalive policies act in the wire tap.
     fn check_wire_tap(&self) -> Result<(), Error> {
         if self.config.wire_tap {
@@ -256,6 +291,14 @@ impl Sim {
         }
         if let HostAction::Release(name) = &fault.action {
             self.check_release(name)?;
+        }
+        if let HostAction::Partition(a, b, Some(limit)) = &fault.action {
+            if limit.is_zero() {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "partition between {a} and {b} with reset_after(0) would reset every connection at the first byte; \
+                     give it a positive limit, or leave it out to wait for the repair"
+                ))));
+            }
         }
         if let [a, b] = fault.action.hosts()[..] {
             if a == b {

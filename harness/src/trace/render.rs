@@ -30,6 +30,13 @@ pub struct RenderOptions {
     /// without END_STREAM) into one line: `c1 s1 DATA ×126 1377768 bytes
     /// (last at 50.000)`, at the first frame's time. Default: true.
     pub fold_data: bool,
+    /// Show every connection attempt and its outcome
+    /// ([`EventKind::ConnectStarted`](crate::EventKind::ConnectStarted),
+    /// `Connected`, `ConnectFailed`, `ConnectAbandoned`). Without it only
+    /// the attempts that waited for a partition or a pause are shown (with
+    /// why, and when the channel came back). Default: false; true in
+    /// [`RenderOptions::everything`].
+    pub connections: bool,
 }
 
 impl Default for RenderOptions {
@@ -39,6 +46,7 @@ impl Default for RenderOptions {
             frames: true,
             noise: false,
             fold_data: true,
+            connections: false,
         }
     }
 }
@@ -51,6 +59,7 @@ impl RenderOptions {
             frames: true,
             noise: true,
             fold_data: false,
+            connections: true,
         }
     }
 

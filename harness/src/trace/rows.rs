@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{fmt_duration, RenderOptions};
-use crate::recorder::event::{Event, EventKind, Fate, LayerSide, Outcome};
+use crate::recorder::event::{ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome};
 
 /// The timeline's column headings.
 pub(crate) const COLUMNS: [&str; 3] = ["t(ms)", "where", "event"];
@@ -39,6 +39,8 @@ pub(crate) enum RowKind {
     /// Untouched by a rule, but queued behind a kept-back frame.
     BehindFrame,
     InjectedFrame,
+    /// A connection attempt, its outcome, a reset.
+    Connection,
     Fault,
     ProtocolError,
     Policy,
@@ -58,6 +60,7 @@ impl RowKind {
             Self::HeldFrame => "frame held",
             Self::BehindFrame => "frame behind",
             Self::InjectedFrame => "frame injected",
+            Self::Connection => "connection",
             Self::Fault => "fault",
             Self::ProtocolError => "protocol-error",
             Self::Policy => "policy",
@@ -146,13 +149,21 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::RetryDecision { .. } => RowKind::Retry,
         EventKind::Frame { fate, .. } => match fate {
             Fate::Passed => RowKind::Frame,
-            Fate::Dropped => RowKind::DroppedFrame,
-            Fate::Held | Fate::Delayed { .. } => RowKind::HeldFrame,
+            Fate::Dropped | Fate::Lost | Fate::LostBehind => RowKind::DroppedFrame,
+            Fate::Held | Fate::Delayed { .. } | Fate::Partitioned | Fate::Paused => {
+                RowKind::HeldFrame
+            }
             Fate::Behind { .. } | Fate::BehindHeld => RowKind::BehindFrame,
             Fate::Injected => RowKind::InjectedFrame,
         },
         EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
         EventKind::ConnClosed { .. } => RowKind::Frame,
+        EventKind::ConnectStarted { .. }
+        | EventKind::ConnectWaiting { .. }
+        | EventKind::Connected { .. }
+        | EventKind::ConnectFailed { .. }
+        | EventKind::ConnectAbandoned { .. }
+        | EventKind::ConnReset { .. } => RowKind::Connection,
         EventKind::HostCrashed
         | EventKind::HostRestarted
         | EventKind::ShutdownStarted { .. }
@@ -160,6 +171,9 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::ShutdownGraceOver { .. }
         | EventKind::ShutdownStillDraining { .. }
         | EventKind::Partitioned { .. }
+        | EventKind::BlackHoled { .. }
+        | EventKind::HostPaused
+        | EventKind::HostResumed
         | EventKind::Repaired { .. }
         | EventKind::LinkLatency { .. }
         | EventKind::FaultFired { .. }
@@ -186,6 +200,13 @@ fn shown(e: &Event, options: &RenderOptions) -> bool {
         | EventKind::FrameNeverLeft { .. }
         | EventKind::ProtocolError { .. } => options.frames,
         EventKind::ConnClosed { .. } => options.frames && options.noise,
+        // A dial that waited for a partition or a pause says why a call
+        // waited and when its channel came back: shown by default. Other
+        // dials are routine (`connections` shows them).
+        EventKind::ConnectStarted { .. } => options.connections,
+        EventKind::Connected { waited, .. }
+        | EventKind::ConnectFailed { waited, .. }
+        | EventKind::ConnectAbandoned { waited, .. } => options.connections || *waited,
         EventKind::Log { level, .. } => options.debug_logs || !matches!(*level, "DEBUG" | "TRACE"),
         _ => true,
     }
@@ -238,7 +259,115 @@ fn line(e: &Event) -> (String, String) {
             }
             (host, text)
         }
-        EventKind::Partitioned { peer } => (format!("{host}↔{peer}"), "partitioned".into()),
+        EventKind::Partitioned { peer, reset_after } => {
+            let mut text = "partitioned: bytes wait at their senders until repair".to_owned();
+            if let Some(d) = reset_after {
+                let _ = write!(
+                    text,
+                    "; a connection resets after {} of waiting",
+                    fmt_duration(*d)
+                );
+            }
+            (format!("{host}↔{peer}"), text)
+        }
+        EventKind::BlackHoled { peer } => (
+            format!("{host}↔{peer}"),
+            "black hole: bytes sent across are lost".into(),
+        ),
+        EventKind::HostPaused => (
+            host,
+            "host paused: bytes to and from it wait until resume".into(),
+        ),
+        EventKind::HostResumed => (host, "host resumed".into()),
+        EventKind::ConnectStarted { to, attempt } => (
+            format!("{host}→{to}"),
+            if *attempt == 1 {
+                "connect attempt 1".to_owned()
+            } else {
+                format!("connect attempt {attempt} (redial)")
+            },
+        ),
+        EventKind::ConnectWaiting {
+            to,
+            attempt,
+            paused,
+        } => {
+            (
+                format!("{host}→{to}"),
+                if *paused {
+                    format!("connect attempt {attempt} waits: a host is paused")
+                } else {
+                    format!("connect attempt {attempt} waits: partitioned, the SYN is retried until repair")
+                },
+            )
+        }
+        EventKind::Connected {
+            conn,
+            to,
+            attempt,
+            took,
+            waited,
+        } => (
+            format!("{host}→{to}"),
+            format!(
+                "c{conn} connected after {}{} (attempt {attempt})",
+                fmt_duration(*took),
+                if *waited {
+                    ", once the link opened"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        EventKind::ConnectFailed {
+            to,
+            attempt,
+            reason,
+            took,
+            ..
+        } => {
+            let why = match reason {
+                ConnectFailure::Refused => "refused",
+                ConnectFailure::UnknownHost => "unknown host",
+                ConnectFailure::TimedOut => "timed out",
+                ConnectFailure::Other => "I/O error",
+            };
+            (
+                format!("{host}→{to}"),
+                format!(
+                    "connect attempt {attempt} failed: {why} after {}",
+                    fmt_duration(*took)
+                ),
+            )
+        }
+        EventKind::ConnectAbandoned {
+            to, attempt, after, ..
+        } => (
+            format!("{host}→{to}"),
+            format!(
+                "connect attempt {attempt} given up by the caller after {} (its connect timeout)",
+                fmt_duration(*after)
+            ),
+        ),
+        EventKind::ConnReset {
+            conn,
+            to,
+            waited,
+            discarded,
+        } => {
+            let mut text = format!(
+                "c{conn} reset at both ends: bytes waited {} for the partition (reset_after)",
+                fmt_duration(*waited)
+            );
+            match discarded {
+                0 => {}
+                1 => text.push_str("; 1 frame discarded"),
+                n => {
+                    let _ = write!(text, "; {n} frames discarded");
+                }
+            }
+            (format!("{host}→{to}"), text)
+        }
         EventKind::Repaired { peer } => (format!("{host}↔{peer}"), "repaired".into()),
         EventKind::LinkLatency { peer, latency } => (
             format!("{host}↔{peer}"),
@@ -369,6 +498,10 @@ fn line(e: &Event) -> (String, String) {
                 }
                 Fate::BehindHeld => text.push_str(" [behind a held frame]"),
                 Fate::Injected => text.push_str(" [injected]"),
+                Fate::Partitioned => text.push_str(" [held: partitioned until repair]"),
+                Fate::Paused => text.push_str(" [held: paused until resume]"),
+                Fate::Lost => text.push_str(" [lost in the black hole]"),
+                Fate::LostBehind => text.push_str(" [lost behind a frame the black hole dropped]"),
             }
             (format!("{host}→{to}"), text)
         }

@@ -245,8 +245,14 @@ fn replay(trace: &Trace) -> Vec<Stall> {
             .or_insert_with(|| Dir::new(&e.host));
         let left = clock.entry(me.clone()).or_insert(Some(Duration::ZERO));
         let left_at = match fate {
-            Fate::Dropped => continue,
-            Fate::Delayed { .. } | Fate::Held | Fate::Behind { .. } | Fate::BehindHeld => {
+            // Never reaches the receiver.
+            Fate::Dropped | Fate::Lost | Fate::LostBehind => continue,
+            Fate::Delayed { .. }
+            | Fate::Held
+            | Fate::Behind { .. }
+            | Fate::BehindHeld
+            | Fate::Partitioned
+            | Fate::Paused => {
                 let released = releases.get_mut(&me).and_then(VecDeque::pop_front);
                 *left = match (*left, released) {
                     (Some(l), Some(r)) => Some(l.max(r)),

@@ -43,7 +43,10 @@ impl Trace {
                     detail,
                     fate,
                     ..
-                } if receiver == to && frame == "HEADERS" && *fate != Fate::Dropped => {
+                } if receiver == to
+                    && frame == "HEADERS"
+                    && !matches!(fate, Fate::Dropped | Fate::Lost | Fate::LostBehind) =>
+                {
                     request_path(detail).map(|path| (path, e.at))
                 }
                 _ => None,

@@ -17,6 +17,7 @@ mod graceful_drain;
 mod injected_resets;
 mod keepalive_mismatch;
 mod keepalive_world;
+mod partition_heals;
 mod proxy_timeout;
 mod queueing;
 mod receiver_speed;
@@ -101,6 +102,7 @@ pub fn all() -> Vec<Scenario> {
         rolling_restart::SCENARIO,
         connection_age::SCENARIO,
         graceful_drain::SCENARIO,
+        partition_heals::SCENARIO,
     ]
 }
 

@@ -53,6 +53,7 @@ impl DirectionTap {
             release: release.max(keep.release),
             hold: None,
             kept,
+            link_since: keep.link_since,
         });
     }
 

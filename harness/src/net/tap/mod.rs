@@ -13,6 +13,16 @@
 //! so that the policy's reaction goes out right after the PING ACK that
 //! triggered it, and nothing the server writes after it does.
 //!
+//! While the link between the two hosts holds bytes (a TCP-like
+//! partition, a paused host: `net/links.rs`), every frame written waits in
+//! the writer task and leaves, in order, when the link opens; a partition's
+//! `reset_after` resets the connection when the oldest waits too long
+//! ([`DirectionTap::reset_conn`]). A frame written into a black hole is
+//! marked lost, and so is every later frame of that direction (turmoil
+//! never retransmits). With the tap off (`SimBuilder::wire_tap(false)`)
+//! but such faults in the run, the tap runs *silent*: it records nothing
+//! and only keeps bytes back for the links.
+//!
 //! Both directions of a connection share a [`TapPair`]: the SETTINGS in
 //! flight (so that one direction's frame-size limit follows what the other
 //! direction's receiver advertised, from the sender's ACK on, RFC 9113
@@ -26,6 +36,7 @@ mod inject;
 pub(crate) mod keepalive;
 mod pair;
 mod react;
+mod reset;
 mod writer;
 
 use std::collections::VecDeque;
@@ -36,9 +47,11 @@ use bytes::{Bytes, BytesMut};
 
 pub(crate) use keepalive::KeepaliveConn;
 pub(crate) use pair::{TapPair, Until, Waiting};
+pub(crate) use reset::{reset_error, Reset};
 pub(crate) use writer::spawn_writer;
 
 use crate::fault::{FrameAction, FrameInfo, Injection};
+use crate::net::LinkState;
 use crate::policy::{Action, PingVerdict, TOO_MANY_PINGS};
 use crate::recorder::event::{EventKind, Fate};
 use crate::sim::{lock_conn, Shared, SharedConn};
@@ -54,6 +67,9 @@ pub(crate) struct Out {
     pub(crate) hold: Option<Arc<str>>,
     /// For a kept-back frame: what to record when it leaves.
     pub(crate) kept: Option<Kept>,
+    /// When it was written, if the link held bytes then (*simulated*
+    /// time): the start of its wait for a partition's `reset_after`.
+    pub(crate) link_since: Option<Duration>,
 }
 
 /// How a frame waits, from its own action and what queues ahead of it.
@@ -67,6 +83,8 @@ struct Keep {
     hold: Option<Arc<str>>,
     /// What the trace says it waits for; `None`: it passes.
     until: Option<Until>,
+    /// Set when the link holds bytes now: when it was written.
+    link_since: Option<Duration>,
 }
 
 /// A kept-back frame, remembered until it leaves.
@@ -102,6 +120,9 @@ pub(crate) struct DirectionTap {
     /// sender writes from then on is dropped, and the writer closes the
     /// connection once the queue is out.
     closing: bool,
+    /// The wire tap is off, but the run has link faults: record nothing,
+    /// only keep bytes back while the link holds them.
+    silent: bool,
 }
 
 impl DirectionTap {
@@ -117,7 +138,10 @@ impl DirectionTap {
         let reacts = policed && direction == Direction::ServerToClient;
         Self {
             decoder: Decoder::new(direction),
-            cut: shared.has_frame_rules() || reacts,
+            // Cut at frame boundaries under link faults too, so that each
+            // frame waits (and is released) on its own.
+            cut: shared.has_frame_rules() || reacts || shared.links().active(),
+            silent: !shared.wire_tap(),
             triggers: shared.triggers_between(&from, &to),
             shared,
             conn,
@@ -159,6 +183,17 @@ impl DirectionTap {
         if self.closing {
             return;
         }
+        if self.silent {
+            let link_since = self.link_holds().then(|| self.shared.recorder.now());
+            out.push_back(Out {
+                bytes: chunk,
+                release: None,
+                hold: None,
+                kept: None,
+                link_since,
+            });
+            return;
+        }
         if self.cut {
             self.pending.extend_from_slice(&chunk);
         }
@@ -190,6 +225,7 @@ impl DirectionTap {
                 release: None,
                 hold: None,
                 kept: None,
+                link_since: None,
             });
         } else if self.decoder.is_opaque() {
             let end = self.base + self.pending.len() as u64;
@@ -232,17 +268,20 @@ impl DirectionTap {
         let info = self.frame_info(frame, ack, now);
         let action = self.shared.frame_action(&info).cloned();
         let keep = self.keep(action.as_ref(), now, out);
+        let lost = self.lost(action.as_ref());
         // A frame the rule kept back says so; one that only waits behind
         // a kept-back frame says that instead, so a reader does not take it
         // for a match of the rule.
-        let fate = match (&action, &keep.until, keep.own) {
+        let fate = lost.unwrap_or(match (&action, &keep.until, keep.own) {
             (Some(FrameAction::Drop), ..) => Fate::Dropped,
+            (_, Some(Until::Link { paused: true }), _) => Fate::Paused,
+            (_, Some(Until::Link { paused: false }), _) => Fate::Partitioned,
             (_, Some(Until::At(until)), true) => Fate::Delayed { until: *until },
             (_, Some(Until::Released(_)), true) => Fate::Held,
             (_, Some(Until::At(until)), false) => Fate::Behind { until: *until },
             (_, Some(Until::Released(_)), false) => Fate::BehindHeld,
             (_, None, _) => Fate::Passed,
-        };
+        });
         let (detail, noise) = describe::describe(frame);
         let name = frame.ty.to_string();
         // `now` was read above: reading the simulated clock costs a lookup
@@ -271,7 +310,7 @@ impl DirectionTap {
                 let kept = keep
                     .until
                     .map(|until| self.kept(frame.stream_id, name, now, until));
-                self.emit(end, keep.release, keep.hold, kept, out);
+                self.emit_held(end, keep.release, keep.hold, kept, keep.link_since, out);
             }
         }
         self.fire_triggers(frame, ack, now, keep.release, out);
@@ -305,17 +344,50 @@ impl DirectionTap {
                 .find(|h| !self.shared.is_released(h))
                 .cloned()
         };
+        // The link: a frame written while it holds bytes waits for it,
+        // whatever else holds it, and the trace says the link is why.
+        let link = self.shared.links().state(&self.from, &self.to);
+        let by_link = link.holds().then_some(Until::Link {
+            paused: link == LinkState::Paused,
+        });
         let until = hold
             .clone()
-            .or_else(held_ahead)
             .map(Until::Released)
+            .or(by_link)
+            .or_else(|| held_ahead().map(Until::Released))
             .or(release.map(Until::At));
         Keep {
             own: own.is_some() || hold.is_some(),
             release,
             hold,
             until,
+            link_since: link.holds().then_some(now),
         }
+    }
+
+    /// Whether the link to the receiver holds bytes now (a partition, a
+    /// pause).
+    fn link_holds(&self) -> bool {
+        self.shared.links().state(&self.from, &self.to).holds()
+    }
+
+    /// Whether a frame written now is lost, and how: written into a black
+    /// hole ([`Fate::Lost`]), or behind a frame that was
+    /// ([`Fate::LostBehind`]): turmoil delivers in sequence and never
+    /// retransmits. Decided when the frame is written; a frame a fault
+    /// drops is not on the wire at all.
+    fn lost(&self, action: Option<&FrameAction>) -> Option<Fate> {
+        if !self.shared.links().active() || matches!(action, Some(FrameAction::Drop)) {
+            return None;
+        }
+        let direction = self.decoder.direction();
+        let mut state = lock_conn(&self.conn_state);
+        if self.shared.links().state(&self.from, &self.to) == LinkState::BlackHole {
+            let behind = state.tap.is_broken(direction);
+            state.tap.broke(direction);
+            return Some(if behind { Fate::LostBehind } else { Fate::Lost });
+        }
+        state.tap.is_broken(direction).then_some(Fate::LostBehind)
     }
 
     /// What the fault rules and triggers match `frame` on.
@@ -498,6 +570,45 @@ impl DirectionTap {
         });
     }
 
+    /// The connection's reset flag, shared with both ends.
+    pub(crate) fn reset_flag(&self) -> Arc<Reset> {
+        lock_conn(&self.conn_state).reset.clone()
+    }
+
+    /// When this direction resets the connection, if the link is
+    /// partitioned with a `reset_after` now: that long after the oldest
+    /// queued byte written while the link held bytes (TCP's retransmission
+    /// timer starts when a segment is first sent). *Simulated* time.
+    pub(crate) fn reset_due(&self, queue: &VecDeque<Out>) -> Option<(Duration, Duration)> {
+        let LinkState::Partitioned {
+            reset_after: Some(limit),
+        } = self.shared.links().state(&self.from, &self.to)
+        else {
+            return None;
+        };
+        let since = queue.iter().find_map(|o| o.link_since)?;
+        Some((since, since.saturating_add(limit)))
+    }
+
+    /// Resets the connection at both ends: what either direction kept back
+    /// is discarded (it never leaves), and the reset is recorded here, at
+    /// the host whose bytes waited `since` (*simulated* time).
+    pub(crate) fn reset_conn(&self, since: Duration, queue: &mut VecDeque<Out>) {
+        let (discarded, reset) = {
+            let mut state = lock_conn(&self.conn_state);
+            (state.tap.discard_waiting(), state.reset.clone())
+        };
+        queue.clear();
+        let now = self.shared.recorder.now();
+        self.record(EventKind::ConnReset {
+            conn: self.conn,
+            to: self.to.to_string(),
+            waited: now.saturating_sub(since),
+            discarded,
+        });
+        reset.fire();
+    }
+
     /// Records that the sender closed its end of the connection.
     pub(crate) fn record_closed(&self) {
         self.record(EventKind::ConnClosed {
@@ -582,24 +693,42 @@ impl DirectionTap {
         kept: Option<Kept>,
         out: &mut VecDeque<Out>,
     ) {
+        self.emit_held(end, release, hold, kept, None, out);
+    }
+
+    /// [`DirectionTap::emit`], for bytes written while the link holds
+    /// bytes (`link_since`: when).
+    fn emit_held(
+        &mut self,
+        end: u64,
+        release: Option<Duration>,
+        hold: Option<Arc<str>>,
+        kept: Option<Kept>,
+        link_since: Option<Duration>,
+        out: &mut VecDeque<Out>,
+    ) {
         if let Some(bytes) = self.take(end) {
             out.push_back(Out {
                 bytes,
                 release,
                 hold,
                 kept,
+                link_since,
             });
         }
     }
 
-    /// Whether `item` may leave now: its time has come and its named hold,
-    /// if any, was released.
+    /// Whether `item` may leave now: its time has come, its named hold,
+    /// if any, was released, and the link does not hold bytes (a frame
+    /// kept back by a rule that comes due during a partition waits for the
+    /// repair too).
     pub(crate) fn is_due(&self, item: &Out, now: Duration) -> bool {
         item.release.is_none_or(|t| t <= now)
             && item
                 .hold
                 .as_ref()
                 .is_none_or(|h| self.shared.is_released(h))
+            && !self.link_holds()
     }
 
     /// Drops the pending bytes up to stream offset `end`.

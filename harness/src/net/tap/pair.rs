@@ -37,6 +37,12 @@ pub(crate) enum Until {
     At(Duration),
     /// The release of a named hold (its own, or one ahead of it).
     Released(Arc<str>),
+    /// The link opening: the repair of a partition (`paused` false) or
+    /// the resume of a paused host.
+    Link {
+        /// Whether a pause holds it.
+        paused: bool,
+    },
 }
 
 /// A kept-back frame that has not left yet.
@@ -76,6 +82,9 @@ pub(crate) struct TapPair {
     triggers: Vec<TriggerCount>,
     /// Per direction: kept-back frames not yet gone, oldest first.
     waiting: [VecDeque<Waiting>; 2],
+    /// Per direction: a segment was lost in a black hole, so nothing
+    /// later arrives (turmoil delivers in sequence, never retransmits).
+    broken: [bool; 2],
 }
 
 impl TapPair {
@@ -140,6 +149,24 @@ impl TapPair {
     /// The oldest kept-back frame of `direction` left.
     pub(crate) fn left(&mut self, direction: Direction) {
         self.waiting[side(direction)].pop_front();
+    }
+
+    /// A segment of `direction` was lost in a black hole.
+    pub(crate) fn broke(&mut self, direction: Direction) {
+        self.broken[side(direction)] = true;
+    }
+
+    /// Whether a segment of `direction` was lost in a black hole.
+    pub(crate) fn is_broken(&self, direction: Direction) -> bool {
+        self.broken[side(direction)]
+    }
+
+    /// Forgets every kept-back frame (the connection was reset: none will
+    /// leave); returns how many there were.
+    pub(crate) fn discard_waiting(&mut self) -> usize {
+        let n = self.waiting.iter().map(VecDeque::len).sum();
+        self.waiting = Default::default();
+        n
     }
 
     /// Kept-back frames that have not left, client→server first.

@@ -59,21 +59,33 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
     let now = shared.recorder.now();
     let mut injections: VecDeque<Injection> = shared.injections(tap.from(), tap.to(), now).into();
     let posted = tap.posted_wake();
+    let reset = tap.reset_flag();
     let mut queue: VecDeque<Out> = VecDeque::new();
     let mut open = true;
     loop {
+        // Made before the check: a reset in between still wakes it.
+        let was_reset = reset.next();
+        if reset.is_reset() {
+            // A partition's reset_after ran out: nothing more leaves, and
+            // both ends' reads and writes fail (`SimConn`).
+            return;
+        }
         if write_due(&tap, &mut socket, &mut queue).await.is_err() {
             return; // the peer is gone; the reader side reports it
         }
         let now = shared.recorder.now();
         // Made before `blocked` is computed: a release in between wakes it.
         let released = shared.next_release();
+        let opened = shared.links().next_opening();
         // While a kept-back frame waits, bytes written behind it queue up
         // (TCP keeps order) until the send buffer is full; then the sender
         // feels the back pressure.
         let blocked = queue.front().is_some_and(|o| !tap.is_due(o, now))
             && queue.iter().map(|o| o.bytes.len()).sum::<usize>() >= SEND_BUFFER;
         let on_hold = queue.front().is_some_and(|o| o.hold.is_some());
+        // The front waits for a link to open (a repair, a resume).
+        let on_link = queue.front().is_some_and(|o| !tap.is_due(o, now));
+        let reset_due = tap.reset_due(&queue);
         if !open && queue.is_empty() {
             // The host's HTTP/2 stack shut its end down or dropped it.
             tap.record_closed();
@@ -104,7 +116,15 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
                 }
             }
             () = posted.notified() => tap.take_posted(&mut queue),
+            () = was_reset => {}
+            () = sleep(reset_due.map(|(_, at)| at.saturating_sub(now))) => {
+                if let Some((since, _)) = reset_due {
+                    tap.reset_conn(since, &mut queue);
+                    return;
+                }
+            }
             () = released, if on_hold => {}
+            () = opened, if on_link => {}
             () = sleep(next_release) => {}
             chunk = rx.recv(), if open && !blocked && !tap.closing() => match chunk {
                 Some(bytes) => tap.on_bytes(bytes, &mut queue),
