@@ -194,6 +194,40 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
     assert_eq!(first["event"], "call_started");
     assert_eq!(first["path"], HIT);
     assert_eq!(first["timeout_us"], 500_000);
+    // Frames are data (see `recorder::event::FrameDetail`), not words: the
+    // player's request HEADERS with the fields the trace keeps, the
+    // gateway's SETTINGS as a list of parameters, WINDOW_UPDATE increments.
+    let frame = |host: &str, kind: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == "frame" && e["host"] == host && e["frame"] == kind)
+            .unwrap_or_else(|| panic!("a {kind} from {host}"))
+    };
+    let request = frame("player", "HEADERS");
+    assert_eq!(
+        request["flags"],
+        serde_json::json!(["END_HEADERS"]),
+        "{request}"
+    );
+    assert_eq!(request["detail"]["block"], "request", "{request}");
+    assert_eq!(
+        request["detail"]["fields"],
+        serde_json::json!([
+            [":method", "POST"],
+            [":path", HIT],
+            ["grpc-timeout", "500000u"]
+        ]),
+        "{request}"
+    );
+    assert_eq!(request["fate"]["fate"], "passed");
+    assert!(request.get("invalid").is_none(), "{request}");
+    let settings = frame("gateway", "SETTINGS");
+    assert_eq!(
+        settings["detail"]["settings"][0],
+        serde_json::json!({"id": "INITIAL_WINDOW_SIZE", "value": 1_048_576}),
+        "{settings}"
+    );
+    assert!(frame("player", "WINDOW_UPDATE")["detail"]["increment"].is_u64());
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     for kind in [
         "call_started",

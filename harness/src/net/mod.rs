@@ -14,7 +14,7 @@ use tonic::transport::{Endpoint, Uri};
 
 use conn::End;
 pub(crate) use conn::{PeerInfo, SimConn};
-pub(crate) use tap::{KeepaliveConn, TapPair, Until};
+pub(crate) use tap::{KeepaliveConn, TapPair};
 
 use crate::sim::Shared;
 use crate::wire::Direction;

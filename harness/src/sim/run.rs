@@ -13,7 +13,6 @@ use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::handler::HandlerLayer;
 use crate::fault::{FaultKind, HostAction, HostFault};
-use crate::net::Until;
 use crate::recorder::event::EventKind;
 use crate::recorder::CaptureLayer;
 use crate::trace::{fmt_duration, Trace};
@@ -250,7 +249,6 @@ fn report_never_left(shared: &Shared, ended: Duration) {
     for (conn, state) in shared.conns().all() {
         let state = super::lock_conn(&state);
         for w in state.tap.still_waiting() {
-            let waiting_for = waiting_for(&w.until);
             shared.recorder.push_at(
                 ended,
                 &w.from,
@@ -258,9 +256,9 @@ fn report_never_left(shared: &Shared, ended: Duration) {
                     conn,
                     to: w.to.to_string(),
                     stream: w.stream,
-                    frame: w.frame.to_string(),
+                    frame: w.frame,
                     written: w.since,
-                    waiting_for,
+                    waiting_for: w.until.waiting_for(),
                 },
             );
         }
@@ -288,21 +286,13 @@ fn timeout(shared: &Shared, duration: Duration) -> Error {
     })
 }
 
-/// What a kept-back frame waits for, in the trace's words.
-fn waiting_for(until: &Until) -> String {
-    match until {
-        Until::At(t) => format!("held until {}", fmt_duration(*t)),
-        Until::Released(name) => format!("held until release {name:?}"),
-    }
-}
-
 /// The frames the tap still keeps back, by direction and reason:
 /// `3 store→player held until release "answer"`.
 fn kept_back(shared: &Shared) -> Vec<String> {
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for (_, state) in shared.conns().all() {
         for w in super::lock_conn(&state).tap.still_waiting() {
-            let why = waiting_for(&w.until);
+            let why = w.until.waiting_for();
             *counts
                 .entry(format!("{}→{} {why}", w.from, w.to))
                 .or_default() += 1;

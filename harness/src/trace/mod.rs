@@ -11,6 +11,7 @@ mod rows;
 mod stalls;
 mod views;
 mod wire_hops;
+mod words;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
