@@ -248,13 +248,13 @@ fn write_to_writes_text_json_and_html() -> grpc_chaos::Result {
         .join("trace_queries")
         .join("nested");
     let _ = std::fs::remove_dir_all(&dir);
-    let [txt, json, html] = trace.write_to(&dir, "chain")?;
-    assert_eq!(txt, dir.join("chain.txt"));
-    assert_eq!(json, dir.join("chain.json"));
-    assert_eq!(html, dir.join("chain.html"));
-    let txt = std::fs::read_to_string(txt)?;
-    let json = std::fs::read_to_string(json)?;
-    let html = std::fs::read_to_string(html)?;
+    let files = trace.write_to(&dir, "chain")?;
+    assert_eq!(files.txt, dir.join("chain.txt"));
+    assert_eq!(files.json, dir.join("chain.json"));
+    assert_eq!(files.html, dir.join("chain.html"));
+    let txt = std::fs::read_to_string(files.txt)?;
+    let json = std::fs::read_to_string(files.json)?;
+    let html = std::fs::read_to_string(files.html)?;
     assert_eq!(txt, trace.render_with(&RenderOptions::everything()));
     assert_eq!(json, trace.to_json() + "\n");
     assert_eq!(html, trace.render_html_with(&RenderOptions::everything()));

@@ -460,6 +460,19 @@ mod tests {
             r#"["END_STREAM","ACK"]"#
         );
         assert_eq!(format!("{flags:?}"), "FrameFlags(END_STREAM | ACK)");
+        let waiting = |w: &WaitingFor| serde_json::to_string(w).unwrap_or_default();
+        assert_eq!(
+            waiting(&WaitingFor::Time {
+                until: Duration::from_millis(900)
+            }),
+            r#"{"until_us":900000}"#
+        );
+        assert_eq!(
+            waiting(&WaitingFor::Release {
+                hold: "window".into()
+            }),
+            r#"{"hold":"window"}"#
+        );
         assert_eq!(format!("{:?}", FrameFlags::NONE), "FrameFlags(NONE)");
     }
 
