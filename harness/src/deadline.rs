@@ -89,12 +89,32 @@ pub fn propagate<T, U>(
     Some(deadline)
 }
 
-/// Parses a `grpc-timeout` value (`500m`, `2S`, `100000u`).
+/// Parses a `grpc-timeout` value (`500m`, `2S`, `100000u`): 1 to 8 ASCII
+/// digits and a unit, `H` hours, `M` minutes, `S` seconds, `m` ms, `u` µs,
+/// `n` ns (`PROTOCOL-HTTP2.md`, "Requests").
 ///
 /// Returns `None` for anything the spec does not allow: no digits, more than
-/// 8 digits, or an unknown unit. The same parser the wire tap uses.
+/// 8 digits, or an unknown unit. The wire tap reads request headers with it
+/// too ([`HeaderBlock::grpc_timeout_duration`](crate::wire::HeaderBlock::grpc_timeout_duration)).
 pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
-    crate::wire::parse_grpc_timeout(value)
+    let unit = value.chars().last()?;
+    // `unit` is the last char, so this cut is on a char boundary.
+    let digits = &value[..value.len() - unit.len_utf8()];
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // At most 8 digits, so this fits u64 and the multiplications below cannot
+    // overflow (99,999,999 h is about 3.6e14 s).
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        'H' => Duration::from_secs(n * 3600),
+        'M' => Duration::from_secs(n * 60),
+        'S' => Duration::from_secs(n),
+        'm' => Duration::from_millis(n),
+        'u' => Duration::from_micros(n),
+        'n' => Duration::from_nanos(n),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -112,11 +132,16 @@ mod tests {
         assert_eq!(parse_grpc_timeout("1H"), Some(Duration::from_secs(3600)));
         assert_eq!(parse_grpc_timeout("3M"), Some(Duration::from_secs(180)));
         assert_eq!(parse_grpc_timeout("7n"), Some(Duration::from_nanos(7)));
+        assert_eq!(
+            parse_grpc_timeout("99999999n"),
+            Some(Duration::from_nanos(99_999_999)),
+            "8 digits, the most allowed"
+        );
     }
 
     #[test]
     fn rejects_what_the_spec_forbids() {
-        for bad in ["", "m", "123456789m", "12x", "-1m", "1.5S", "5é"] {
+        for bad in ["", "m", "123456789m", "12x", "5x", "-1m", "1.5S", "5é"] {
             assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
         }
     }

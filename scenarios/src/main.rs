@@ -194,9 +194,9 @@ fn run(args: &RunArgs) -> ExitCode {
         }
         if let Some(trace) = trace {
             match trace.write_to(&out, story.name) {
-                Ok([txt, _, html]) => {
-                    println!("{:<32} trace: {}", "", txt.display());
-                    println!("{:<32} page:  {}", "", html.display());
+                Ok(files) => {
+                    println!("{:<32} trace: {}", "", files.txt.display());
+                    println!("{:<32} page:  {}", "", files.html.display());
                 }
                 Err(e) => {
                     // A lost trace must not pass quietly in CI.

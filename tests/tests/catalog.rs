@@ -430,7 +430,11 @@ fn partition_heals_resumes_one_call_and_cuts_the_pinging_one() {
     let ping = trace
         .events_on("player")
         .find_map(|e| match &e.kind {
-            EventKind::Frame { frame, fate, .. } if frame == "PING" => Some((e.at, *fate)),
+            EventKind::Frame {
+                frame: grpc_chaos::wire::FrameType::Ping,
+                fate,
+                ..
+            } => Some((e.at, *fate)),
             _ => None,
         })
         .expect("keepalive pinged");

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::FrameDetail;
 use grpc_chaos::trace::RenderOptions;
+use grpc_chaos::wire::ErrorCode;
 use grpc_chaos::{EventKind, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
@@ -44,17 +46,22 @@ fn aged(
     sim
 }
 
-/// `(time, connection, detail)` of every GOAWAY the store sent.
-fn goaways(trace: &grpc_chaos::Trace) -> Vec<(Duration, u32, String)> {
+/// `(time, connection, last-stream-id, code, debug data)` of every GOAWAY
+/// the store sent.
+fn goaways(trace: &grpc_chaos::Trace) -> Vec<(Duration, u32, u32, ErrorCode, Vec<u8>)> {
     trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 conn,
-                frame,
-                detail,
+                detail:
+                    FrameDetail::GoAway {
+                        last_stream_id,
+                        code,
+                        debug,
+                    },
                 ..
-            } if frame == "GOAWAY" => Some((e.at, *conn, detail.clone())),
+            } => Some((e.at, *conn, *last_stream_id, *code, debug.to_vec())),
             _ => None,
         })
         .collect()
@@ -77,9 +84,12 @@ fn at_its_age_a_connection_is_drained_and_the_client_redials() -> grpc_chaos::Re
     // GOAWAY with the last stream taken.
     let g = goaways(&trace);
     assert_eq!(g.len(), 2, "{g:?}");
-    assert_eq!((g[0].0, g[0].1), (ms(1001), 1));
-    assert_eq!(g[0].2, "NO_ERROR last-stream-id=2147483647");
-    assert!(g[1].2.starts_with("NO_ERROR last-stream-id="), "{g:?}");
+    assert_eq!(
+        g[0],
+        (ms(1001), 1, (1 << 31) - 1, ErrorCode::NoError, Vec::new())
+    );
+    assert_eq!(g[1].3, ErrorCode::NoError, "{g:?}");
+    assert!(g[1].2 < (1 << 31) - 1, "the last stream taken: {g:?}");
     let conns: std::collections::BTreeSet<u32> = trace
         .events_on("player")
         .filter_map(|e| match &e.kind {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags, WaitingFor};
 use grpc_chaos::trace::{Call, RenderOptions};
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{EventKind, Fault, Sim, Trace};
@@ -17,17 +17,30 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// `(time, frame, detail, fate)` of every frame the store wrote.
-fn store_frames(trace: &grpc_chaos::Trace) -> Vec<(Duration, String, String, String)> {
+/// GOAWAY(`code`, `last_stream_id`, `debug`).
+fn goaway_of(code: ErrorCode, last_stream_id: u32, debug: &[u8]) -> FrameDetail {
+    FrameDetail::GoAway {
+        last_stream_id,
+        code,
+        debug: debug.into(),
+    }
+}
+
+/// Waiting for the release of the hold `name`.
+fn release(name: &str) -> WaitingFor {
+    WaitingFor::Release {
+        hold: name.to_owned(),
+    }
+}
+
+/// `(time, frame, flags, fate)` of every frame the store wrote.
+fn store_frames(trace: &grpc_chaos::Trace) -> Vec<(Duration, FrameType, FrameFlags, String)> {
     trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
-                frame,
-                detail,
-                fate,
-                ..
-            } => Some((e.at, frame.clone(), detail.clone(), format!("{fate:?}"))),
+                frame, flags, fate, ..
+            } => Some((e.at, *frame, *flags, format!("{fate:?}"))),
             _ => None,
         })
         .collect()
@@ -54,7 +67,7 @@ fn frames_behind_a_delayed_frame_leave_with_it() -> grpc_chaos::Result {
     let frames = store_frames(&trace);
     let ack = frames
         .iter()
-        .position(|(_, f, d, _)| f == "SETTINGS" && d == "ack")
+        .position(|(_, f, flags, _)| *f == FrameType::Settings && flags.ack())
         .expect("the store acked the client's SETTINGS");
     let (at, _, _, fate) = &frames[ack];
     let until = *at + ms(100);
@@ -65,11 +78,11 @@ fn frames_behind_a_delayed_frame_leave_with_it() -> grpc_chaos::Result {
     );
     // Everything the store wrote after the ACK, before it left, waits behind
     // it, and says so (the rule did not match it).
-    for (t, frame, detail, fate) in frames.iter().skip(ack + 1).filter(|(t, ..)| *t < until) {
+    for (t, frame, flags, fate) in frames.iter().skip(ack + 1).filter(|(t, ..)| *t < until) {
         assert_eq!(
             fate,
             &format!("Behind {{ until: {until:?} }}"),
-            "{frame} {detail} written at {t:?} left before the ACK ahead of it"
+            "{frame} {flags:?} written at {t:?} left before the ACK ahead of it"
         );
     }
     let released = trace
@@ -91,8 +104,9 @@ fn frames_behind_a_delayed_frame_leave_with_it() -> grpc_chaos::Result {
 struct Seen {
     at: Duration,
     stream: u32,
-    frame: String,
-    detail: String,
+    frame: FrameType,
+    flags: FrameFlags,
+    detail: FrameDetail,
     fate: Fate,
 }
 
@@ -104,13 +118,15 @@ fn seen(trace: &Trace, from: &str) -> Vec<Seen> {
             EventKind::Frame {
                 stream,
                 frame,
+                flags,
                 detail,
                 fate,
                 ..
             } => Some(Seen {
                 at: e.at,
                 stream: *stream,
-                frame: frame.clone(),
+                frame: *frame,
+                flags: *flags,
                 detail: detail.clone(),
                 fate: *fate,
             }),
@@ -120,7 +136,7 @@ fn seen(trace: &Trace, from: &str) -> Vec<Seen> {
 }
 
 /// `(time, stream, frame, kept)` of every FrameReleased `from` recorded.
-fn releases(trace: &Trace, from: &str) -> Vec<(Duration, u32, String, Duration)> {
+fn releases(trace: &Trace, from: &str) -> Vec<(Duration, u32, FrameType, Duration)> {
     trace
         .events_on(from)
         .filter_map(|e| match &e.kind {
@@ -129,7 +145,7 @@ fn releases(trace: &Trace, from: &str) -> Vec<(Duration, u32, String, Duration)>
                 frame,
                 kept,
                 ..
-            } => Some((e.at, *stream, frame.clone(), *kept)),
+            } => Some((e.at, *stream, *frame, *kept)),
             _ => None,
         })
         .collect()
@@ -227,14 +243,14 @@ fn goaway_after_the_players_stream_3_fails_that_call_and_spares_stream_1() -> gr
     let trace = goaway_after_stream_3(b"")?;
     let trigger = seen(&trace, "player")
         .into_iter()
-        .find(|f| f.frame == "HEADERS" && f.stream == 3)
+        .find(|f| f.frame == FrameType::Headers && f.stream == 3)
         .expect("the player opened stream 3");
     let goaways: Vec<Seen> = seen(&trace, "store")
         .into_iter()
-        .filter(|f| f.frame == "GOAWAY")
+        .filter(|f| f.frame == FrameType::GoAway)
         .collect();
     assert_eq!(goaways.len(), 1, "once per connection: {goaways:?}");
-    assert_eq!(goaways[0].detail, "NO_ERROR last-stream-id=1");
+    assert_eq!(goaways[0].detail, goaway_of(ErrorCode::NoError, 1, b""));
     assert_eq!(goaways[0].fate, Fate::Injected);
     assert_eq!(goaways[0].at, trigger.at + ms(1), "the next tick");
     // Stream 3 is above last-stream-id: not processed, by the spec
@@ -257,9 +273,9 @@ fn goaway_debug_data_does_not_change_the_spec_code() -> grpc_chaos::Result {
     let trace = goaway_after_stream_3(b"bye")?;
     let goaway = seen(&trace, "store")
         .into_iter()
-        .find(|f| f.frame == "GOAWAY")
+        .find(|f| f.frame == FrameType::GoAway)
         .expect("the GOAWAY");
-    assert_eq!(goaway.detail, "NO_ERROR last-stream-id=1 \"bye\"");
+    assert_eq!(goaway.detail, goaway_of(ErrorCode::NoError, 1, b"bye"));
     let (code, _, spec, _) = ended(&trace, "player", 1);
     assert_eq!((code.as_str(), spec.as_str()), ("INTERNAL", "UNAVAILABLE"));
     Ok(())
@@ -287,11 +303,11 @@ fn an_injection_set_off_by_the_servers_frame_leaves_the_client_at_the_same_insta
     let trace = sim.run()?;
     let answer = seen(&trace, "store")
         .into_iter()
-        .find(|f| f.frame == "HEADERS")
+        .find(|f| f.frame == FrameType::Headers)
         .expect("the store answered");
     let pings: Vec<Seen> = seen(&trace, "player")
         .into_iter()
-        .filter(|f| f.frame == "PING" && f.fate == Fate::Injected)
+        .filter(|f| f.frame == FrameType::Ping && f.fate == Fate::Injected)
         .collect();
     assert_eq!(pings.len(), 1, "once per connection: {pings:?}");
     assert_eq!(pings[0].at, answer.at);
@@ -320,10 +336,15 @@ fn max_concurrent_streams_0_leaves_the_next_call_without_a_stream() -> grpc_chao
         .iter()
         .position(|f| f.fate == Fate::Injected)
         .expect("injected");
-    assert_eq!(store[injected].detail, "MAX_CONCURRENT_STREAMS=0");
     assert_eq!(
-        (store[injected - 1].frame.as_str(), store[injected - 1].at),
-        ("SETTINGS", store[injected].at),
+        store[injected].detail,
+        FrameDetail::Settings {
+            values: Box::new([(SettingId::MaxConcurrentStreams, 0)])
+        }
+    );
+    assert_eq!(
+        (store[injected - 1].frame, store[injected - 1].at),
+        (FrameType::Settings, store[injected].at),
         "right behind the store's SETTINGS"
     );
     let player = seen(&trace, "player");
@@ -364,14 +385,14 @@ fn injected_settings_are_acked_to_a_stack_that_never_sent_them() -> grpc_chaos::
     let trace = sim.run()?;
     let acks = seen(&trace, "player")
         .into_iter()
-        .filter(|f| f.frame == "SETTINGS" && f.detail == "ack")
+        .filter(|f| f.frame == FrameType::Settings && f.flags.ack())
         .count();
     assert_eq!(acks, 2, "the store's SETTINGS and the injected ones");
     let goaway = seen(&trace, "store")
         .into_iter()
-        .find(|f| f.frame == "GOAWAY")
+        .find(|f| f.frame == FrameType::GoAway)
         .expect("the store went away");
-    assert_eq!(goaway.detail, "PROTOCOL_ERROR last-stream-id=1");
+    assert_eq!(goaway.detail, goaway_of(ErrorCode::ProtocolError, 1, b""));
     Ok(())
 }
 
@@ -394,9 +415,13 @@ fn a_max_frame_size_the_server_never_advertised_gets_a_frame_it_refuses() -> grp
     let trace = sim.run()?;
     let data: Vec<Seen> = seen(&trace, "player")
         .into_iter()
-        .filter(|f| f.frame == "DATA" && f.stream == 3)
+        .filter(|f| f.frame == FrameType::Data && f.stream == 3)
         .collect();
-    assert_eq!(data[0].detail, "40011 bytes", "one frame: {data:?}");
+    assert_eq!(
+        data[0].detail,
+        FrameDetail::Data { len: 40_011 },
+        "one frame: {data:?}"
+    );
     let protocol_errors = trace
         .events()
         .iter()
@@ -405,9 +430,9 @@ fn a_max_frame_size_the_server_never_advertised_gets_a_frame_it_refuses() -> grp
     assert_eq!(protocol_errors, 0, "{}", trace.render());
     let goaway = seen(&trace, "store")
         .into_iter()
-        .find(|f| f.frame == "GOAWAY")
+        .find(|f| f.frame == FrameType::GoAway)
         .expect("the store refused the frame");
-    assert_eq!(goaway.detail, "FRAME_SIZE_ERROR last-stream-id=3");
+    assert_eq!(goaway.detail, goaway_of(ErrorCode::FrameSizeError, 3, b""));
     let (code, message, spec, _) = ended(&trace, "player", 1);
     assert_eq!(
         (code.as_str(), message.as_str(), spec.as_str()),
@@ -442,19 +467,19 @@ fn a_held_answer_leaves_when_the_client_releases_it() -> grpc_chaos::Result {
     });
     let trace = sim.run()?;
     let store = seen(&trace, "store");
-    let held: Vec<(u32, &str, Fate)> = store
+    let held: Vec<(u32, FrameType, Fate)> = store
         .iter()
         .filter(|f| f.fate != Fate::Passed)
-        .map(|f| (f.stream, f.frame.as_str(), f.fate))
+        .map(|f| (f.stream, f.frame, f.fate))
         .collect();
     // The response headers and trailers (the rule matches HEADERS), and the
     // DATA queued between them.
     assert_eq!(
         held,
         [
-            (1, "HEADERS", Fate::Held),
-            (1, "DATA", Fate::BehindHeld),
-            (1, "HEADERS", Fate::Held)
+            (1, FrameType::Headers, Fate::Held),
+            (1, FrameType::Data, Fate::BehindHeld),
+            (1, FrameType::Headers, Fate::Held)
         ]
     );
     let written = store.iter().find(|f| f.stream == 1).expect("answer").at;
@@ -516,13 +541,7 @@ fn a_timed_release_frees_its_hold_and_a_hold_never_released_is_reported() -> grp
                 frame,
                 waiting_for,
                 ..
-            } => Some((
-                e.at,
-                e.host.as_str(),
-                *stream,
-                frame.as_str(),
-                waiting_for.as_str(),
-            )),
+            } => Some((e.at, e.host.as_str(), *stream, *frame, waiting_for)),
             _ => None,
         })
         .collect();
@@ -534,9 +553,9 @@ fn a_timed_release_frees_its_hold_and_a_hold_never_released_is_reported() -> grp
     assert_eq!(never_left.len(), held_s3, "{never_left:?}");
     for (at, host, stream, _, waiting_for) in &never_left {
         assert_eq!((*at, *host, *stream), (trace.ended_at(), "store", 3));
-        assert_eq!(*waiting_for, "held until release \"never\"");
+        assert_eq!(*waiting_for, &release("never"));
     }
-    assert_eq!(never_left[0].3, "HEADERS", "{never_left:?}");
+    assert_eq!(never_left[0].3, FrameType::Headers, "{never_left:?}");
     insta::assert_snapshot!(trace.render());
     Ok(())
 }
@@ -560,7 +579,7 @@ fn a_frame_due_after_the_end_of_the_run_is_reported_as_never_left() -> grpc_chao
         Ok(())
     });
     let trace = sim.run()?;
-    let never_left: Vec<(u32, &str, &str)> = trace
+    let never_left: Vec<(u32, FrameType, &WaitingFor)> = trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
             EventKind::FrameNeverLeft {
@@ -568,18 +587,20 @@ fn a_frame_due_after_the_end_of_the_run_is_reported_as_never_left() -> grpc_chao
                 frame,
                 waiting_for,
                 ..
-            } => Some((*stream, frame.as_str(), waiting_for.as_str())),
+            } => Some((*stream, *frame, waiting_for)),
             _ => None,
         })
         .collect();
     assert_eq!(never_left.len(), 3, "{}", trace.render());
     assert_eq!(
         (never_left[0].0, never_left[0].1),
-        (1, "HEADERS"),
+        (1, FrameType::Headers),
         "{never_left:?}"
     );
     assert!(
-        never_left.iter().all(|f| f.2 == "held until 900ms"),
+        never_left
+            .iter()
+            .all(|f| *f.2 == WaitingFor::Time { until: ms(900) }),
         "{never_left:?}"
     );
     Ok(())
@@ -767,18 +788,18 @@ fn an_injection_behind_a_frame_never_released_never_leaves() -> grpc_chaos::Resu
         Ok(())
     });
     let trace = sim.run()?;
-    let never_left: Vec<(String, &str)> = trace
+    let never_left: Vec<(FrameType, &WaitingFor)> = trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
             EventKind::FrameNeverLeft {
                 frame, waiting_for, ..
-            } => Some((frame.clone(), waiting_for.as_str())),
+            } => Some((*frame, waiting_for)),
             _ => None,
         })
         .collect();
     assert_eq!(
         never_left.last(),
-        Some(&("RST_STREAM".to_owned(), "held until release \"never\"")),
+        Some(&(FrameType::RstStream, &release("never"))),
         "{}",
         trace.render()
     );

@@ -9,7 +9,9 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::{FrameDetail, FrameFlags};
 use grpc_chaos::trace::RenderOptions;
+use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{Event, EventKind, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
@@ -21,9 +23,24 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// tonic's server SETTINGS, as the trace words them.
-const SETTINGS: &str =
-    "INITIAL_WINDOW_SIZE=1048576 MAX_FRAME_SIZE=16384 MAX_HEADER_LIST_SIZE=16384";
+/// tonic's server SETTINGS (its parameters, in the order it sends them).
+fn settings() -> Recorded {
+    let values = [
+        (SettingId::InitialWindowSize, 1_048_576),
+        (SettingId::MaxFrameSize, 16_384),
+        (SettingId::MaxHeaderListSize, 16_384),
+    ];
+    (
+        FrameType::Settings,
+        FrameFlags::NONE,
+        FrameDetail::Settings {
+            values: values.into(),
+        },
+    )
+}
+
+/// A recorded frame, flattened for assertions: type, flags, payload.
+type Recorded = (FrameType, FrameFlags, FrameDetail);
 
 /// The client connection preface (RFC 9113 §3.4).
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -118,17 +135,18 @@ fn misbehave(seed: u64, script: Vec<u8>, stall: Duration) -> (Trace, Seen) {
     (trace, seen)
 }
 
-/// Frames the server wrote to `to`, as `(frame, detail)`.
-fn frames_to<'a>(trace: &'a Trace, to: &str) -> Vec<(&'a str, &'a str)> {
+/// Frames the server wrote to `to`.
+fn frames_to(trace: &Trace, to: &str) -> Vec<Recorded> {
     trace
         .events_on("store")
         .filter_map(|e: &Event| match &e.kind {
             EventKind::Frame {
                 to: t,
                 frame,
+                flags,
                 detail,
                 ..
-            } if t == to => Some((frame.as_str(), detail.as_str())),
+            } if t == to => Some((*frame, *flags, detail.clone())),
             _ => None,
         })
         .collect()
@@ -177,7 +195,7 @@ fn garbage_instead_of_a_preface_is_refused_and_recorded() {
     // h2 writes its SETTINGS before reading the preface (RFC 9113 §3.4),
     // then drops the connection on a bad one, without a GOAWAY: the close
     // is the whole reaction, and the trace must have it.
-    assert_eq!(frames, [("SETTINGS", SETTINGS)], "{render}");
+    assert_eq!(frames, [settings()], "{render}");
     assert!(closed(&trace, "store", "mallory"), "{render}");
     assert!(
         render.contains("store→mallory        c2 closed"),
@@ -201,11 +219,7 @@ fn half_a_preface_then_a_stall_holds_only_that_connection() {
     let render = trace.render_with(&RenderOptions::everything());
     // tonic sets no handshake timeout: the server waits for the rest of
     // the preface for as long as mallory stalls, and serves everyone else.
-    assert_eq!(
-        frames_to(&trace, "mallory"),
-        [("SETTINGS", SETTINGS)],
-        "{render}"
-    );
+    assert_eq!(frames_to(&trace, "mallory"), [settings()], "{render}");
     // Open for the whole stall; only mallory's own hang-up (when its body
     // returns, after 3s) ends the connection.
     let close = trace.events_on("store").find_map(|e| match &e.kind {
@@ -240,9 +254,23 @@ fn malformed_frame_after_a_valid_preface_gets_goaway() {
     assert_eq!(
         frames_to(&trace, "mallory"),
         [
-            ("SETTINGS", SETTINGS),
-            ("SETTINGS", "ack"),
-            ("GOAWAY", "PROTOCOL_ERROR last-stream-id=0")
+            settings(),
+            (
+                FrameType::Settings,
+                FrameFlags::ACK,
+                FrameDetail::Settings {
+                    values: Box::new([])
+                }
+            ),
+            (
+                FrameType::GoAway,
+                FrameFlags::NONE,
+                FrameDetail::GoAway {
+                    last_stream_id: 0,
+                    code: ErrorCode::ProtocolError,
+                    debug: Box::new([])
+                }
+            )
         ],
         "{render}"
     );
@@ -334,10 +362,13 @@ fn a_run_opens_no_os_sockets() {
     });
     let trace = sim.run().expect("run");
     assert!(
-        trace
-            .events()
-            .iter()
-            .any(|e| matches!(&e.kind, EventKind::Frame { frame, .. } if frame == "DATA")),
+        trace.events().iter().any(|e| matches!(
+            &e.kind,
+            EventKind::Frame {
+                frame: FrameType::Data,
+                ..
+            }
+        )),
         "the call went over a (simulated) connection"
     );
     assert_eq!(

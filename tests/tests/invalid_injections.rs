@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::recorder::event::{Fate, FrameDetail};
 use grpc_chaos::trace::RenderOptions;
-use grpc_chaos::wire::{ErrorCode, SettingId};
+use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{spec_code, EventKind, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
@@ -15,8 +15,8 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// `(stream, frame, detail)` of every injected frame.
-fn injected(trace: &Trace) -> Vec<(u32, String, String)> {
+/// `(stream, frame, detail, rule broken)` of every injected frame.
+fn injected(trace: &Trace) -> Vec<(u32, FrameType, FrameDetail, Option<String>)> {
     trace
         .events()
         .iter()
@@ -25,9 +25,15 @@ fn injected(trace: &Trace) -> Vec<(u32, String, String)> {
                 stream,
                 frame,
                 detail,
+                invalid,
                 fate: Fate::Injected,
                 ..
-            } => Some((*stream, frame.clone(), detail.clone())),
+            } => Some((
+                *stream,
+                *frame,
+                detail.clone(),
+                invalid.as_deref().map(str::to_owned),
+            )),
             _ => None,
         })
         .collect()
@@ -59,11 +65,21 @@ fn an_rst_stream_on_stream_0_is_in_the_trace_as_injected() -> grpc_chaos::Result
     let trace = sim.run()?;
     let frames = injected(&trace);
     assert_eq!(frames.len(), 1, "{frames:?}");
-    let (stream, frame, detail) = &frames[0];
-    assert_eq!((*stream, frame.as_str()), (0, "RST_STREAM"));
+    let (stream, frame, detail, invalid) = &frames[0];
+    assert_eq!(
+        (*stream, *frame, detail),
+        (
+            0,
+            FrameType::RstStream,
+            &FrameDetail::RstStream {
+                code: ErrorCode::Cancel
+            }
+        )
+    );
+    let rule = invalid.as_deref().unwrap_or_default();
     assert!(
-        detail.starts_with("CANCEL, invalid: RST_STREAM on stream 0") && detail.contains("§6.4"),
-        "{detail}"
+        rule.starts_with("RST_STREAM on stream 0") && rule.contains("§6.4"),
+        "{rule}"
     );
     let line = "s0 RST_STREAM CANCEL, invalid: RST_STREAM on stream 0";
     for render in [
@@ -101,7 +117,14 @@ fn a_setting_out_of_range_is_in_the_trace_as_injected() -> grpc_chaos::Result {
     let trace = sim.run()?;
     assert_eq!(
         injected(&trace),
-        [(0, "SETTINGS".to_owned(), "ENABLE_PUSH=2".to_owned())]
+        [(
+            0,
+            FrameType::Settings,
+            FrameDetail::Settings {
+                values: Box::new([(SettingId::EnablePush, 2)])
+            },
+            None
+        )]
     );
     assert!(trace
         .render()

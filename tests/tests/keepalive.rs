@@ -11,7 +11,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use grpc_chaos::policy::KeepalivePolicy;
-use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::recorder::event::{
+    Fate, FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, ShownHeader,
+};
+use grpc_chaos::wire::{BlockKind, ErrorCode, FrameType};
 use grpc_chaos::{spec_code, EventKind, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
@@ -65,12 +68,12 @@ fn store_world(policy: KeepalivePolicy) -> Sim {
 }
 
 /// One judged PING: when the server read it, on which connection, and the
-/// verdict (`ok`, `strike 1/2`, `too_many_pings`).
+/// verdict.
 #[derive(Debug, Clone, PartialEq)]
 struct Judged {
     at: Duration,
     conn: u32,
-    verdict: String,
+    verdict: KeepaliveVerdict,
     gap: Option<Duration>,
     open_calls: usize,
 }
@@ -89,7 +92,7 @@ fn judged(trace: &Trace) -> Vec<Judged> {
             } => Some(Judged {
                 at: e.at,
                 conn: *conn,
-                verdict: verdict.clone(),
+                verdict: *verdict,
                 gap: *gap,
                 open_calls: *open_calls,
             }),
@@ -98,7 +101,7 @@ fn judged(trace: &Trace) -> Vec<Judged> {
         .collect()
 }
 
-fn verdicts(trace: &Trace, conn: u32) -> Vec<String> {
+fn verdicts(trace: &Trace, conn: u32) -> Vec<KeepaliveVerdict> {
     judged(trace)
         .into_iter()
         .filter(|j| j.conn == conn)
@@ -106,8 +109,8 @@ fn verdicts(trace: &Trace, conn: u32) -> Vec<String> {
         .collect()
 }
 
-/// Frames the tap injected: (time, conn, stream, frame, detail).
-fn injected(trace: &Trace) -> Vec<(Duration, u32, u32, String, String)> {
+/// Frames the tap injected: (time, conn, stream, frame, flags, detail).
+fn injected(trace: &Trace) -> Vec<(Duration, u32, u32, FrameType, FrameFlags, FrameDetail)> {
     trace
         .events()
         .iter()
@@ -116,20 +119,21 @@ fn injected(trace: &Trace) -> Vec<(Duration, u32, u32, String, String)> {
                 conn,
                 stream,
                 frame,
+                flags,
                 detail,
                 fate: Fate::Injected,
                 ..
-            } => Some((e.at, *conn, *stream, frame.clone(), detail.clone())),
+            } => Some((e.at, *conn, *stream, *frame, *flags, detail.clone())),
             _ => None,
         })
         .collect()
 }
 
-fn goaways(trace: &Trace) -> Vec<(Duration, u32, String)> {
+fn goaways(trace: &Trace) -> Vec<(Duration, u32, FrameDetail)> {
     injected(trace)
         .into_iter()
-        .filter(|(_, _, _, frame, _)| frame == "GOAWAY")
-        .map(|(at, conn, _, _, detail)| (at, conn, detail))
+        .filter(|(_, _, _, frame, _, _)| *frame == FrameType::GoAway)
+        .map(|(at, conn, _, _, _, detail)| (at, conn, detail))
         .collect()
 }
 
@@ -154,7 +158,21 @@ fn endings(trace: &Trace) -> Vec<(&'static str, String, &'static str)> {
         .collect()
 }
 
-const GOAWAY_TOO_MANY_PINGS: &str = "ENHANCE_YOUR_CALM last-stream-id=1 \"too_many_pings\"";
+/// GOAWAY(ENHANCE_YOUR_CALM, last-stream-id 1, `too_many_pings`).
+fn goaway_too_many_pings() -> FrameDetail {
+    FrameDetail::GoAway {
+        last_stream_id: 1,
+        code: ErrorCode::EnhanceYourCalm,
+        debug: b"too_many_pings".to_vec().into(),
+    }
+}
+
+/// The PING verdicts of a connection cut by grpc-go or C-core defaults.
+const STRIKE_OUT: [KeepaliveVerdict; 4] = [OK, STRIKE_1, STRIKE_2, TOO_MANY];
+const OK: KeepaliveVerdict = KeepaliveVerdict::Ok;
+const STRIKE_1: KeepaliveVerdict = KeepaliveVerdict::Strike { n: 1, of: 2 };
+const STRIKE_2: KeepaliveVerdict = KeepaliveVerdict::Strike { n: 2, of: 2 };
+const TOO_MANY: KeepaliveVerdict = KeepaliveVerdict::TooManyPings;
 
 /// Scenario 1 (seed 000 §6): a 30 s pinger holding a long silent call
 /// against grpc-go's defaults (MinTime 5 min). The first PING never counts;
@@ -180,19 +198,19 @@ fn grpc_go_cuts_a_30s_pinger_after_its_4th_ping_every_time() -> grpc_chaos::Resu
     assert_eq!(
         first
             .iter()
-            .map(|j| (j.at, j.verdict.as_str(), j.gap, j.open_calls))
+            .map(|j| (j.at, j.verdict, j.gap, j.open_calls))
             .collect::<Vec<_>>(),
         [
-            (ms(30_020), "ok", None, 1),
-            (ms(60_040), "strike 1/2", Some(ms(30_020)), 1),
-            (ms(90_060), "strike 2/2", Some(ms(30_020)), 1),
-            (ms(120_080), "too_many_pings", Some(ms(30_020)), 1),
+            (ms(30_020), OK, None, 1),
+            (ms(60_040), STRIKE_1, Some(ms(30_020)), 1),
+            (ms(90_060), STRIKE_2, Some(ms(30_020)), 1),
+            (ms(120_080), TOO_MANY, Some(ms(30_020)), 1),
         ],
         "{}",
         trace.render()
     );
     let cut = goaways(&trace);
-    assert_eq!(cut[0], (ms(120_080), 1, GOAWAY_TOO_MANY_PINGS.to_owned()));
+    assert_eq!(cut[0], (ms(120_080), 1, goaway_too_many_pings()));
     // grpc-go sends nothing per call: the GOAWAY is the only injected frame
     // on each connection, and the close follows it at once.
     assert_eq!(injected(&trace).len(), cut.len());
@@ -210,11 +228,7 @@ fn grpc_go_cuts_a_30s_pinger_after_its_4th_ping_every_time() -> grpc_chaos::Resu
     let conns: Vec<u32> = cut.iter().map(|(_, c, _)| *c).collect();
     assert_eq!(conns, [1, 2, 3, 4, 5]);
     for conn in conns {
-        assert_eq!(
-            verdicts(&trace, conn),
-            ["ok", "strike 1/2", "strike 2/2", "too_many_pings"],
-            "c{conn}"
-        );
+        assert_eq!(verdicts(&trace, conn), STRIKE_OUT, "c{conn}");
     }
     let cut_at: Vec<Duration> = cut.iter().map(|(at, _, _)| *at).collect();
     assert_eq!(
@@ -250,23 +264,44 @@ fn c_core_ends_the_open_call_unavailable_too_many_pings() -> grpc_chaos::Result 
         Ok(())
     });
     let trace = sim.run()?;
-    assert_eq!(
-        verdicts(&trace, 1),
-        ["ok", "strike 1/2", "strike 2/2", "too_many_pings"]
-    );
+    assert_eq!(verdicts(&trace, 1), STRIKE_OUT);
     let t = ms(120_080);
     assert_eq!(
         injected(&trace),
         [
-            (t, 1, 0, "GOAWAY".into(), GOAWAY_TOO_MANY_PINGS.into()),
+            (
+                t,
+                1,
+                0,
+                FrameType::GoAway,
+                FrameFlags::NONE,
+                goaway_too_many_pings()
+            ),
             (
                 t,
                 1,
                 1,
-                "HEADERS".into(),
-                "trailers-only grpc-status=14 grpc-message=\"Too many pings\" END_STREAM".into()
+                FrameType::Headers,
+                FrameFlags::END_STREAM | FrameFlags::END_HEADERS,
+                FrameDetail::Headers(HeaderFields::new(
+                    BlockKind::TrailersOnly,
+                    [
+                        (ShownHeader::Status, "200"),
+                        (ShownHeader::GrpcStatus, "14"),
+                        (ShownHeader::GrpcMessage, "Too many pings")
+                    ]
+                ))
             ),
-            (t, 1, 1, "RST_STREAM".into(), "NO_ERROR".into()),
+            (
+                t,
+                1,
+                1,
+                FrameType::RstStream,
+                FrameFlags::NONE,
+                FrameDetail::RstStream {
+                    code: ErrorCode::NoError
+                }
+            ),
         ]
     );
     assert_eq!(closes(&trace), [(t, 1)]);
@@ -303,7 +338,7 @@ fn the_etcd_pairing_runs_ten_minutes_without_a_goaway() -> grpc_chaos::Result {
     let trace = sim.run()?;
     let all = judged(&trace);
     assert_eq!(all.len(), 19, "{all:?}");
-    assert!(all.iter().all(|j| j.verdict == "ok" && j.conn == 1));
+    assert!(all.iter().all(|j| j.verdict == OK && j.conn == 1));
     assert!(all[1..].iter().all(|j| j.gap == Some(STEADY_GAP)));
     assert!(goaways(&trace).is_empty());
     assert_eq!(endings(&trace), [("OK", String::new(), "OK")]);
@@ -332,31 +367,24 @@ fn an_idle_pinger_is_cut_even_at_10s_without_permit() -> grpc_chaos::Result {
     assert_eq!(
         first
             .iter()
-            .map(|j| (j.at, j.verdict.as_str(), j.gap, j.open_calls))
+            .map(|j| (j.at, j.verdict, j.gap, j.open_calls))
             .collect::<Vec<_>>(),
         [
-            (ms(10_040), "ok", None, 0),
-            (ms(20_060), "strike 1/2", Some(ms(10_020)), 0),
-            (ms(30_080), "strike 2/2", Some(ms(10_020)), 0),
-            (ms(40_100), "too_many_pings", Some(ms(10_020)), 0),
+            (ms(10_040), OK, None, 0),
+            (ms(20_060), STRIKE_1, Some(ms(10_020)), 0),
+            (ms(30_080), STRIKE_2, Some(ms(10_020)), 0),
+            (ms(40_100), TOO_MANY, Some(ms(10_020)), 0),
         ],
         "{}",
         trace.render()
     );
-    assert_eq!(
-        goaways(&trace),
-        [(
-            ms(40_100),
-            1,
-            "ENHANCE_YOUR_CALM last-stream-id=1 \"too_many_pings\"".to_owned()
-        )]
-    );
+    assert_eq!(goaways(&trace), [(ms(40_100), 1, goaway_too_many_pings())]);
     // Both calls succeeded; the second on a new connection.
     assert_eq!(
         endings(&trace),
         [("OK", String::new(), "OK"), ("OK", String::new(), "OK")]
     );
-    assert!(verdicts(&trace, 2).iter().all(|v| v == "ok"));
+    assert!(verdicts(&trace, 2).iter().all(|v| *v == OK));
     insta::assert_snapshot!(trace.render());
     Ok(())
 }
@@ -383,7 +411,7 @@ fn an_idle_pinger_is_fine_when_pings_without_calls_are_permitted() -> grpc_chaos
     let trace = sim.run()?;
     let all = judged(&trace);
     assert_eq!(all.len(), 5, "{all:?}");
-    assert!(all.iter().all(|j| j.verdict == "ok" && j.conn == 1));
+    assert!(all.iter().all(|j| j.verdict == OK && j.conn == 1));
     assert!(goaways(&trace).is_empty());
     Ok(())
 }
@@ -418,7 +446,7 @@ fn a_gap_equal_to_the_minimum_is_no_strike() -> grpc_chaos::Result {
         let trace = run(min_time)?;
         let v = verdicts(&trace, 1);
         assert_eq!(v.len(), 6, "{v:?}");
-        assert!(v.iter().all(|v| v == "ok"), "min {min_time:?}: {v:?}");
+        assert!(v.iter().all(|v| *v == OK), "min {min_time:?}: {v:?}");
         assert!(goaways(&trace).is_empty());
         if min_time == STEADY_GAP {
             insta::assert_snapshot!(trace.render());
@@ -426,10 +454,7 @@ fn a_gap_equal_to_the_minimum_is_no_strike() -> grpc_chaos::Result {
     }
     // One tick over the gap: every PING after the first strikes.
     let trace = run(STEADY_GAP + ms(10))?;
-    assert_eq!(
-        verdicts(&trace, 1),
-        ["ok", "strike 1/2", "strike 2/2", "too_many_pings"]
-    );
+    assert_eq!(verdicts(&trace, 1), STRIKE_OUT);
     Ok(())
 }
 
@@ -496,7 +521,7 @@ fn server_data_between_pings_resets_strikes() -> grpc_chaos::Result {
     assert_eq!(all.len(), 12, "{all:?}");
     assert!(
         all.iter()
-            .all(|j| j.verdict == "ok" && j.gap.is_none() && j.open_calls == 1),
+            .all(|j| j.verdict == OK && j.gap.is_none() && j.open_calls == 1),
         "{all:?}"
     );
     assert!(goaways(&trace).is_empty());
@@ -514,14 +539,8 @@ fn without_resets_the_same_stream_is_cut() -> grpc_chaos::Result {
         reset_on: grpc_chaos::policy::ResetOn::NEVER,
         ..KeepalivePolicy::grpc_go()
     })?;
-    assert_eq!(
-        verdicts(&trace, 1),
-        ["ok", "strike 1/2", "strike 2/2", "too_many_pings"]
-    );
-    assert_eq!(
-        goaways(&trace),
-        [(ms(180_120), 1, GOAWAY_TOO_MANY_PINGS.to_owned())]
-    );
+    assert_eq!(verdicts(&trace, 1), STRIKE_OUT);
+    assert_eq!(goaways(&trace), [(ms(180_120), 1, goaway_too_many_pings())]);
     // Read at the client's next receive (it sleeps between rallies).
     assert_eq!(
         endings(&trace),
@@ -554,8 +573,8 @@ fn grpc_java_strikes_are_cleared_by_server_data() -> grpc_chaos::Result {
     assert_eq!(cleared, [1; 6], "{}", trace.render());
     let v = verdicts(&trace, 1);
     assert_eq!(v.len(), 12);
-    assert!(v[..6].iter().all(|v| v == "strike 1/2"), "{v:?}");
-    assert!(v[6..].iter().all(|v| v == "ok"), "{v:?}");
+    assert!(v[..6].iter().all(|v| *v == STRIKE_1), "{v:?}");
+    assert!(v[6..].iter().all(|v| *v == OK), "{v:?}");
     assert!(goaways(&trace).is_empty());
     insta::assert_snapshot!(trace.render());
     Ok(())
@@ -692,10 +711,10 @@ fn the_goaway_waits_behind_a_delayed_ping_ack() -> grpc_chaos::Result {
     let trace = sim.run()?;
     let cut = judged(&trace)
         .into_iter()
-        .find(|j| j.verdict == "too_many_pings")
+        .find(|j| j.verdict == TOO_MANY)
         .expect("the 4th PING is too many");
     assert_eq!(goaways(&trace)[0].0, cut.at, "written when judged");
-    let released: Vec<(Duration, String, Duration)> = trace
+    let released: Vec<(Duration, FrameType, Duration)> = trace
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
@@ -704,7 +723,7 @@ fn the_goaway_waits_behind_a_delayed_ping_ack() -> grpc_chaos::Result {
                 frame,
                 kept,
                 ..
-            } if e.at >= cut.at => Some((e.at, frame.clone(), *kept)),
+            } if e.at >= cut.at => Some((e.at, *frame, *kept)),
             _ => None,
         })
         .collect();
@@ -712,8 +731,8 @@ fn the_goaway_waits_behind_a_delayed_ping_ack() -> grpc_chaos::Result {
     assert_eq!(
         released,
         [
-            (leaves, "PING".to_owned(), ms(500)),
-            (leaves, "GOAWAY".to_owned(), ms(500)),
+            (leaves, FrameType::Ping, ms(500)),
+            (leaves, FrameType::GoAway, ms(500)),
         ],
         "{}",
         trace.render()

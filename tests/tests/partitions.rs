@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{ConnectFailure, Fate};
+use grpc_chaos::recorder::event::{ConnectFailure, Fate, LinkHold, WaitingFor};
 use grpc_chaos::trace::RenderOptions;
+use grpc_chaos::wire::FrameType;
 use grpc_chaos::{EventKind, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, SaveRequest};
@@ -37,11 +38,11 @@ fn store_sim(duration: Duration) -> Sim {
 }
 
 /// `(time, frame, fate)` of every frame `host` wrote.
-fn frames(trace: &Trace, host: &str) -> Vec<(Duration, String, Fate)> {
+fn frames(trace: &Trace, host: &str) -> Vec<(Duration, FrameType, Fate)> {
     trace
         .events_on(host)
         .filter_map(|e| match &e.kind {
-            EventKind::Frame { frame, fate, .. } => Some((e.at, frame.clone(), *fate)),
+            EventKind::Frame { frame, fate, .. } => Some((e.at, *frame, *fate)),
             _ => None,
         })
         .collect()
@@ -97,8 +98,12 @@ fn a_partition_that_heals_resumes_the_call_on_the_same_connection() -> grpc_chao
         .into_iter()
         .filter(|(_, _, fate)| *fate == Fate::Partitioned)
         .collect();
-    let names: Vec<&str> = answer.iter().map(|(_, f, _)| f.as_str()).collect();
-    assert_eq!(names, ["HEADERS", "DATA", "HEADERS"], "{answer:?}");
+    let names: Vec<FrameType> = answer.iter().map(|(_, f, _)| *f).collect();
+    assert_eq!(
+        names,
+        [FrameType::Headers, FrameType::Data, FrameType::Headers],
+        "{answer:?}"
+    );
     assert!(answer.iter().all(|(t, ..)| *t > ms(100) && *t < ms(2_000)));
     assert_eq!(releases(&trace, "store"), [ms(2_000); 3]);
     // One connection, never redialled.
@@ -434,13 +439,13 @@ fn a_paused_server_lets_the_clients_deadline_fire() -> grpc_chaos::Result {
     // emulation cannot stop its code).
     let rst = frames(&trace, "player")
         .into_iter()
-        .find(|(_, f, _)| f == "RST_STREAM")
+        .find(|(_, f, _)| *f == FrameType::RstStream)
         .expect("the player cancelled");
     assert_eq!(rst.2, Fate::Paused);
     assert!(releases(&trace, "player").contains(&ms(3_000)));
     assert!(frames(&trace, "store")
         .iter()
-        .any(|(_, f, fate)| f == "HEADERS" && *fate == Fate::Paused));
+        .any(|(_, f, fate)| *f == FrameType::Headers && *fate == Fate::Paused));
     let render = trace.render();
     assert!(
         render.contains("store                host paused: bytes to and from it wait until resume"),
@@ -479,7 +484,7 @@ fn keepalive_closes_the_connection_to_a_paused_server() -> grpc_chaos::Result {
     let trace = sim.run()?;
     let ping = frames(&trace, "player")
         .into_iter()
-        .find(|(_, f, _)| f == "PING")
+        .find(|(_, f, _)| *f == FrameType::Ping)
         .expect("keepalive pinged");
     assert_eq!(ping.2, Fate::Paused, "the PING waits for the resume");
     let call = trace.calls_from("player").next().expect("the Load");
@@ -552,13 +557,11 @@ fn bad_partition_and_pause_faults_are_misconfigurations() {
 /// run, with why: no repair came, or the sender crashed with it.
 #[test]
 fn frames_a_partition_held_that_never_left_say_why() -> grpc_chaos::Result {
-    for (crash, says) in [
-        (false, "held by the partition, never repaired"),
-        (
-            true,
-            "held by the partition, then lost with its sender's connection",
-        ),
-    ] {
+    for (crash, lost_with_sender) in [(false, false), (true, true)] {
+        let says = WaitingFor::Link {
+            link: LinkHold::Partition,
+            lost_with_sender,
+        };
         let mut sim = store_sim(ms(3_000));
         sim.fault(Fault::partition("player", "store").at(ms(100)));
         if crash {
@@ -572,7 +575,7 @@ fn frames_a_partition_held_that_never_left_say_why() -> grpc_chaos::Result {
             Ok(())
         });
         let trace = sim.run()?;
-        let never: Vec<String> = trace
+        let never: Vec<WaitingFor> = trace
             .events_on("store")
             .filter_map(|e| match &e.kind {
                 EventKind::FrameNeverLeft { waiting_for, .. } => Some(waiting_for.clone()),
@@ -580,7 +583,14 @@ fn frames_a_partition_held_that_never_left_say_why() -> grpc_chaos::Result {
             })
             .collect();
         assert_eq!(never.len(), 3, "the answer's three frames: {never:?}");
-        assert!(never.iter().all(|w| w == says), "{never:?}");
+        assert!(never.iter().all(|w| *w == says), "{never:?}");
+        // In the trace's words.
+        let words = if crash {
+            "held by the partition, then lost with its sender's connection"
+        } else {
+            "held by the partition, never repaired"
+        };
+        assert_eq!(says.to_string(), words);
         let ended = trace.calls_from("player").next().and_then(|c| c.ended_at);
         if crash {
             // The crash's resets wait for the repair like every other

@@ -194,6 +194,40 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
     assert_eq!(first["event"], "call_started");
     assert_eq!(first["path"], HIT);
     assert_eq!(first["timeout_us"], 500_000);
+    // Frames are data (see `recorder::event::FrameDetail`), not words: the
+    // player's request HEADERS with the fields the trace keeps, the
+    // gateway's SETTINGS as a list of parameters, WINDOW_UPDATE increments.
+    let frame = |host: &str, kind: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == "frame" && e["host"] == host && e["frame"] == kind)
+            .unwrap_or_else(|| panic!("a {kind} from {host}"))
+    };
+    let request = frame("player", "HEADERS");
+    assert_eq!(
+        request["flags"],
+        serde_json::json!(["END_HEADERS"]),
+        "{request}"
+    );
+    assert_eq!(request["detail"]["block"], "request", "{request}");
+    assert_eq!(
+        request["detail"]["fields"],
+        serde_json::json!([
+            [":method", "POST"],
+            [":path", HIT],
+            ["grpc-timeout", "500000u"]
+        ]),
+        "{request}"
+    );
+    assert_eq!(request["fate"]["fate"], "passed");
+    assert!(request.get("invalid").is_none(), "{request}");
+    let settings = frame("gateway", "SETTINGS");
+    assert_eq!(
+        settings["detail"]["settings"][0],
+        serde_json::json!({"id": "INITIAL_WINDOW_SIZE", "value": 1_048_576}),
+        "{settings}"
+    );
+    assert!(frame("player", "WINDOW_UPDATE")["detail"]["increment"].is_u64());
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     for kind in [
         "call_started",
@@ -214,13 +248,13 @@ fn write_to_writes_text_json_and_html() -> grpc_chaos::Result {
         .join("trace_queries")
         .join("nested");
     let _ = std::fs::remove_dir_all(&dir);
-    let [txt, json, html] = trace.write_to(&dir, "chain")?;
-    assert_eq!(txt, dir.join("chain.txt"));
-    assert_eq!(json, dir.join("chain.json"));
-    assert_eq!(html, dir.join("chain.html"));
-    let txt = std::fs::read_to_string(txt)?;
-    let json = std::fs::read_to_string(json)?;
-    let html = std::fs::read_to_string(html)?;
+    let files = trace.write_to(&dir, "chain")?;
+    assert_eq!(files.txt, dir.join("chain.txt"));
+    assert_eq!(files.json, dir.join("chain.json"));
+    assert_eq!(files.html, dir.join("chain.html"));
+    let txt = std::fs::read_to_string(files.txt)?;
+    let json = std::fs::read_to_string(files.json)?;
+    let html = std::fs::read_to_string(files.html)?;
     assert_eq!(txt, trace.render_with(&RenderOptions::everything()));
     assert_eq!(json, trace.to_json() + "\n");
     assert_eq!(html, trace.render_html_with(&RenderOptions::everything()));

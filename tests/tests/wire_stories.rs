@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags};
 use grpc_chaos::trace::{RunEnd, StallEnd, Window};
+use grpc_chaos::wire::{ErrorCode, FrameType};
 use grpc_chaos::{EventKind, Trace};
 use grpc_chaos_scenarios::catalog::{self, Report};
 use grpc_chaos_scenarios::services::{LOAD, SAVE, UPLOAD, WATCH};
@@ -45,12 +46,13 @@ struct Seen {
     from: String,
     conn: u32,
     stream: u32,
-    detail: String,
+    flags: FrameFlags,
+    detail: FrameDetail,
     fate: Fate,
 }
 
-/// The frames of type `kind` (`PING`, `RST_STREAM` …) `from` wrote.
-fn frames(trace: &Trace, from: &str, kind: &str) -> Vec<Seen> {
+/// The frames of type `kind` (PING, RST_STREAM …) `from` wrote.
+fn frames(trace: &Trace, from: &str, kind: FrameType) -> Vec<Seen> {
     trace
         .events_on(from)
         .filter_map(|e| match &e.kind {
@@ -58,14 +60,16 @@ fn frames(trace: &Trace, from: &str, kind: &str) -> Vec<Seen> {
                 conn,
                 stream,
                 frame,
+                flags,
                 detail,
                 fate,
                 ..
-            } if frame == kind => Some(Seen {
+            } if *frame == kind => Some(Seen {
                 at: e.at,
                 from: e.host.clone(),
                 conn: *conn,
                 stream: *stream,
+                flags: *flags,
                 detail: detail.clone(),
                 fate: *fate,
             }),
@@ -76,11 +80,22 @@ fn frames(trace: &Trace, from: &str, kind: &str) -> Vec<Seen> {
 
 /// DATA octets `from` sent on connection `conn`, stream `stream`.
 fn data_bytes(trace: &Trace, from: &str, conn: u32, stream: u32) -> u64 {
-    frames(trace, from, "DATA")
+    frames(trace, from, FrameType::Data)
         .iter()
         .filter(|f| f.conn == conn && f.stream == stream)
-        .filter_map(|f| f.detail.split(' ').next()?.parse::<u64>().ok())
+        .filter_map(|f| match f.detail {
+            FrameDetail::Data { len } => Some(u64::from(len)),
+            _ => None,
+        })
         .sum()
+}
+
+/// The error code of a RST_STREAM.
+fn reset_code(f: &Seen) -> Option<ErrorCode> {
+    match f.detail {
+        FrameDetail::RstStream { code } => Some(code),
+        _ => None,
+    }
 }
 
 /// The `(code, message, spec code)` a call ended with.
@@ -95,13 +110,13 @@ fn dead_peer_closes_the_connection_a_second_after_the_unanswered_ping() {
     let (trace, report) = story("dead-peer");
     // The player pings 10 s after the last frame it received (the store's
     // SETTINGS ack at 10 ms); the store's ACK is dropped.
-    let pings = frames(&trace, "player", "PING");
+    let pings = frames(&trace, "player", FrameType::Ping);
     assert_eq!(pings.len(), 1, "{pings:?}");
     assert_eq!((pings[0].at, pings[0].conn), (ms(10_010), 1));
-    let acks = frames(&trace, "store", "PING");
+    let acks = frames(&trace, "store", FrameType::Ping);
     assert_eq!(acks.len(), 1);
     assert_eq!((acks[0].at, acks[0].fate), (ms(10_020), Fate::Dropped));
-    assert!(acks[0].detail.starts_with("ack "), "{}", acks[0].detail);
+    assert!(acks[0].flags.ack(), "{:?}", acks[0]);
     // keep_alive_timeout (1 s) later the waiting Load fails: UNAVAILABLE
     // from tonic, as the spec requires (FACTS.md).
     assert_eq!(
@@ -121,7 +136,7 @@ fn dead_peer_closes_the_connection_a_second_after_the_unanswered_ping() {
     let second = trace.calls_from("player").nth(1).expect("second call");
     assert_eq!(second.path, LOAD);
     assert!(second.outcome().is_some_and(|o| o.is_ok()));
-    let c2: Vec<_> = frames(&trace, "player", "HEADERS");
+    let c2: Vec<_> = frames(&trace, "player", FrameType::Headers);
     assert_eq!(c2.iter().map(|f| f.conn).collect::<Vec<_>>(), vec![1, 2]);
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert!(trace.stalls(Duration::ZERO).is_empty());
@@ -133,12 +148,15 @@ fn dead_peer_under_a_stream_is_unknown_from_tonic_and_unavailable_by_the_spec() 
     let (trace, report) = story("dead-peer-stream");
     // One score at 20 ms, then the stream is silent (next score due at
     // 12 s): the player pings at 10.03 s, the ACK is dropped.
-    let scores = frames(&trace, "gateway", "DATA");
+    let scores = frames(&trace, "gateway", FrameType::Data);
     assert_eq!(scores.iter().filter(|f| f.conn == 1).count(), 1);
-    let pings = frames(&trace, "player", "PING");
+    let pings = frames(&trace, "player", FrameType::Ping);
     assert_eq!(pings.len(), 1);
     assert_eq!(pings[0].at, ms(10_030));
-    assert_eq!(frames(&trace, "gateway", "PING")[0].fate, Fate::Dropped);
+    assert_eq!(
+        frames(&trace, "gateway", FrameType::Ping)[0].fate,
+        Fate::Dropped
+    );
     // 1 s later the open stream fails: UNKNOWN from tonic, UNAVAILABLE by
     // the spec (FACTS.md).
     assert_eq!(
@@ -160,7 +178,7 @@ fn dead_peer_under_a_stream_is_unknown_from_tonic_and_unavailable_by_the_spec() 
     // The next Watch redials (c2) and completes.
     let again = trace.calls_from("player").nth(1).expect("second watch");
     assert!(again.outcome().is_some_and(|o| o.is_ok()));
-    assert!(frames(&trace, "player", "HEADERS")
+    assert!(frames(&trace, "player", FrameType::Headers)
         .iter()
         .any(|f| f.conn == 2));
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
@@ -180,7 +198,7 @@ fn receiver_decides_speed_stalls_the_sender_without_failing_anything() {
     // it writes waits behind the first (TCP order): the connection
     // WINDOW_UPDATE it writes at 70 ms, which the rule does not match, is
     // recorded then as waiting behind it.
-    let updates = frames(&trace, "player", "WINDOW_UPDATE");
+    let updates = frames(&trace, "player", FrameType::WindowUpdate);
     let held: Vec<_> = updates
         .iter()
         .filter(|f| f.fate != Fate::Passed)
@@ -223,8 +241,8 @@ fn receiver_decides_speed_stalls_the_sender_without_failing_anything() {
         report.happened
     );
     // Nothing happens at the 5 s deadline: no status, no RST_STREAM.
-    assert!(frames(&trace, "player", "RST_STREAM").is_empty());
-    assert!(frames(&trace, "gateway", "RST_STREAM").is_empty());
+    assert!(frames(&trace, "player", FrameType::RstStream).is_empty());
+    assert!(frames(&trace, "gateway", FrameType::RstStream).is_empty());
     assert!(trace.render().contains(
         "5000.000  player               log INFO grpc_chaos_scenarios::catalog::receiver_speed: deadline passed, stream still open received=127"
     ));
@@ -263,7 +281,7 @@ fn cancel_during_upload_resets_the_stream_and_drops_the_handler() {
         )
     );
     // Rallies went out at 1, 101 … 501 ms; then the stream was reset.
-    let sent: Vec<_> = frames(&trace, "player", "DATA")
+    let sent: Vec<_> = frames(&trace, "player", FrameType::Data)
         .into_iter()
         .map(|f| f.at)
         .collect();
@@ -272,17 +290,17 @@ fn cancel_during_upload_resets_the_stream_and_drops_the_handler() {
         [1, 101, 201, 301, 401, 501].map(ms).to_vec(),
         "the 20-rally upload was cut after 6"
     );
-    let resets = frames(&trace, "player", "RST_STREAM");
+    let resets = frames(&trace, "player", FrameType::RstStream);
     assert_eq!(resets.len(), 1);
     assert_eq!(
-        (resets[0].at, resets[0].stream, resets[0].detail.as_str()),
-        (ms(501), 1, "CANCEL")
+        (resets[0].at, resets[0].stream, reset_code(&resets[0])),
+        (ms(501), 1, Some(ErrorCode::Cancel))
     );
     let handler = trace.runs_on("gateway").next().expect("gateway ran");
     assert_eq!(handler.end, RunEnd::Dropped);
     assert_eq!(handler.ended_at, Some(ms(502)));
     // The gateway never answered: no HEADERS from it at all.
-    assert!(frames(&trace, "gateway", "HEADERS").is_empty());
+    assert!(frames(&trace, "gateway", FrameType::Headers).is_empty());
     trace.assert_no_orphan_work().expect("nothing ran on");
     assert_eq!(
         report.findings.len(),
@@ -298,16 +316,11 @@ fn injected_resets_refused_stream_and_goaway() {
     let (trace, report) = story("injected-resets");
     // RST_STREAM(REFUSED_STREAM) on s1 at 20 ms: UNAVAILABLE, as the spec
     // requires.
-    let rst = frames(&trace, "store", "RST_STREAM");
+    let rst = frames(&trace, "store", FrameType::RstStream);
     assert_eq!(rst.len(), 1);
     assert_eq!(
-        (
-            rst[0].at,
-            rst[0].stream,
-            rst[0].detail.as_str(),
-            rst[0].fate
-        ),
-        (ms(20), 1, "REFUSED_STREAM", Fate::Injected)
+        (rst[0].at, rst[0].stream, reset_code(&rst[0]), rst[0].fate),
+        (ms(20), 1, Some(ErrorCode::RefusedStream), Fate::Injected)
     );
     assert_eq!(
         ended(&trace, 0, "player"),
@@ -324,20 +337,28 @@ fn injected_resets_refused_stream_and_goaway() {
     // the player's stack reset the stream it had already closed.
     let h1 = trace.runs_on("store").next().expect("h1");
     assert!(matches!(h1.end, RunEnd::Finished { code: "OK", .. }));
-    let closed = frames(&trace, "player", "RST_STREAM");
+    let closed = frames(&trace, "player", FrameType::RstStream);
     assert_eq!(closed.len(), 1);
     assert_eq!(
-        (closed[0].at, closed[0].stream, closed[0].detail.as_str()),
-        (ms(103), 1, "STREAM_CLOSED")
+        (closed[0].at, closed[0].stream, reset_code(&closed[0])),
+        (ms(103), 1, Some(ErrorCode::StreamClosed))
     );
     // GOAWAY(NO_ERROR, last-stream-id=3) at 250 ms with s3 and s5 open: s3
     // completes, s5 fails at once. tonic says INTERNAL (the h2 reason
     // NO_ERROR); the spec says UNAVAILABLE (RFC 9113 §6.8: not processed).
-    let goaway = frames(&trace, "store", "GOAWAY");
+    let goaway = frames(&trace, "store", FrameType::GoAway);
     assert_eq!(goaway.len(), 1);
     assert_eq!(
-        (goaway[0].at, goaway[0].detail.as_str(), goaway[0].fate),
-        (ms(250), "NO_ERROR last-stream-id=3", Fate::Injected)
+        (goaway[0].at, &goaway[0].detail, goaway[0].fate),
+        (
+            ms(250),
+            &FrameDetail::GoAway {
+                last_stream_id: 3,
+                code: ErrorCode::NoError,
+                debug: Box::new([])
+            },
+            Fate::Injected
+        )
     );
     assert_eq!(
         (calls[1].path.as_str(), calls[1].ended_at),
@@ -356,7 +377,7 @@ fn injected_resets_refused_stream_and_goaway() {
     let o = calls[2].outcome().expect("ended");
     assert_eq!(o.rule, Some(grpc_chaos::spec::rules::GOAWAY));
     // After the GOAWAY the player closes c1 once s3 is done and dials c2.
-    let player_goaway = frames(&trace, "player", "GOAWAY");
+    let player_goaway = frames(&trace, "player", FrameType::GoAway);
     assert_eq!(
         player_goaway
             .iter()
@@ -366,7 +387,7 @@ fn injected_resets_refused_stream_and_goaway() {
     );
     assert!(calls[3].outcome().is_some_and(|o| o.is_ok()));
     assert_eq!(
-        frames(&trace, "player", "HEADERS")
+        frames(&trace, "player", FrameType::Headers)
             .iter()
             .map(|f| (f.conn, f.stream))
             .collect::<Vec<_>>(),

@@ -19,7 +19,7 @@ use conn::End;
 pub(crate) use conn::{PeerInfo, SimConn};
 use dial::Dial;
 pub(crate) use links::{LinkState, Links};
-pub(crate) use tap::{KeepaliveConn, Reset, TapPair, Until, Waiting};
+pub(crate) use tap::{KeepaliveConn, Reset, TapPair, Waiting};
 
 use crate::sim::Shared;
 use crate::wire::Direction;

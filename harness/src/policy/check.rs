@@ -43,8 +43,9 @@ use tonic::transport::Endpoint;
 use tonic::{Request, Status};
 
 use super::KeepalivePolicy;
-use crate::recorder::event::{EventKind, Fate, Outcome};
+use crate::recorder::event::{EventKind, Fate, KeepaliveVerdict, Outcome};
 use crate::trace::Trace;
+use crate::wire::FrameType;
 use crate::Sim;
 
 /// What the checked client does on its channel.
@@ -220,12 +221,12 @@ impl KeepaliveReport {
         for e in trace.events() {
             if let EventKind::KeepalivePing { conn, verdict, .. } = &e.kind {
                 pings += 1;
-                if verdict != "ok" {
+                if *verdict != KeepaliveVerdict::Ok {
                     strikes += 1;
                 }
                 let n = per_conn.entry(*conn).or_default();
                 *n += 1;
-                if verdict == "too_many_pings" {
+                if *verdict == KeepaliveVerdict::TooManyPings {
                     cut_at_ping.insert(*conn, *n);
                 }
             }
@@ -236,10 +237,10 @@ impl KeepaliveReport {
             .filter_map(|e| match &e.kind {
                 EventKind::Frame {
                     conn,
-                    frame,
+                    frame: FrameType::GoAway,
                     fate: Fate::Injected,
                     ..
-                } if frame == "GOAWAY" => Some((e.at, *conn)),
+                } => Some((e.at, *conn)),
                 _ => None,
             })
             .collect();

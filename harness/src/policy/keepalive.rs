@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::enforcer::ServerFrame;
+use crate::wire::ErrorCode;
 
 /// How a strict gRPC server polices the PINGs a client sends.
 ///
@@ -143,7 +144,7 @@ pub enum OnTooManyPings {
     /// the RESOURCE_EXHAUSTED "Too many pings from client" status it builds
     /// stays on the server side.
     ResetStreamsThenClose {
-        /// RST_STREAM error code (RFC 9113 §7; 8 = CANCEL in grpc-java).
-        code: u32,
+        /// RST_STREAM error code (RFC 9113 §7; CANCEL in grpc-java).
+        code: ErrorCode,
     },
 }

@@ -128,6 +128,4 @@ mod tests;
 pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
 pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
 pub use keepalive::{GapFrom, KeepalivePolicy, OnTooManyPings, ResetOn};
-pub use plan::{
-    reaction, Action, OpenStream, CANCEL, ENHANCE_YOUR_CALM, NO_ERROR, TOO_MANY_PINGS, UNAVAILABLE,
-};
+pub use plan::{reaction, Action, OpenStream, TOO_MANY_PINGS, UNAVAILABLE};

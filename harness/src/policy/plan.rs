@@ -3,13 +3,7 @@
 use serde::Serialize;
 
 use super::keepalive::{KeepalivePolicy, OnTooManyPings};
-
-/// HTTP/2 error code NO_ERROR (RFC 9113 §7).
-pub const NO_ERROR: u32 = 0x0;
-/// HTTP/2 error code CANCEL (RFC 9113 §7).
-pub const CANCEL: u32 = 0x8;
-/// HTTP/2 error code ENHANCE_YOUR_CALM (RFC 9113 §7).
-pub const ENHANCE_YOUR_CALM: u32 = 0xb;
+use crate::wire::ErrorCode;
 /// GOAWAY debug data sent by grpc-go, C-core and grpc-java alike.
 pub const TOO_MANY_PINGS: &[u8] = b"too_many_pings";
 /// gRPC status code UNAVAILABLE (grpc `doc/statuscodes.md`).
@@ -33,8 +27,8 @@ pub enum Action {
     SendGoAway {
         /// Highest stream id the server accepted.
         last_stream_id: u32,
-        /// Error code: [`ENHANCE_YOUR_CALM`].
-        code: u32,
+        /// Error code: [`ErrorCode::EnhanceYourCalm`].
+        code: ErrorCode,
         /// Debug data: [`TOO_MANY_PINGS`].
         debug: &'static [u8],
     },
@@ -64,8 +58,9 @@ pub enum Action {
     SendRstStream {
         /// HTTP/2 stream id.
         stream_id: u32,
-        /// Error code: [`NO_ERROR`] (C-core) or [`CANCEL`] (grpc-java).
-        code: u32,
+        /// Error code: [`ErrorCode::NoError`] (C-core) or
+        /// [`ErrorCode::Cancel`] (grpc-java).
+        code: ErrorCode,
     },
     /// Close the TCP connection (after flushing the frames above).
     CloseConnection,
@@ -88,7 +83,7 @@ pub fn reaction(policy: &KeepalivePolicy, last_stream_id: u32, open: &[OpenStrea
 
     let mut actions = vec![Action::SendGoAway {
         last_stream_id,
-        code: ENHANCE_YOUR_CALM,
+        code: ErrorCode::EnhanceYourCalm,
         debug: TOO_MANY_PINGS,
     }];
     match policy.on_too_many_pings {
@@ -98,7 +93,7 @@ pub fn reaction(policy: &KeepalivePolicy, last_stream_id: u32, open: &[OpenStrea
                 actions.push(status_action(*stream, status, message));
                 actions.push(Action::SendRstStream {
                     stream_id: stream.id,
-                    code: NO_ERROR,
+                    code: ErrorCode::NoError,
                 });
             }
         }

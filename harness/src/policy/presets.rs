@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use super::keepalive::{GapFrom, KeepalivePolicy, OnTooManyPings, ResetOn};
-use super::plan::{CANCEL, UNAVAILABLE};
+use super::plan::UNAVAILABLE;
+use crate::wire::ErrorCode;
 
 /// 5 min: the default minimum PING gap of grpc-go
 /// (`defaultKeepalivePolicyMinTime`), C-core
@@ -114,7 +115,9 @@ impl KeepalivePolicy {
             max_strikes: 2,
             reset_on: ResetOn::HEADERS_OR_DATA,
             gap_from: GapFrom::LastAcceptedPing,
-            on_too_many_pings: OnTooManyPings::ResetStreamsThenClose { code: CANCEL },
+            on_too_many_pings: OnTooManyPings::ResetStreamsThenClose {
+                code: ErrorCode::Cancel,
+            },
         }
     }
 

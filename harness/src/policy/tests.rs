@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::wire::ErrorCode;
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
@@ -63,7 +64,7 @@ fn grpc_go_30s_pings_with_a_call_get_goaway_on_the_4th_ping() {
         [
             Action::SendGoAway {
                 last_stream_id: 1,
-                code: ENHANCE_YOUR_CALM,
+                code: ErrorCode::EnhanceYourCalm,
                 debug: b"too_many_pings"
             },
             Action::CloseConnection,
@@ -97,7 +98,7 @@ fn c_core_ends_each_open_call_with_unavailable_before_closing() {
         [
             Action::SendGoAway {
                 last_stream_id: 5,
-                code: 11,
+                code: ErrorCode::EnhanceYourCalm,
                 debug: b"too_many_pings"
             },
             Action::SendTrailersOnly {
@@ -107,7 +108,7 @@ fn c_core_ends_each_open_call_with_unavailable_before_closing() {
             },
             Action::SendRstStream {
                 stream_id: 1,
-                code: 0
+                code: ErrorCode::NoError
             },
             Action::SendTrailersOnly {
                 stream_id: 3,
@@ -116,7 +117,7 @@ fn c_core_ends_each_open_call_with_unavailable_before_closing() {
             },
             Action::SendRstStream {
                 stream_id: 3,
-                code: 0
+                code: ErrorCode::NoError
             },
             Action::SendTrailers {
                 stream_id: 5,
@@ -125,7 +126,7 @@ fn c_core_ends_each_open_call_with_unavailable_before_closing() {
             },
             Action::SendRstStream {
                 stream_id: 5,
-                code: 0
+                code: ErrorCode::NoError
             },
             Action::CloseConnection,
         ]
@@ -347,16 +348,16 @@ fn grpc_java_30s_pings_get_goaway_on_the_3rd_ping() {
         [
             Action::SendGoAway {
                 last_stream_id: 3,
-                code: ENHANCE_YOUR_CALM,
+                code: ErrorCode::EnhanceYourCalm,
                 debug: TOO_MANY_PINGS
             },
             Action::SendRstStream {
                 stream_id: 1,
-                code: CANCEL
+                code: ErrorCode::Cancel
             },
             Action::SendRstStream {
                 stream_id: 3,
-                code: CANCEL
+                code: ErrorCode::Cancel
             },
             Action::CloseConnection,
         ]

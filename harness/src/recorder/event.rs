@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use super::fields::{
+    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
+};
+use crate::wire::FrameType;
+
 /// Id of a client call, numbered `r1, r2, …` in order of appearance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
@@ -459,6 +464,8 @@ pub enum EventKind {
     },
     /// An HTTP/2 frame a host wrote on a connection (recorded once, at the
     /// sender, when it was written), and what the frame faults did with it.
+    /// Every field is data; the words a render prints for it are made by
+    /// the trace's row builder.
     Frame {
         /// The connection (`c1, c2, …` in order of appearance).
         conn: u32,
@@ -466,15 +473,23 @@ pub enum EventKind {
         to: String,
         /// The stream id (0 for connection-level frames).
         stream: u32,
-        /// The RFC 9113 frame type name (`HEADERS`, `RST_STREAM`).
-        frame: String,
-        /// The decoded payload, in the trace's words (`POST /tt.v1.Store/Save
-        /// grpc-timeout=380m`, `CANCEL`, `ack`).
-        detail: String,
+        /// The frame type; JSON: its RFC 9113 name (`HEADERS`, `RST_STREAM`).
+        #[serde(serialize_with = "frame_type")]
+        frame: FrameType,
+        /// The flags that matter (`END_STREAM`, `END_HEADERS`, `ACK`).
+        flags: FrameFlags,
+        /// The decoded payload.
+        detail: FrameDetail,
+        /// For a frame the harness wrote that breaks RFC 9113 (an injected
+        /// RST_STREAM on stream 0): the rule it breaks, naming the section.
+        /// JSON: absent when none.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        invalid: Option<Box<str>>,
         /// What the frame faults did with it.
         fate: Fate,
-        /// Connection-level noise the default render hides (SETTINGS ACK,
-        /// small WINDOW_UPDATEs) unless a fault touched it.
+        /// Connection-level noise the default render hides (SETTINGS,
+        /// connection and small WINDOW_UPDATEs, PRIORITY) unless a fault
+        /// touched it.
         #[serde(skip)]
         noise: bool,
     },
@@ -486,8 +501,9 @@ pub enum EventKind {
         to: String,
         /// The stream id.
         stream: u32,
-        /// The frame type name.
-        frame: String,
+        /// The frame type; JSON: its RFC 9113 name.
+        #[serde(serialize_with = "frame_type")]
+        frame: FrameType,
         /// How long it was kept back, *simulated* time.
         #[serde(rename = "kept_us", serialize_with = "micros")]
         kept: Duration,
@@ -512,13 +528,14 @@ pub enum EventKind {
         to: String,
         /// The stream id.
         stream: u32,
-        /// The frame type name.
-        frame: String,
+        /// The frame type; JSON: its RFC 9113 name.
+        #[serde(serialize_with = "frame_type")]
+        frame: FrameType,
         /// When the sender wrote it, *simulated* time since the start.
         #[serde(rename = "written_us", serialize_with = "micros")]
         written: Duration,
-        /// What it was waiting for, e.g. `held until release "window"`.
-        waiting_for: String,
+        /// What it was waiting for: a time past the end, or a release.
+        waiting_for: WaitingFor,
     },
     /// A host closed its end of a connection: its HTTP/2 stack shut the
     /// connection down or dropped it (for a peer that broke the protocol
@@ -551,10 +568,11 @@ pub enum EventKind {
         conn: u32,
         /// The client host that sent the PING.
         from: String,
-        /// `ok`, `strike n/m` (n-th strike of the m tolerated),
-        /// `too_many_pings` (one strike too many: GOAWAY follows) or
-        /// `going_away` (a PING after the GOAWAY was decided).
-        verdict: String,
+        /// Ok, a strike, one strike too many (GOAWAY follows), or a PING
+        /// after the GOAWAY was decided; JSON: `verdict` and, for a strike,
+        /// `n` and `of` (see [`KeepaliveVerdict`]).
+        #[serde(flatten)]
+        verdict: KeepaliveVerdict,
         /// Strikes counted after this PING.
         strikes: u32,
         /// Time since the PING the gap is measured from, *simulated* time;
@@ -578,8 +596,10 @@ pub enum EventKind {
         to: String,
         /// Strikes cleared.
         cleared: u32,
-        /// The frame type that reset them (`DATA`, `HEADERS`, `WINDOW_UPDATE`).
-        frame: String,
+        /// The frame type that reset them (`DATA`, `HEADERS`,
+        /// `WINDOW_UPDATE`); JSON: its RFC 9113 name.
+        #[serde(serialize_with = "frame_type")]
+        frame: FrameType,
     },
     /// The keepalive policy closed the connection after its GOAWAY (and
     /// whatever it sent for open calls). Recorded on the server.
@@ -712,6 +732,10 @@ pub enum EventKind {
 
 pub(crate) fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+fn frame_type<S: serde::Serializer>(t: &FrameType, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(t)
 }
 
 fn opt_micros<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {

@@ -3,6 +3,7 @@
 
 mod capture;
 pub mod event;
+pub(crate) mod fields;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tonic::Code;
 
-use super::config::code_name;
 use super::decide::{Decision, Pushback};
+use crate::spec::code_name;
 use crate::trace::fmt_duration;
 
 /// The observer hook: called synchronously, in order, for every

@@ -102,10 +102,7 @@ pub mod throttle;
 mod timeout;
 
 pub use backoff::{base_delay, delay_window, jittered_delay, DelayWindow, Jitter};
-pub use config::{
-    code_from_name, code_name, ConfigError, RetryConfig, RetryPolicy, ThrottlingPolicy,
-    MAX_ATTEMPTS_CAP,
-};
+pub use config::{ConfigError, RetryConfig, RetryPolicy, ThrottlingPolicy, MAX_ATTEMPTS_CAP};
 pub use decide::{
     decide, DecideInput, Decision, Pushback, RetryReason, StopReason, DEFAULT_BUFFER_LIMIT,
     PUSHBACK_HEADER,

@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::config::code_name;
 use super::decide::{Decision, Pushback, RetryReason};
 use super::event::{AttemptEvent, AttemptEventKind, AttemptOutcome, Observer};
 use crate::recorder::event::EventKind;
 use crate::sim::Shared;
+use crate::spec::code_name;
 
 /// Key under which the recorder counts logical calls (a host name no
 /// turmoil host can have, so it never meets a handler's request count).

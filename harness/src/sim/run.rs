@@ -12,8 +12,7 @@ use super::Rules;
 use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::{FaultKind, HostAction, HostFault};
-use crate::net::Until;
-use crate::recorder::event::EventKind;
+use crate::recorder::event::{EventKind, WaitingFor};
 use crate::recorder::CaptureLayer;
 use crate::trace::{fmt_duration, Trace};
 
@@ -428,7 +427,6 @@ fn report_never_left(shared: &Shared, ended: Duration) {
     for (conn, state) in shared.conns().all() {
         let state = super::lock_conn(&state);
         for w in state.tap.still_waiting() {
-            let waiting_for = never_left_because(shared, w);
             shared.recorder.push_at(
                 ended,
                 &w.from,
@@ -436,9 +434,9 @@ fn report_never_left(shared: &Shared, ended: Duration) {
                     conn,
                     to: w.to.to_string(),
                     stream: w.stream,
-                    frame: w.frame.to_string(),
+                    frame: w.frame,
                     written: w.since,
-                    waiting_for,
+                    waiting_for: never_left_because(shared, w),
                 },
             );
         }
@@ -468,30 +466,18 @@ fn timeout(shared: &Shared, config: &super::Config) -> Error {
     })
 }
 
-/// What a kept-back frame waits for, in the trace's words.
-fn waiting_for(until: &Until) -> String {
-    match until {
-        Until::At(t) => format!("held until {}", fmt_duration(*t)),
-        Until::Released(name) => format!("held until release {name:?}"),
-        Until::Link { paused: false } => "held by the partition".to_owned(),
-        Until::Link { paused: true } => "held by the pause".to_owned(),
-    }
-}
-
-/// [`waiting_for`], for the end of the run: a frame a link held that is
-/// still waiting either waits for a repair or resume that never came, or
-/// died with its sender (a crash stops the writer task that held it).
-fn never_left_because(shared: &Shared, w: &crate::net::Waiting) -> String {
-    let why = waiting_for(&w.until);
-    match w.until {
-        Until::Link { paused } if shared.links().state(&w.from, &w.to).holds() => {
-            format!(
-                "{why}, never {}",
-                if paused { "resumed" } else { "repaired" }
-            )
+/// What a frame still kept back at the end waits for: a frame a link held
+/// either waits for a repair or resume that never came, or died with its
+/// sender's connection (a crash stops the writer task that held it).
+fn never_left_because(shared: &Shared, w: &crate::net::Waiting) -> WaitingFor {
+    match w.until.waiting_for() {
+        WaitingFor::Link { link, .. } if !shared.links().state(&w.from, &w.to).holds() => {
+            WaitingFor::Link {
+                link,
+                lost_with_sender: true,
+            }
         }
-        Until::Link { .. } => format!("{why}, then lost with its sender's connection"),
-        _ => why,
+        other => other,
     }
 }
 

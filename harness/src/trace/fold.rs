@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::recorder::event::{Event, EventKind, Fate};
+use crate::recorder::event::{Event, EventKind, Fate, FrameDetail};
 
 /// What makes two DATA frames one run: same sender, receiver, connection
 /// and stream.
@@ -24,18 +24,18 @@ fn plain_data(e: &Event) -> Option<(Key<'_>, u64)> {
         conn,
         to,
         stream,
-        frame,
-        detail,
+        flags,
+        detail: FrameDetail::Data { len },
         fate: Fate::Passed,
         ..
     } = &e.kind
     else {
         return None;
     };
-    if frame != "DATA" {
+    if flags.end_stream() {
         return None;
     }
-    let bytes = detail.strip_suffix(" bytes")?.parse().ok()?;
+    let bytes = u64::from(*len);
     let key = Key {
         from: &e.host,
         to,
@@ -94,14 +94,26 @@ pub(crate) fn text(first: &Event, run: &DataRun) -> String {
 mod tests {
     use std::time::Duration;
 
-    use crate::recorder::event::{Event, EventKind, Fate};
+    use crate::recorder::event::{Event, EventKind, Fate, FrameDetail, FrameFlags};
     use crate::trace::{RenderOptions, Trace};
+    use crate::wire::FrameType;
 
-    fn frame(at_ms: u64, from: &str, to: &str, stream: u32, detail: &str, fate: Fate) -> Event {
-        let name = if detail.starts_with('+') {
-            "WINDOW_UPDATE"
-        } else {
-            "DATA"
+    /// A DATA frame of `len` octets (`END_STREAM` when `len` is 0), or a
+    /// WINDOW_UPDATE of `-len`.
+    fn frame(at_ms: u64, from: &str, to: &str, stream: u32, len: i64, fate: Fate) -> Event {
+        let (frame, flags, detail) = match u32::try_from(len) {
+            Ok(len) => (
+                FrameType::Data,
+                FrameFlags::NONE.with(FrameFlags::END_STREAM, len == 0),
+                FrameDetail::Data { len },
+            ),
+            Err(_) => (
+                FrameType::WindowUpdate,
+                FrameFlags::NONE,
+                FrameDetail::WindowUpdate {
+                    increment: len.unsigned_abs() as u32,
+                },
+            ),
         };
         Event {
             at: Duration::from_millis(at_ms),
@@ -110,8 +122,10 @@ mod tests {
                 conn: 1,
                 to: to.to_owned(),
                 stream,
-                frame: name.to_owned(),
-                detail: detail.to_owned(),
+                frame,
+                flags,
+                detail,
+                invalid: None,
                 fate,
                 noise: false,
             },
@@ -121,15 +135,15 @@ mod tests {
     fn trace() -> Trace {
         let (g, p) = ("gateway", "player");
         let events = vec![
-            frame(2, g, p, 1, "16384 bytes", Fate::Passed),
-            frame(2, g, p, 1, "36 bytes", Fate::Passed),
-            frame(3, g, p, 1, "10 bytes", Fate::Passed),
-            frame(3, g, p, 3, "5 bytes", Fate::Passed),
-            frame(3, g, p, 3, "6 bytes", Fate::Passed),
-            frame(4, g, p, 3, "8 bytes", Fate::Dropped),
-            frame(5, p, g, 1, "+70000", Fate::Passed),
-            frame(6, g, p, 1, "7 bytes", Fate::Passed),
-            frame(7, g, p, 1, "0 bytes END_STREAM", Fate::Passed),
+            frame(2, g, p, 1, 16384, Fate::Passed),
+            frame(2, g, p, 1, 36, Fate::Passed),
+            frame(3, g, p, 1, 10, Fate::Passed),
+            frame(3, g, p, 3, 5, Fate::Passed),
+            frame(3, g, p, 3, 6, Fate::Passed),
+            frame(4, g, p, 3, 8, Fate::Dropped),
+            frame(5, p, g, 1, -70000, Fate::Passed),
+            frame(6, g, p, 1, 7, Fate::Passed),
+            frame(7, g, p, 1, 0, Fate::Passed),
         ];
         Trace::new(
             1,

@@ -12,6 +12,7 @@ mod rows;
 mod stalls;
 mod views;
 mod wire_hops;
+mod words;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -187,12 +188,20 @@ impl Trace {
     }
 
     /// Writes `<dir>/<name>.txt` (the full render), `<dir>/<name>.json` and
-    /// `<dir>/<name>.html` (the full page), creating `dir`. Returns the
-    /// three paths in that order.
+    /// `<dir>/<name>.html` (the full page), creating `dir`. Returns their
+    /// paths, by format.
+    ///
+    /// ```no_run
+    /// # fn show(trace: &grpc_chaos::Trace) -> std::io::Result<()> {
+    /// let files = trace.write_to("target/traces", "deadline-chain")?;
+    /// println!("open {}", files.html.display());
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     /// Any I/O error creating the directory or writing the files.
-    pub fn write_to(&self, dir: impl AsRef<Path>, name: &str) -> std::io::Result<[PathBuf; 3]> {
+    pub fn write_to(&self, dir: impl AsRef<Path>, name: &str) -> std::io::Result<TraceFiles> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir)?;
         let everything = RenderOptions::everything();
@@ -202,8 +211,22 @@ impl Trace {
         std::fs::write(&txt, self.render_with(&everything))?;
         std::fs::write(&json, self.to_json() + "\n")?;
         std::fs::write(&html, self.render_html_with(&everything))?;
-        Ok([txt, json, html])
+        Ok(TraceFiles { txt, json, html })
     }
+}
+
+/// The files [`Trace::write_to`] wrote, by format. `#[non_exhaustive]`: a
+/// format may be added without breaking callers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TraceFiles {
+    /// `<dir>/<name>.txt`: the text render with
+    /// [`RenderOptions::everything`].
+    pub txt: PathBuf,
+    /// `<dir>/<name>.json`: [`Trace::to_json`].
+    pub json: PathBuf,
+    /// `<dir>/<name>.html`: the page with [`RenderOptions::everything`].
+    pub html: PathBuf,
 }
 
 /// Formats a *simulated* duration in milliseconds with up to three

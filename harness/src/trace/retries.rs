@@ -17,7 +17,8 @@ use tonic::Code;
 use super::assert::Violation;
 use super::{fmt_duration, Trace};
 use crate::recorder::event::{CallId, EventKind, RunId};
-use crate::retry::{code_from_name, delay_window, Jitter, RetryConfig, Throttler};
+use crate::retry::{delay_window, Jitter, RetryConfig, Throttler};
+use crate::spec::code_from_name;
 
 /// How much later than drawn a retry may start: simulated time advances in
 /// ticks (1 ms by default, [`SimBuilder::tick`](crate::SimBuilder::tick)),

@@ -1,10 +1,12 @@
 //! The rows of the timeline: which events an options set shows, and what
 //! each says (time, place, text, kind). The text and HTML renders lay out
-//! the same rows, so a word changed here changes both.
+//! the same rows, so a word changed here changes both. Frame and keepalive
+//! fields get their words from [`super::words`]; nothing else in the crate
+//! makes a trace's words for them.
 
 use std::fmt::Write as _;
 
-use super::{fmt_duration, RenderOptions};
+use super::{fmt_duration, words, RenderOptions};
 use crate::recorder::event::{ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome};
 
 /// The timeline's column headings.
@@ -474,11 +476,14 @@ fn line(e: &Event) -> (String, String) {
             to,
             stream,
             frame,
+            flags,
             detail,
+            invalid,
             fate,
             ..
         } => {
             let mut text = format!("c{conn} s{stream} {frame}");
+            let detail = words::frame_text(*frame, *flags, detail, invalid.as_deref());
             if !detail.is_empty() {
                 let _ = write!(text, " {detail}");
             }
@@ -569,7 +574,14 @@ fn line(e: &Event) -> (String, String) {
             host,
             format!(
                 "c{conn} PING from {from}: {}",
-                ping_verdict(verdict, *strikes, *gap, *allowed, *open_calls, *after_reset)
+                words::ping_verdict(
+                    *verdict,
+                    *strikes,
+                    *gap,
+                    *allowed,
+                    *open_calls,
+                    *after_reset
+                )
             ),
         ),
         EventKind::KeepaliveStrikesReset {
@@ -641,59 +653,6 @@ fn line(e: &Event) -> (String, String) {
         | EventKind::ReplicaJoined { .. }
         | EventKind::CallRouted { .. }
         | EventKind::Balancer { .. } => super::balancer_rows::line(e).unwrap_or_default(),
-    }
-}
-
-/// `ok (gap 30.01s >= 5s, 1 call open)`, `strike 2/2 (gap 30.01s < 5min,
-/// 1 call open)`, `strike 3, over the 2 allowed (…) → too_many_pings`,
-/// `ok (first PING)`.
-fn ping_verdict(
-    verdict: &str,
-    strikes: u32,
-    gap: Option<std::time::Duration>,
-    allowed: std::time::Duration,
-    open_calls: usize,
-    after_reset: bool,
-) -> String {
-    let calls = match open_calls {
-        0 => "no call open".to_owned(),
-        1 => "1 call open".to_owned(),
-        n => format!("{n} calls open"),
-    };
-    let why = match gap {
-        Some(gap) if gap < allowed => {
-            format!("gap {} < {}, {calls}", fmt_gap(gap), fmt_gap(allowed))
-        }
-        Some(gap) => format!("gap {} >= {}, {calls}", fmt_gap(gap), fmt_gap(allowed)),
-        None if after_reset => format!("first PING since strikes were reset, {calls}"),
-        None => format!("first PING, {calls}"),
-    };
-    match verdict {
-        // One strike more than tolerated (`PingVerdict::TooManyPings`).
-        "too_many_pings" => format!(
-            "strike {strikes}, over the {} allowed ({why}) → too_many_pings",
-            strikes.saturating_sub(1)
-        ),
-        "going_away" => format!("after the GOAWAY ({why})"),
-        other => format!("{other} ({why})"),
-    }
-}
-
-/// A gap in the largest unit that keeps it exact: `2h`, `5min`, `30.01s`,
-/// `800ms`.
-fn fmt_gap(d: std::time::Duration) -> String {
-    let ms = d.as_millis();
-    let whole_ms = d.subsec_nanos() % 1_000_000;
-    let (hours, minutes, seconds) = (ms / 3_600_000, ms / 60_000, ms / 1000);
-    if hours > 0 && hours * 3_600_000 == ms && whole_ms == 0 {
-        format!("{hours}h")
-    } else if minutes > 0 && minutes * 60_000 == ms && whole_ms == 0 {
-        format!("{minutes}min")
-    } else if seconds > 0 && whole_ms == 0 {
-        let text = format!("{seconds}.{:03}", ms - seconds * 1000);
-        format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
-    } else {
-        fmt_duration(d)
     }
 }
 

@@ -6,7 +6,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::{fmt_duration, Trace};
-use crate::recorder::event::{EventKind, Fate};
+use crate::recorder::event::{EventKind, Fate, FrameDetail};
+use crate::wire::SettingId;
 
 /// The initial size of every flow-control window, octets (RFC 9113 §6.9.2).
 const DEFAULT_WINDOW: i64 = 65_535;
@@ -230,7 +231,7 @@ fn replay(trace: &Trace) -> Vec<Stall> {
             conn,
             to,
             stream,
-            frame,
+            flags,
             detail,
             fate,
             ..
@@ -258,7 +259,7 @@ fn replay(trace: &Trace) -> Vec<Stall> {
                     (Some(l), Some(r)) => Some(l.max(r)),
                     _ => None,
                 };
-                if frame == "WINDOW_UPDATE" {
+                if matches!(detail, FrameDetail::WindowUpdate { .. }) {
                     if let Some(dir) = dirs.get_mut(&peer) {
                         dir.held.push(Held {
                             stream: *stream,
@@ -272,36 +273,33 @@ fn replay(trace: &Trace) -> Vec<Stall> {
             Fate::Passed | Fate::Injected => left.map(|l| l.max(e.at)),
         };
         let (seq, stream) = (i * 2, *stream);
-        match frame.as_str() {
-            "DATA" => {
-                let len = leading_number(detail).unwrap_or(0);
-                let end = detail.ends_with("END_STREAM");
+        match detail {
+            FrameDetail::Data { len } => {
+                let (len, end) = (i64::from(*len), flags.end_stream());
                 steps.push((e.at, seq, me, Step::Data { stream, len, end }));
             }
-            "HEADERS" if detail.ends_with("END_STREAM") => {
+            FrameDetail::Headers(_) if flags.end_stream() => {
                 steps.push((e.at, seq, me, Step::Closed { stream }));
             }
-            "RST_STREAM" => {
+            FrameDetail::RstStream { .. } => {
                 steps.push((e.at, seq, me, Step::Closed { stream }));
                 if let Some(at) = left_at {
                     steps.push((at, seq + 1, peer, Step::Closed { stream }));
                 }
             }
-            "WINDOW_UPDATE" => {
-                let increment = detail
-                    .strip_prefix('+')
-                    .and_then(leading_number)
-                    .unwrap_or(0);
+            FrameDetail::WindowUpdate { increment } => {
+                let increment = i64::from(*increment);
                 if let Some(at) = left_at {
                     steps.push((at, seq, peer, Step::Credit { stream, increment }));
                 }
             }
-            "SETTINGS" => {
-                let size = detail
-                    .split(' ')
-                    .filter_map(|kv| kv.strip_prefix("INITIAL_WINDOW_SIZE="))
-                    .filter_map(leading_number)
-                    .next_back();
+            FrameDetail::Settings { values } => {
+                // The last one wins (RFC 9113 §6.5.3).
+                let size = values
+                    .iter()
+                    .rev()
+                    .find(|(id, _)| *id == SettingId::InitialWindowSize)
+                    .map(|(_, size)| i64::from(*size));
                 if let (Some(size), Some(at)) = (size, left_at) {
                     steps.push((at, seq, peer, Step::Initial { size }));
                 }
@@ -453,21 +451,16 @@ fn stall(
     }
 }
 
-/// The number at the start of `text` (`16384 bytes`, `65535`).
-fn leading_number(text: &str) -> Option<i64> {
-    let digits: &str = &text[..text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len())];
-    digits.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use super::{Stall, StallEnd, Window};
-    use crate::recorder::event::{Event, EventKind, Fate};
+    use crate::recorder::event::{
+        Event, EventKind, Fate, FrameDetail, FrameFlags, HeaderFields, ShownHeader,
+    };
     use crate::trace::Trace;
+    use crate::wire::{BlockKind, ErrorCode, FrameType, SettingId};
 
     const S: &str = "server";
     const C: &str = "client";
@@ -477,7 +470,8 @@ mod tests {
     }
 
     /// Builds a trace of one connection (c1) from frames written by `S` and
-    /// `C`.
+    /// `C`, straight from the typed fields: no word of a render goes in, so
+    /// these tests show the detector reads types, not text.
     struct Script {
         events: Vec<Event>,
     }
@@ -492,8 +486,7 @@ mod tests {
             at: u64,
             from: &str,
             stream: u32,
-            frame: &str,
-            detail: &str,
+            (frame, flags, detail): (FrameType, FrameFlags, FrameDetail),
             fate: Fate,
         ) -> Self {
             let to = if from == S { C } else { S };
@@ -504,8 +497,10 @@ mod tests {
                     conn: 1,
                     to: to.to_owned(),
                     stream,
-                    frame: frame.to_owned(),
-                    detail: detail.to_owned(),
+                    frame,
+                    flags,
+                    detail,
+                    invalid: None,
                     fate,
                     noise: false,
                 },
@@ -514,14 +509,26 @@ mod tests {
         }
 
         fn data(self, at: u64, stream: u32, len: u32) -> Self {
-            self.frame(at, S, stream, "DATA", &format!("{len} bytes"), Fate::Passed)
+            self.frame(at, S, stream, data(len, false), Fate::Passed)
         }
 
-        fn update(self, at: u64, stream: u32, inc: u32, fate: Fate) -> Self {
-            self.frame(at, C, stream, "WINDOW_UPDATE", &format!("+{inc}"), fate)
+        fn update(self, at: u64, stream: u32, increment: u32, fate: Fate) -> Self {
+            let update = (
+                FrameType::WindowUpdate,
+                FrameFlags::NONE,
+                FrameDetail::WindowUpdate { increment },
+            );
+            self.frame(at, C, stream, update, fate)
         }
 
-        fn released(mut self, at: u64, from: &str, stream: u32, frame: &str, since: u64) -> Self {
+        fn released(
+            mut self,
+            at: u64,
+            from: &str,
+            stream: u32,
+            frame: FrameType,
+            since: u64,
+        ) -> Self {
             let to = if from == S { C } else { S };
             self.events.push(Event {
                 at: ms(at),
@@ -530,7 +537,7 @@ mod tests {
                     conn: 1,
                     to: to.to_owned(),
                     stream,
-                    frame: frame.to_owned(),
+                    frame,
                     kept: ms(at - since),
                 },
             });
@@ -541,6 +548,26 @@ mod tests {
             self.events.sort_by_key(|e| e.at);
             Trace::new(0, vec![C.into(), S.into()], self.events, ms(ended))
         }
+    }
+
+    fn data(len: u32, end_stream: bool) -> (FrameType, FrameFlags, FrameDetail) {
+        let flags = FrameFlags::NONE.with(FrameFlags::END_STREAM, end_stream);
+        (FrameType::Data, flags, FrameDetail::Data { len })
+    }
+
+    fn headers(
+        kind: BlockKind,
+        field: (ShownHeader, &str),
+    ) -> (FrameType, FrameFlags, FrameDetail) {
+        let block = HeaderFields::new(kind, [field]);
+        let flags = FrameFlags::END_HEADERS;
+        (FrameType::Headers, flags, FrameDetail::Headers(block))
+    }
+
+    fn settings(values: &[(SettingId, u32)]) -> (FrameType, FrameFlags, FrameDetail) {
+        let values = values.into();
+        let detail = FrameDetail::Settings { values };
+        (FrameType::Settings, FrameFlags::NONE, detail)
     }
 
     fn held(until: u64) -> Fate {
@@ -555,8 +582,20 @@ mod tests {
 
     fn fill(script: Script) -> Script {
         script
-            .frame(1, C, 1, "HEADERS", "POST /p", Fate::Passed)
-            .frame(2, S, 1, "HEADERS", ":status=200", Fate::Passed)
+            .frame(
+                1,
+                C,
+                1,
+                headers(BlockKind::Request, (ShownHeader::Path, "/p")),
+                Fate::Passed,
+            )
+            .frame(
+                2,
+                S,
+                1,
+                headers(BlockKind::Response, (ShownHeader::Status, "200")),
+                Fate::Passed,
+            )
             .data(2, 1, 16_384)
             .data(2, 1, 16_384)
             .data(3, 1, 16_384)
@@ -567,7 +606,7 @@ mod tests {
     fn held_update_stalls_the_stream_until_it_is_released() {
         let trace = fill_default(Script::new())
             .update(2, 1, 40_000, held(500))
-            .released(500, C, 1, "WINDOW_UPDATE", 2)
+            .released(500, C, 1, FrameType::WindowUpdate, 2)
             .data(501, 1, 100)
             .trace(600);
         let stalls = trace.stalls(ms(100));
@@ -601,9 +640,19 @@ mod tests {
         // The PING ACK is held; the WINDOW_UPDATE written after it passes
         // the rules but leaves only when the PING does (TCP order).
         let trace = fill_default(Script::new())
-            .frame(4, C, 0, "PING", "ack 00", held(300))
+            .frame(
+                4,
+                C,
+                0,
+                (
+                    FrameType::Ping,
+                    FrameFlags::ACK,
+                    FrameDetail::Ping { payload: [0; 8] },
+                ),
+                held(300),
+            )
             .update(5, 1, 40_000, Fate::Passed)
-            .released(300, C, 0, "PING", 4)
+            .released(300, C, 0, FrameType::Ping, 4)
             .trace(400);
         let stalls = trace.stalls(Duration::ZERO);
         assert_eq!(stalls.len(), 1, "{stalls:?}");
@@ -632,8 +681,10 @@ mod tests {
             0,
             C,
             0,
-            "SETTINGS",
-            "ENABLE_PUSH=0 INITIAL_WINDOW_SIZE=1048576",
+            settings(&[
+                (SettingId::EnablePush, 0),
+                (SettingId::InitialWindowSize, 1_048_576),
+            ]),
             Fate::Passed,
         ))
         .update(200, 0, 10_000, Fate::Passed)
@@ -654,8 +705,7 @@ mod tests {
                 50,
                 C,
                 0,
-                "SETTINGS",
-                "INITIAL_WINDOW_SIZE=131070",
+                settings(&[(SettingId::InitialWindowSize, 131_070)]),
                 Fate::Passed,
             )
             .update(50, 0, 1_000_000, Fate::Passed)
@@ -671,18 +721,58 @@ mod tests {
     #[test]
     fn a_reset_ends_the_stall() {
         let trace = fill_default(Script::new())
-            .frame(70, C, 1, "RST_STREAM", "CANCEL", Fate::Passed)
+            .frame(
+                70,
+                C,
+                1,
+                (
+                    FrameType::RstStream,
+                    FrameFlags::NONE,
+                    FrameDetail::RstStream {
+                        code: ErrorCode::Cancel,
+                    },
+                ),
+                Fate::Passed,
+            )
             .trace(300);
         let stalls = trace.stalls(Duration::ZERO);
         assert_eq!(stalls.len(), 1);
         assert_eq!((stalls[0].until, stalls[0].end), (ms(70), StallEnd::Closed));
     }
 
+    /// The stall detector reads the typed fields only: trailers with
+    /// END_STREAM close the stalled stream (the flag, not any text of the
+    /// block), the same block without it does not.
+    #[test]
+    fn the_stall_detector_reads_types_not_words() {
+        let trailers = |end_stream: bool| {
+            let (frame, flags, detail) =
+                headers(BlockKind::Trailers, (ShownHeader::GrpcStatus, "0"));
+            (
+                frame,
+                flags.with(FrameFlags::END_STREAM, end_stream),
+                detail,
+            )
+        };
+        let closed = fill_default(Script::new())
+            .frame(80, S, 1, trailers(true), Fate::Passed)
+            .trace(300);
+        let stalls = closed.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        assert_eq!((stalls[0].until, stalls[0].end), (ms(80), StallEnd::Closed));
+        let open = fill_default(Script::new())
+            .frame(80, S, 1, trailers(false), Fate::Passed)
+            .trace(300);
+        let stalls = open.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        assert_eq!((stalls[0].until, stalls[0].end), (ms(300), StallEnd::Open));
+    }
+
     #[test]
     fn a_stream_that_ends_on_its_last_octet_is_not_stalled() {
         let trace = Script::new()
             .data(1, 1, 32_768)
-            .frame(1, S, 1, "DATA", "32767 bytes END_STREAM", Fate::Passed)
+            .frame(1, S, 1, data(32_767, true), Fate::Passed)
             .trace(1_000);
         assert!(trace.stalls(Duration::ZERO).is_empty());
     }
@@ -692,7 +782,7 @@ mod tests {
         let trace = Script::new()
             .data(1, 1, 1_000)
             .update(2, 1, 1_000, held(900))
-            .released(900, C, 1, "WINDOW_UPDATE", 2)
+            .released(900, C, 1, FrameType::WindowUpdate, 2)
             .trace(1_000);
         assert!(trace.stalls(Duration::ZERO).is_empty());
     }

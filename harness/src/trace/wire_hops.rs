@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::{HandlerRun, Trace};
-use crate::recorder::event::{EventKind, Fate};
+use crate::recorder::event::{EventKind, Fate, FrameDetail};
 
 impl Trace {
     /// For each of `runs` (handler runs on `to` called from `from`, in the
@@ -39,15 +39,16 @@ impl Trace {
             .filter_map(|e| match &e.kind {
                 EventKind::Frame {
                     to: receiver,
-                    frame,
-                    detail,
+                    detail: FrameDetail::Headers(block),
                     fate,
                     ..
                 } if receiver == to
-                    && frame == "HEADERS"
                     && !matches!(fate, Fate::Dropped | Fate::Lost | Fate::LostBehind) =>
                 {
-                    request_path(detail).map(|path| (path, e.at))
+                    block
+                        .request_path()
+                        .filter(|path| path.starts_with('/'))
+                        .map(|path| (path.to_owned(), e.at))
                 }
                 _ => None,
             })
@@ -73,37 +74,5 @@ impl Trace {
             [one] => Ok(Some(one)),
             many => Err(many.len()),
         }
-    }
-}
-
-/// The path of a request HEADERS frame, from its text in the trace
-/// (`POST /tt.v1.Store/Save grpc-timeout=380000u …`); `None` for response
-/// headers and trailers.
-fn request_path(detail: &str) -> Option<String> {
-    let mut words = detail.split(' ');
-    let (method, path) = (words.next()?, words.next()?);
-    if method.starts_with(':') || !path.starts_with('/') {
-        return None;
-    }
-    Some(path.to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_path_of_request_headers_only() {
-        assert_eq!(
-            request_path("POST /tt.v1.Store/Save grpc-timeout=380000u"),
-            Some("/tt.v1.Store/Save".to_owned())
-        );
-        assert_eq!(
-            request_path("POST /tt.v1.Store/Load END_STREAM"),
-            Some("/tt.v1.Store/Load".to_owned())
-        );
-        assert_eq!(request_path(":status=200"), None);
-        assert_eq!(request_path("trailers grpc-status=0 END_STREAM"), None);
-        assert_eq!(request_path("trailers-only grpc-status=14"), None);
     }
 }

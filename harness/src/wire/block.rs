@@ -130,7 +130,7 @@ impl HeaderBlock {
     /// `grpc-timeout` as a duration (`PROTOCOL-HTTP2.md`: at most 8 ASCII
     /// digits, then one of `H M S m u n`); `None` if absent or malformed.
     pub fn grpc_timeout_duration(&self) -> Option<Duration> {
-        parse_grpc_timeout(self.grpc_timeout.as_deref()?)
+        crate::deadline::parse_grpc_timeout(self.grpc_timeout.as_deref()?)
     }
 
     /// `grpc-retry-pushback-ms` in milliseconds; negative means "do not
@@ -217,27 +217,4 @@ pub fn percent_decode(raw: &[u8]) -> String {
 
 fn hex(digit: u8) -> Option<u8> {
     (digit as char).to_digit(16).map(|d| d as u8)
-}
-
-/// Parses a `grpc-timeout` value: 1 to 8 ASCII digits and a unit
-/// (`H` hours, `M` minutes, `S` seconds, `m` ms, `u` µs, `n` ns).
-pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
-    let unit = value.chars().last()?;
-    // `unit` is the last char, so this cut is on a char boundary.
-    let digits = &value[..value.len() - unit.len_utf8()];
-    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // At most 8 digits, so this fits u64 and the multiplications below cannot
-    // overflow (99,999,999 h is about 3.6e14 s).
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        'H' => Duration::from_secs(n * 3600),
-        'M' => Duration::from_secs(n * 60),
-        'S' => Duration::from_secs(n),
-        'm' => Duration::from_millis(n),
-        'u' => Duration::from_micros(n),
-        'n' => Duration::from_nanos(n),
-        _ => return None,
-    })
 }

@@ -87,6 +87,13 @@ macro_rules! registry {
                 }
             }
         }
+
+        /// Serialized as its `Display` name (`"ENHANCE_YOUR_CALM"`).
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
     };
 }
 

@@ -29,7 +29,7 @@ pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use block::{parse_grpc_timeout, percent_decode, BlockKind, HeaderBlock, DATE_MASK};
+pub use block::{percent_decode, BlockKind, HeaderBlock, DATE_MASK};
 pub use decode::{Decoder, Event, Limits};
 pub use frame::{Detail, ErrorCode, Frame, FrameType, SettingId};
 

@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::FrameDetail;
 use grpc_chaos::trace::RunEnd;
+use grpc_chaos::wire::ErrorCode;
 use grpc_chaos::{fmt_duration, EventKind, Sim, Trace};
 
 use super::world::{self, ms, rally, Setup};
@@ -61,16 +63,15 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 }
 
 /// The RST_STREAM frames `from` wrote, with their time and error code.
-pub(super) fn resets(trace: &Trace, from: &str) -> Vec<(Duration, u32, String)> {
+pub(super) fn resets(trace: &Trace, from: &str) -> Vec<(Duration, u32, ErrorCode)> {
     trace
         .events_on(from)
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 stream,
-                frame,
-                detail,
+                detail: FrameDetail::RstStream { code },
                 ..
-            } if frame == "RST_STREAM" => Some((e.at, *stream, detail.clone())),
+            } => Some((e.at, *stream, *code)),
             _ => None,
         })
         .collect()
@@ -82,8 +83,8 @@ fn messages(trace: &Trace, from: &str, stream: u32) -> usize {
     trace
         .events_on(from)
         .filter(|e| {
-            matches!(&e.kind, EventKind::Frame { stream: s, frame, detail, .. }
-                if *s == stream && frame == "DATA" && !detail.starts_with("0 bytes"))
+            matches!(&e.kind, EventKind::Frame { stream: s, detail: FrameDetail::Data { len }, .. }
+                if *s == stream && *len > 0)
         })
         .count()
 }
@@ -95,14 +96,14 @@ fn judge(trace: &Trace) -> Report {
     let spec = upload.outcome().map_or("no status", |o| o.spec_code);
     let cancel = resets(trace, "player")
         .into_iter()
-        .find(|(_, _, code)| code == "CANCEL");
+        .find(|(_, _, code)| *code == ErrorCode::Cancel);
     let sent = messages(trace, "player", 1);
     let handler = trace.runs_on("gateway").find(|r| r.path == UPLOAD);
     let dropped = handler.filter(|r| r.end == RunEnd::Dropped);
     let happened = format!(
         "{sent} of {RALLIES} rallies sent; the Upload ended {spec} at {}; RST_STREAM {} at {}; gateway handler {}",
         upload.ended_at.map_or("never".into(), fmt_duration),
-        cancel.as_ref().map_or("none", |(_, _, c)| c.as_str()),
+        cancel.as_ref().map_or("none".into(), |(_, _, c)| c.to_string()),
         cancel.as_ref().map_or("-".into(), |(t, _, _)| fmt_duration(*t)),
         match dropped {
             Some(r) => format!(

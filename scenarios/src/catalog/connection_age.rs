@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use grpc_chaos::wire::FrameType;
 use grpc_chaos::{fmt_duration, EventKind, Sim, Trace};
 
 use super::world::ms;
@@ -68,15 +69,15 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 }
 
 fn judge(trace: &Trace) -> Report {
-    let goaways: Vec<(Duration, u32, &str)> = trace
+    let goaways: Vec<(Duration, u32, String)> = trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 conn,
-                frame,
+                frame: FrameType::GoAway,
                 detail,
                 ..
-            } if frame == "GOAWAY" => Some((e.at, *conn, detail.as_str())),
+            } => Some((e.at, *conn, detail.to_string())),
             _ => None,
         })
         .collect();
@@ -99,7 +100,7 @@ fn judge(trace: &Trace) -> Report {
         goaways.len(),
         first.map_or("never".to_owned(), |g| fmt_duration(g.0)),
         first.map_or(0, |g| g.1),
-        first.map_or("", |g| g.2),
+        first.map_or("", |g| g.2.as_str()),
         conns.len(),
         lost.len(),
         calls.len(),

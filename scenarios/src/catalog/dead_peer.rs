@@ -77,10 +77,10 @@ pub(super) fn first_ping(trace: &Trace, from: &str, conn: u32) -> Option<Duratio
     trace.events_on(from).find_map(|e| match &e.kind {
         EventKind::Frame {
             conn: c,
-            frame,
-            detail,
+            frame: FrameType::Ping,
+            flags,
             ..
-        } if *c == conn && frame == "PING" && !detail.starts_with("ack") => Some(e.at),
+        } if *c == conn && !flags.ack() => Some(e.at),
         _ => None,
     })
 }

@@ -88,8 +88,8 @@ fn data_frames(trace: &Trace, from: &str, conn: u32, stream: u32) -> usize {
     trace
         .events_on(from)
         .filter(|e| {
-            matches!(&e.kind, EventKind::Frame { conn: c, stream: s, frame, .. }
-                if *c == conn && *s == stream && frame == "DATA")
+            matches!(&e.kind, EventKind::Frame { conn: c, stream: s, frame: FrameType::Data, .. }
+                if *c == conn && *s == stream)
         })
         .count()
 }

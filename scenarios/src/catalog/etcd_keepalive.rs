@@ -5,6 +5,7 @@
 //! connection.
 
 use grpc_chaos::policy::KeepalivePolicy;
+use grpc_chaos::recorder::event::KeepaliveVerdict;
 use grpc_chaos::{Sim, Trace};
 
 use super::keepalive_world::{self, cuts, judged_pings};
@@ -39,7 +40,7 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 
 fn judge(trace: &Trace) -> Report {
     let pings = judged_pings(trace);
-    let ok = pings.iter().filter(|v| *v == "ok").count();
+    let ok = pings.iter().filter(|v| **v == KeepaliveVerdict::Ok).count();
     let cut = cuts(trace);
     let call = trace.calls_from("player").next().and_then(|c| c.outcome());
     let ended = call.map_or("open", |o| o.code);

@@ -9,7 +9,9 @@
 
 use std::time::Duration;
 
-use grpc_chaos::policy::KeepalivePolicy;
+use grpc_chaos::policy::{KeepalivePolicy, TOO_MANY_PINGS};
+use grpc_chaos::recorder::event::FrameDetail;
+use grpc_chaos::wire::ErrorCode;
 use grpc_chaos::Trace;
 
 use super::keepalive_world::{self, cuts, ping_verdicts, STRIKE_OUT};
@@ -80,11 +82,12 @@ fn judge(trace: &Trace) -> Report {
             (first.is_some(), "the server never sent GOAWAY".into()),
             (
                 first.is_some_and(|c| {
-                    c.detail.starts_with("ENHANCE_YOUR_CALM") && c.detail.contains("too_many_pings")
+                    matches!(&c.detail, FrameDetail::GoAway { code: ErrorCode::EnhanceYourCalm, debug, .. }
+                        if **debug == *TOO_MANY_PINGS)
                 }),
                 format!(
                     "GOAWAY was {:?}, not ENHANCE_YOUR_CALM too_many_pings",
-                    first.map(|c| c.detail.as_str())
+                    first.map(|c| c.detail.to_string())
                 ),
             ),
             (

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use grpc_chaos::policy::KeepalivePolicy;
-use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::recorder::event::{Fate, FrameDetail, KeepaliveVerdict};
 use grpc_chaos::{EventKind, Fault, Sim, Trace};
 use tonic::transport::Endpoint;
 
@@ -15,7 +15,12 @@ use crate::services::{Store, SAVE};
 pub(super) const STORY: Duration = Duration::from_secs(600);
 
 /// The PING verdicts of a connection cut by grpc-go or C-core defaults.
-pub(super) const STRIKE_OUT: [&str; 4] = ["ok", "strike 1/2", "strike 2/2", "too_many_pings"];
+pub(super) const STRIKE_OUT: [KeepaliveVerdict; 4] = [
+    KeepaliveVerdict::Ok,
+    KeepaliveVerdict::Strike { n: 1, of: 2 },
+    KeepaliveVerdict::Strike { n: 2, of: 2 },
+    KeepaliveVerdict::TooManyPings,
+];
 
 /// 10 ms steps keep ten simulated minutes cheap; every time in these
 /// stories is a multiple of 10 ms.
@@ -49,8 +54,8 @@ pub(super) struct Cut {
     pub(super) at: Duration,
     /// The connection.
     pub(super) conn: u32,
-    /// The GOAWAY as the trace shows it.
-    pub(super) detail: String,
+    /// The GOAWAY (`Display`: as the trace shows it).
+    pub(super) detail: FrameDetail,
     /// PINGs judged on the connection up to the cut.
     pub(super) pings: usize,
 }
@@ -63,11 +68,10 @@ pub(super) fn cuts(trace: &Trace) -> Vec<Cut> {
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 conn,
-                frame,
-                detail,
+                detail: detail @ FrameDetail::GoAway { .. },
                 fate: Fate::Injected,
                 ..
-            } if frame == "GOAWAY" => Some(Cut {
+            } => Some(Cut {
                 at: e.at,
                 conn: *conn,
                 detail: detail.clone(),
@@ -79,26 +83,26 @@ pub(super) fn cuts(trace: &Trace) -> Vec<Cut> {
 }
 
 /// The verdicts of the PINGs judged on connection `conn`.
-pub(super) fn ping_verdicts(trace: &Trace, conn: u32) -> Vec<String> {
+pub(super) fn ping_verdicts(trace: &Trace, conn: u32) -> Vec<KeepaliveVerdict> {
     trace
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::KeepalivePing {
                 conn: c, verdict, ..
-            } if *c == conn => Some(verdict.clone()),
+            } if *c == conn => Some(*verdict),
             _ => None,
         })
         .collect()
 }
 
 /// The verdicts of every PING judged in the run.
-pub(super) fn judged_pings(trace: &Trace) -> Vec<String> {
+pub(super) fn judged_pings(trace: &Trace) -> Vec<KeepaliveVerdict> {
     trace
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::KeepalivePing { verdict, .. } => Some(verdict.clone()),
+            EventKind::KeepalivePing { verdict, .. } => Some(*verdict),
             _ => None,
         })
         .collect()

@@ -139,15 +139,6 @@ pub(super) fn injected_frame(
     }
 }
 
-/// A frame's trace text with the rule it breaks appended.
-pub(super) fn with_broken_rule(detail: String, broken: Option<String>) -> String {
-    match broken {
-        Some(rule) if detail.is_empty() => format!("invalid: {rule}"),
-        Some(rule) => format!("{detail}, invalid: {rule}"),
-        None => detail,
-    }
-}
-
 fn opposite(direction: Direction) -> Direction {
     match direction {
         Direction::ClientToServer => Direction::ServerToClient,

@@ -206,17 +206,17 @@ impl Writer {
 }
 
 /// The recorded frames: when, which, and what the faults did.
-fn frames(events: &[Event]) -> Vec<(Duration, String, Fate)> {
+fn frames(events: &[Event]) -> Vec<(Duration, FrameType, Fate)> {
     let frame = |e: &Event| match &e.kind {
-        EventKind::Frame { frame, fate, .. } => Some((e.at, frame.clone(), *fate)),
+        EventKind::Frame { frame, fate, .. } => Some((e.at, *frame, *fate)),
         _ => None,
     };
     events.iter().filter_map(frame).collect()
 }
 
 /// The recorded injected frames: when, which.
-fn injected(events: &[Event]) -> Vec<(Duration, String)> {
-    let injected = |(at, frame, fate): (Duration, String, Fate)| {
+fn injected(events: &[Event]) -> Vec<(Duration, FrameType)> {
+    let injected = |(at, frame, fate): (Duration, FrameType, Fate)| {
         (fate == Fate::Injected).then_some((at, frame))
     };
     frames(events).into_iter().filter_map(injected).collect()
@@ -224,9 +224,9 @@ fn injected(events: &[Event]) -> Vec<(Duration, String)> {
 
 /// The recorded releases of kept-back frames: when, which, and how long
 /// each was kept.
-fn releases(events: &[Event]) -> Vec<(Duration, String, Duration)> {
+fn releases(events: &[Event]) -> Vec<(Duration, FrameType, Duration)> {
     let release = |e: &Event| match &e.kind {
-        EventKind::FrameReleased { frame, kept, .. } => Some((e.at, frame.clone(), *kept)),
+        EventKind::FrameReleased { frame, kept, .. } => Some((e.at, *frame, *kept)),
         _ => None,
     };
     events.iter().filter_map(release).collect()
@@ -275,7 +275,7 @@ async fn a_dropped_ping_ack_is_cut_out_exactly() {
     assert_eq!(log.left, [(ms(0), stream.len() - PING_LEN)]);
     let pings: Vec<Fate> = frames(&events)
         .into_iter()
-        .filter(|f| f.1 == "PING")
+        .filter(|f| f.1 == FrameType::Ping)
         .map(|f| f.2)
         .collect();
     // The server's own PING (not an ACK) right after it passes.
@@ -306,11 +306,17 @@ async fn a_delayed_frame_and_the_bytes_behind_it_leave_on_the_timer() {
     assert_eq!(log.shutdown, Some(ms(1000)));
     // The PING, and every frame written behind it: each recorded when it
     // was written, each released with it.
-    let kept: Vec<(Duration, String, Duration)> =
-        ["PING", "HEADERS", "DATA", "RST_STREAM", "PING", "GOAWAY"]
-            .into_iter()
-            .map(|f| (ms(40), f.to_owned(), ms(40)))
-            .collect();
+    let kept: Vec<(Duration, FrameType, Duration)> = [
+        FrameType::Ping,
+        FrameType::Headers,
+        FrameType::Data,
+        FrameType::RstStream,
+        FrameType::Ping,
+        FrameType::GoAway,
+    ]
+    .into_iter()
+    .map(|f| (ms(40), f, ms(40)))
+    .collect();
     assert_eq!(releases(&events), kept);
     // The PING the rule delayed, then the five frames that only wait
     // behind it: each recorded when written, and saying which it is.
@@ -350,7 +356,7 @@ async fn an_injected_frame_goes_in_between_two_whole_frames() {
     let rest = stream.len() - C2S_HEADERS_S3;
     let left = [(ms(0), C2S_HEADERS_S3), (ms(50), PING_LEN), (ms(100), rest)];
     assert_eq!(log.left, left);
-    assert_eq!(injected(&events), [(ms(50), "PING".to_owned())]);
+    assert_eq!(injected(&events), [(ms(50), FrameType::Ping)]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -380,10 +386,10 @@ async fn an_injected_frame_waits_behind_kept_back_bytes() {
     ];
     assert_eq!(log.left, left);
     // The trace says the injected PING waited too, and for how long.
-    assert_eq!(injected(&events), [(ms(20), "PING".to_owned())]);
+    assert_eq!(injected(&events), [(ms(20), FrameType::Ping)]);
     let released = [
-        (ms(30), "WINDOW_UPDATE".to_owned(), ms(30)),
-        (ms(30), "PING".to_owned(), ms(10)),
+        (ms(30), FrameType::WindowUpdate, ms(30)),
+        (ms(30), FrameType::Ping, ms(10)),
     ];
     assert_eq!(releases(&events), released);
 }

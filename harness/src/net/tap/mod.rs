@@ -31,12 +31,12 @@
 //! SETTINGS frame passes, a frame is kept back or leaves, or a trigger
 //! matches: never for an ordinary frame.
 
-mod describe;
 mod inject;
 pub(crate) mod keepalive;
 mod pair;
 mod react;
 mod reset;
+mod summary;
 mod writer;
 
 use std::collections::VecDeque;
@@ -53,7 +53,7 @@ pub(crate) use writer::spawn_writer;
 use crate::fault::{FrameAction, FrameInfo, Injection};
 use crate::net::LinkState;
 use crate::policy::{Action, PingVerdict, TOO_MANY_PINGS};
-use crate::recorder::event::{EventKind, Fate};
+use crate::recorder::event::{EventKind, Fate, FrameDetail, KeepaliveVerdict};
 use crate::sim::{lock_conn, Shared, SharedConn};
 use crate::wire::{self, BlockKind, Decoder, Detail, Direction, Frame, FrameType, SettingId};
 use keepalive::Judged;
@@ -90,7 +90,7 @@ struct Keep {
 /// A kept-back frame, remembered until it leaves.
 pub(crate) struct Kept {
     stream: u32,
-    frame: String,
+    frame: FrameType,
     since: Duration,
 }
 
@@ -282,8 +282,7 @@ impl DirectionTap {
             (_, Some(Until::Released(_)), false) => Fate::BehindHeld,
             (_, None, _) => Fate::Passed,
         });
-        let (detail, noise) = describe::describe(frame);
-        let name = frame.ty.to_string();
+        let summary = summary::summarize(frame);
         // `now` was read above: reading the simulated clock costs a lookup
         // in the world, and this runs for every frame.
         self.shared.recorder.push_at(
@@ -293,10 +292,12 @@ impl DirectionTap {
                 conn: self.conn,
                 to: self.to.to_string(),
                 stream: frame.stream_id,
-                frame: name.clone(),
-                detail,
+                frame: frame.ty,
+                flags: summary.flags,
+                detail: summary.detail,
+                invalid: None,
                 fate,
-                noise,
+                noise: summary.noise,
             },
         );
         if frame.ty == FrameType::Settings {
@@ -309,7 +310,7 @@ impl DirectionTap {
             _ => {
                 let kept = keep
                     .until
-                    .map(|until| self.kept(frame.stream_id, name, now, until));
+                    .map(|until| self.kept(frame.stream_id, frame.ty, now, until));
                 self.emit_held(end, keep.release, keep.hold, kept, keep.link_since, out);
             }
         }
@@ -405,12 +406,12 @@ impl DirectionTap {
     /// Notes a kept-back frame in the connection's state (for the end of
     /// the run, should it never leave) and returns what to record when it
     /// leaves.
-    fn kept(&self, stream: u32, frame: String, since: Duration, until: Until) -> Kept {
+    fn kept(&self, stream: u32, frame: FrameType, since: Duration, until: Until) -> Kept {
         let waiting = Waiting {
             from: self.from.clone(),
             to: self.to.clone(),
             stream,
-            frame: frame.clone(),
+            frame,
             since,
             until,
         };
@@ -500,7 +501,7 @@ impl DirectionTap {
                         conn: self.conn,
                         to: self.to.to_string(),
                         cleared,
-                        frame: frame.ty.to_string(),
+                        frame: frame.ty,
                     });
                 }
                 let judged = judged?;
@@ -512,17 +513,17 @@ impl DirectionTap {
 
     fn record_ping(&self, judged: &Judged, allowed: Duration) {
         let (verdict, gap, allowed) = match judged.verdict {
-            PingVerdict::Ok { gap } => ("ok".to_owned(), gap, allowed),
+            PingVerdict::Ok { gap } => (KeepaliveVerdict::Ok, gap, allowed),
             PingVerdict::Strike {
                 n,
                 of,
                 gap,
                 allowed,
-            } => (format!("strike {n}/{of}"), Some(gap), allowed),
+            } => (KeepaliveVerdict::Strike { n, of }, Some(gap), allowed),
             PingVerdict::TooManyPings { gap, allowed, .. } => {
-                ("too_many_pings".to_owned(), Some(gap), allowed)
+                (KeepaliveVerdict::TooManyPings, Some(gap), allowed)
             }
-            PingVerdict::AlreadyGoingAway { .. } => ("going_away".to_owned(), None, allowed),
+            PingVerdict::AlreadyGoingAway { .. } => (KeepaliveVerdict::GoingAway, None, allowed),
         };
         self.record(EventKind::KeepalivePing {
             conn: self.conn,
@@ -622,8 +623,12 @@ impl DirectionTap {
     /// the receiver's stack will ack it (RFC 9113 §6.5.3). An injected ACK
     /// does not count as this direction applying the peer's: the sender's
     /// stack did not.
-    /// Returns the stream id and type name of the (last) frame recorded.
-    fn record_injected_as(&self, bytes: &[u8], kind: Option<BlockKind>) -> Option<(u32, String)> {
+    /// Returns the stream id and type of the (last) frame recorded.
+    fn record_injected_as(
+        &self,
+        bytes: &[u8],
+        kind: Option<BlockKind>,
+    ) -> Option<(u32, FrameType)> {
         let mut head = None;
         let mut events = Vec::new();
         let direction = self.decoder.direction();
@@ -638,28 +643,28 @@ impl DirectionTap {
         let fed = decoder.bytes_fed();
         decoder.feed(bytes, &mut events);
         for e in events {
-            if let Some((mut frame, broken)) = inject::injected_frame(e, bytes, fed) {
-                if let (Some(kind), Detail::Headers { block, .. }) = (kind, &mut frame.detail) {
-                    block.kind = kind;
-                }
+            if let Some((frame, broken)) = inject::injected_frame(e, bytes, fed) {
                 if let (Detail::Settings { ack: false, values }, None) = (&frame.detail, &broken) {
                     lock_conn(&self.conn_state)
                         .tap
                         .settings_sent(direction, max_frame_size(values));
                 }
-                let (detail, noise) = describe::describe(&frame);
-                let detail = inject::with_broken_rule(detail, broken);
-                let name = frame.ty.to_string();
+                let mut summary = summary::summarize(&frame);
+                if let (Some(kind), FrameDetail::Headers(block)) = (kind, &mut summary.detail) {
+                    block.set_kind(kind);
+                }
                 self.record(EventKind::Frame {
                     conn: self.conn,
                     to: self.to.to_string(),
                     stream: frame.stream_id,
-                    frame: name.clone(),
-                    detail,
+                    frame: frame.ty,
+                    flags: summary.flags,
+                    detail: summary.detail,
+                    invalid: broken.map(String::into_boxed_str),
                     fate: Fate::Injected,
-                    noise,
+                    noise: summary.noise,
                 });
-                head = Some((frame.stream_id, name));
+                head = Some((frame.stream_id, frame.ty));
             }
         }
         head
@@ -675,7 +680,7 @@ impl DirectionTap {
             conn: self.conn,
             to: self.to.to_string(),
             stream: kept.stream,
-            frame: kept.frame.clone(),
+            frame: kept.frame,
             kept: now.saturating_sub(kept.since),
         });
     }

@@ -20,7 +20,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::fault::Injection;
-use crate::wire::Direction;
+use crate::recorder::event::{LinkHold, WaitingFor};
+use crate::wire::{Direction, FrameType};
 
 /// The index of `direction` in the per-direction arrays.
 pub(crate) fn side(direction: Direction) -> usize {
@@ -45,13 +46,33 @@ pub(crate) enum Until {
     },
 }
 
+impl Until {
+    /// The recorded form of what it waits for.
+    pub(crate) fn waiting_for(&self) -> WaitingFor {
+        match self {
+            Self::At(until) => WaitingFor::Time { until: *until },
+            Self::Released(hold) => WaitingFor::Release {
+                hold: hold.to_string(),
+            },
+            Self::Link { paused } => WaitingFor::Link {
+                link: if *paused {
+                    LinkHold::Pause
+                } else {
+                    LinkHold::Partition
+                },
+                lost_with_sender: false,
+            },
+        }
+    }
+}
+
 /// A kept-back frame that has not left yet.
 #[derive(Debug, Clone)]
 pub(crate) struct Waiting {
     pub(crate) from: Arc<str>,
     pub(crate) to: Arc<str>,
     pub(crate) stream: u32,
-    pub(crate) frame: String,
+    pub(crate) frame: FrameType,
     /// When it was written, *simulated* time.
     pub(crate) since: Duration,
     pub(crate) until: Until,

@@ -58,7 +58,7 @@ fn protocol_errors(tap: &DirectionTap) -> Vec<String> {
 }
 
 /// `(host, frame, fate)` of every frame recorded.
-fn frames(tap: &DirectionTap) -> Vec<(String, String, Fate)> {
+fn frames(tap: &DirectionTap) -> Vec<(String, FrameType, Fate)> {
     tap.shared()
         .recorder
         .events()
@@ -174,7 +174,7 @@ fn injected_settings_count_among_the_senders_settings() {
     assert_eq!(protocol_errors(&player), Vec::<String>::new());
     let injected = frames(&store)
         .into_iter()
-        .filter(|(_, f, fate)| f == "SETTINGS" && *fate == Fate::Injected)
+        .filter(|(_, f, fate)| *f == FrameType::Settings && *fate == Fate::Injected)
         .count();
     assert_eq!(injected, 1);
 }
@@ -229,7 +229,7 @@ fn an_injection_after_a_frame_of_the_other_direction_is_posted_to_its_writer() {
     store.take_posted(&mut posted);
     let sent: Vec<&[u8]> = posted.iter().map(|o| o.bytes.as_ref()).collect();
     assert_eq!(sent, [encode::goaway(1, ErrorCode::NoError, b"")]);
-    assert!(frames(&store).contains(&("store".into(), "GOAWAY".into(), Fate::Injected)));
+    assert!(frames(&store).contains(&("store".into(), FrameType::GoAway, Fate::Injected)));
 }
 
 #[test]

@@ -9,7 +9,7 @@
 
 use crate::policy::Action;
 use crate::wire::frame::flags;
-use crate::wire::{encode, ErrorCode, FrameType};
+use crate::wire::{encode, FrameType};
 
 /// Longest `grpc-message` put on the wire, in octets after percent-encoding;
 /// keeps every injected HEADERS frame far below the 16,384-octet
@@ -24,11 +24,7 @@ pub(crate) fn encode_action(action: &Action) -> Option<Vec<u8>> {
             last_stream_id,
             code,
             debug,
-        } => Some(encode::goaway(
-            *last_stream_id,
-            ErrorCode::from(*code),
-            debug,
-        )),
+        } => Some(encode::goaway(*last_stream_id, *code, debug)),
         Action::SendTrailersOnly {
             stream_id,
             grpc_status,
@@ -39,9 +35,7 @@ pub(crate) fn encode_action(action: &Action) -> Option<Vec<u8>> {
             grpc_status,
             message,
         } => Some(status_headers(*stream_id, false, *grpc_status, message)),
-        Action::SendRstStream { stream_id, code } => {
-            Some(encode::rst_stream(*stream_id, ErrorCode::from(*code)))
-        }
+        Action::SendRstStream { stream_id, code } => Some(encode::rst_stream(*stream_id, *code)),
         Action::CloseConnection => None,
     }
 }
@@ -138,8 +132,8 @@ fn percent_encode(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Action, ENHANCE_YOUR_CALM, NO_ERROR, TOO_MANY_PINGS};
-    use crate::wire::{BlockKind, Decoder, Detail, Direction, Event};
+    use crate::policy::{Action, TOO_MANY_PINGS};
+    use crate::wire::{BlockKind, Decoder, Detail, Direction, ErrorCode, Event};
 
     /// Decodes `frames` as the server→client direction, after the SETTINGS
     /// frame that must come first.
@@ -243,13 +237,13 @@ mod tests {
     fn goaway_and_rst_stream_carry_their_codes() {
         let goaway = encode_action(&Action::SendGoAway {
             last_stream_id: 7,
-            code: ENHANCE_YOUR_CALM,
+            code: ErrorCode::EnhanceYourCalm,
             debug: TOO_MANY_PINGS,
         })
         .expect("a frame");
         let rst = encode_action(&Action::SendRstStream {
             stream_id: 7,
-            code: NO_ERROR,
+            code: ErrorCode::NoError,
         })
         .expect("a frame");
         let frames = decode(&[goaway, rst].concat());

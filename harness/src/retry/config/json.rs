@@ -12,10 +12,9 @@ use tonic::Code;
 
 use super::duration::parse_proto_duration;
 use super::{
-    code_from_name, ConfigError, MethodEntry, RetryConfig, RetryPolicy, ThrottlingPolicy,
-    MAX_ATTEMPTS_CAP,
+    ConfigError, MethodEntry, RetryConfig, RetryPolicy, ThrottlingPolicy, MAX_ATTEMPTS_CAP,
 };
-use crate::spec::CODE_NAMES;
+use crate::spec::{code_from_name, CODE_NAMES};
 
 /// The body of [`RetryConfig::from_json`].
 pub(super) fn parse_service_config(json: &str) -> Result<RetryConfig, ConfigError> {

@@ -33,7 +33,6 @@ use std::time::Duration;
 use tonic::Code;
 
 use crate::spec::CODE_NAMES;
-pub use crate::spec::{code_from_name, code_name};
 pub use error::ConfigError;
 
 /// The cap applied to `maxAttempts`: grpc-go's `defaultMaxCallAttempts`

@@ -1,5 +1,6 @@
 use super::duration::parse_proto_duration;
 use super::*;
+use crate::spec::{code_from_name, code_name};
 
 const SEED_EXAMPLE: &str = r#"{"methodConfig":[{"name":[{"service":"tt.v1.Scoreboard","method":"Hit"}],
     "retryPolicy":{"maxAttempts":4,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,

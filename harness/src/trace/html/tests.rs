@@ -1,7 +1,10 @@
 use std::time::Duration;
 
-use crate::recorder::event::{CallId, Event, EventKind, Fate, Outcome, RunId};
+use crate::recorder::event::{
+    CallId, Event, EventKind, Fate, FrameDetail, FrameFlags, Outcome, RunId,
+};
 use crate::trace::{RenderOptions, Trace};
+use crate::wire::{ErrorCode, FrameType};
 
 /// Breaks out of text, of a quoted attribute, and of a table cell.
 const HOSTILE: &str = "<script>alert(\"x\")</script> & 'q'";
@@ -34,7 +37,13 @@ fn event(at: u64, host: &str, kind: EventKind) -> Event {
     }
 }
 
-fn frame(at: u64, frame: &str, detail: &str, fate: Fate, noise: bool) -> Event {
+fn frame(
+    at: u64,
+    (frame, flags): (FrameType, FrameFlags),
+    detail: FrameDetail,
+    fate: Fate,
+    noise: bool,
+) -> Event {
     event(
         at,
         "store",
@@ -42,8 +51,10 @@ fn frame(at: u64, frame: &str, detail: &str, fate: Fate, noise: bool) -> Event {
             conn: 1,
             to: HOST.to_owned(),
             stream: 0,
-            frame: frame.to_owned(),
-            detail: detail.to_owned(),
+            frame,
+            flags,
+            detail,
+            invalid: None,
             fate,
             noise,
         },
@@ -77,13 +88,37 @@ fn hostile_trace() -> Trace {
                 ran: ms(1),
             },
         ),
-        frame(1, "SETTINGS", "ack", Fate::Passed, true),
-        frame(1, "PING", "ack", Fate::Dropped, true),
-        frame(1, "DATA", "5 bytes", Fate::BehindHeld, false),
+        frame(
+            1,
+            (FrameType::Settings, FrameFlags::ACK),
+            FrameDetail::Settings {
+                values: Box::new([]),
+            },
+            Fate::Passed,
+            true,
+        ),
+        frame(
+            1,
+            (FrameType::Ping, FrameFlags::ACK),
+            FrameDetail::Ping { payload: [0; 8] },
+            Fate::Dropped,
+            true,
+        ),
+        frame(
+            1,
+            (FrameType::Data, FrameFlags::NONE),
+            FrameDetail::Data { len: 5 },
+            Fate::BehindHeld,
+            false,
+        ),
         frame(
             2,
-            "GOAWAY",
-            &format!("NO_ERROR debug={HOSTILE:?}"),
+            (FrameType::GoAway, FrameFlags::NONE),
+            FrameDetail::GoAway {
+                last_stream_id: 0,
+                code: ErrorCode::NoError,
+                debug: HOSTILE.as_bytes().into(),
+            },
             Fate::Injected,
             false,
         ),
@@ -187,7 +222,7 @@ fn rows_are_classed_by_kind_and_quiet_rows_only_with_noise() {
     assert!(!default.contains("SETTINGS"), "{default}");
     assert!(everything.contains("c1 s0 SETTINGS ack"), "{everything}");
     assert!(
-        default.contains("c1 s0 PING ack [dropped]"),
+        default.contains("c1 s0 PING ack 0000000000000000 [dropped]"),
         "a fault touched it"
     );
 }

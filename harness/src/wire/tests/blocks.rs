@@ -281,27 +281,6 @@ fn push_promise_block_is_decoded() {
     assert_eq!(block.path.as_deref(), Some("/pushed"));
 }
 
-#[test]
-fn grpc_timeout_units() {
-    let cases = [
-        ("1H", Some(Duration::from_secs(3600))),
-        ("2M", Some(Duration::from_secs(120))),
-        ("3S", Some(Duration::from_secs(3))),
-        ("500m", Some(Duration::from_millis(500))),
-        ("500000u", Some(Duration::from_millis(500))),
-        ("99999999n", Some(Duration::from_nanos(99_999_999))),
-        ("123456789m", None),
-        ("m", None),
-        ("5x", None),
-        ("", None),
-        ("-5m", None),
-        ("5é", None),
-    ];
-    for (raw, want) in cases {
-        assert_eq!(parse_grpc_timeout(raw), want, "{raw}");
-    }
-}
-
 // ---- padding ----
 
 #[test]

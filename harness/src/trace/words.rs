@@ -1,0 +1,321 @@
+//! The trace's words for the typed fields of frame and keepalive events: the
+//! one place they are made. The row builder ([`super::rows`]) puts them in
+//! the timeline the text and HTML renders share; queries never read them,
+//! so rewording a line here cannot change what a query finds.
+//!
+//! Fixed vocabulary, RFC 9113 names, no wall clock: renders stay
+//! byte-stable.
+
+use std::fmt::{self, Write as _};
+
+use super::fmt_duration;
+use crate::recorder::event::{
+    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
+};
+use crate::recorder::fields::hex;
+use crate::wire::{BlockKind, FrameType};
+
+/// A frame's text after its type in the timeline: the payload, the flags
+/// the type shows, and the rule an injected frame breaks. `16384 bytes
+/// END_STREAM`, `ack 0000000000000001`, `POST /tt.v1.Store/Save
+/// grpc-timeout=380000u`, `CANCEL, invalid: …`; empty for a PRIORITY.
+pub(crate) fn frame_text(
+    frame: FrameType,
+    flags: FrameFlags,
+    detail: &FrameDetail,
+    invalid: Option<&str>,
+) -> String {
+    let mut text = match detail {
+        FrameDetail::Settings { .. } if flags.ack() => "ack".to_owned(),
+        FrameDetail::Ping { .. } if flags.ack() => format!("ack {detail}"),
+        _ => detail.to_string(),
+    };
+    let flag = match detail {
+        FrameDetail::Data { .. } | FrameDetail::Headers(_) if flags.end_stream() => {
+            Some("END_STREAM")
+        }
+        _ if frame == FrameType::Continuation && flags.end_headers() => Some("END_HEADERS"),
+        _ => None,
+    };
+    if let Some(flag) = flag {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(flag);
+    }
+    match invalid {
+        Some(rule) if text.is_empty() => format!("invalid: {rule}"),
+        Some(rule) => format!("{text}, invalid: {rule}"),
+        None => text,
+    }
+}
+
+/// The payload in the trace's words, without the flags (those depend on
+/// the frame type; see the timeline): `16384 bytes`, `+65535`, `CANCEL`,
+/// `INITIAL_WINDOW_SIZE=1048576 MAX_FRAME_SIZE=16384`,
+/// `ENHANCE_YOUR_CALM last-stream-id=1 "too_many_pings"`, the PING payload
+/// in hex, a HEADERS block as [`HeaderFields`] shows it; empty for
+/// [`FrameDetail::Empty`].
+impl fmt::Display for FrameDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Data { len } => write!(f, "{len} bytes"),
+            Self::Headers(block) => block.fmt(f),
+            Self::RstStream { code } => code.fmt(f),
+            Self::Settings { values } => {
+                for (i, (id, value)) in values.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { " " };
+                    write!(f, "{sep}{id}={value}")?;
+                }
+                Ok(())
+            }
+            Self::Ping { payload } => f.write_str(&hex(payload)),
+            Self::GoAway {
+                last_stream_id,
+                code,
+                debug,
+            } => {
+                write!(f, "{code} last-stream-id={last_stream_id}")?;
+                if !debug.is_empty() {
+                    write!(f, " {:?}", String::from_utf8_lossy(debug))?;
+                }
+                Ok(())
+            }
+            Self::WindowUpdate { increment } => write!(f, "+{increment}"),
+            Self::PushPromise { promised_stream } => write!(f, "promised stream {promised_stream}"),
+            Self::Empty => Ok(()),
+        }
+    }
+}
+
+/// `POST /tt.v1.Store/Save grpc-timeout=380000u`, `:status=200`,
+/// `trailers grpc-status=0`, `trailers-only grpc-status=14 grpc-message="…"`:
+/// what the block is, then its gRPC fields in wire order (`?` for a missing
+/// pseudo-header).
+impl fmt::Display for HeaderFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pseudo = |h| self.get(h).unwrap_or("?");
+        match self.kind() {
+            BlockKind::Request => write!(
+                f,
+                "{} {}",
+                pseudo(ShownHeader::Method),
+                pseudo(ShownHeader::Path)
+            )?,
+            BlockKind::Response => write!(f, ":status={}", pseudo(ShownHeader::Status))?,
+            BlockKind::Trailers => f.write_str("trailers")?,
+            BlockKind::TrailersOnly => f.write_str("trailers-only")?,
+        }
+        for (field, value) in self.iter().filter(|(h, _)| !h.is_pseudo()) {
+            let name = field.name();
+            if field == ShownHeader::GrpcMessage {
+                write!(f, " {name}={value:?}")?;
+            } else {
+                write!(f, " {name}={value}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `held until 900ms`, `held until release "window"`, `held by the
+/// partition, never repaired`.
+impl fmt::Display for WaitingFor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Time { until } => write!(f, "held until {}", fmt_duration(*until)),
+            Self::Release { hold } => write!(f, "held until release {hold:?}"),
+            Self::Link {
+                link,
+                lost_with_sender,
+            } => {
+                let (what, never) = match link {
+                    LinkHold::Partition => ("partition", "repaired"),
+                    LinkHold::Pause => ("pause", "resumed"),
+                };
+                if *lost_with_sender {
+                    write!(
+                        f,
+                        "held by the {what}, then lost with its sender's connection"
+                    )
+                } else {
+                    write!(f, "held by the {what}, never {never}")
+                }
+            }
+        }
+    }
+}
+
+/// `ok`, `strike 1/2` (the 1st strike of the 2 tolerated), `too_many_pings`,
+/// `going_away`.
+impl fmt::Display for KeepaliveVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ok => f.write_str("ok"),
+            Self::Strike { n, of } => write!(f, "strike {n}/{of}"),
+            Self::TooManyPings => f.write_str("too_many_pings"),
+            Self::GoingAway => f.write_str("going_away"),
+        }
+    }
+}
+
+/// `ok (gap 30.01s >= 5s, 1 call open)`, `strike 2/2 (gap 30.01s < 5min,
+/// 1 call open)`, `strike 3, over the 2 allowed (…) → too_many_pings`,
+/// `ok (first PING)`.
+pub(crate) fn ping_verdict(
+    verdict: KeepaliveVerdict,
+    strikes: u32,
+    gap: Option<std::time::Duration>,
+    allowed: std::time::Duration,
+    open_calls: usize,
+    after_reset: bool,
+) -> String {
+    let calls = match open_calls {
+        0 => "no call open".to_owned(),
+        1 => "1 call open".to_owned(),
+        n => format!("{n} calls open"),
+    };
+    let why = match gap {
+        Some(gap) if gap < allowed => {
+            format!("gap {} < {}, {calls}", fmt_gap(gap), fmt_gap(allowed))
+        }
+        Some(gap) => format!("gap {} >= {}, {calls}", fmt_gap(gap), fmt_gap(allowed)),
+        None if after_reset => format!("first PING since strikes were reset, {calls}"),
+        None => format!("first PING, {calls}"),
+    };
+    let mut text = String::new();
+    // Writing to a String cannot fail.
+    let _ = match verdict {
+        // One strike more than tolerated (`PingVerdict::TooManyPings`).
+        KeepaliveVerdict::TooManyPings => write!(
+            text,
+            "strike {strikes}, over the {} allowed ({why}) → too_many_pings",
+            strikes.saturating_sub(1)
+        ),
+        KeepaliveVerdict::GoingAway => write!(text, "after the GOAWAY ({why})"),
+        other => write!(text, "{other} ({why})"),
+    };
+    text
+}
+
+/// A gap in the largest unit that keeps it exact: `2h`, `5min`, `30.01s`,
+/// `800ms`.
+fn fmt_gap(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    let whole_ms = d.subsec_nanos() % 1_000_000;
+    let (hours, minutes, seconds) = (ms / 3_600_000, ms / 60_000, ms / 1000);
+    if hours > 0 && hours * 3_600_000 == ms && whole_ms == 0 {
+        format!("{hours}h")
+    } else if minutes > 0 && minutes * 60_000 == ms && whole_ms == 0 {
+        format!("{minutes}min")
+    } else if seconds > 0 && whole_ms == 0 {
+        let text = format!("{seconds}.{:03}", ms - seconds * 1000);
+        format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        fmt_duration(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{ErrorCode, SettingId};
+
+    fn text(frame: FrameType, flags: FrameFlags, detail: FrameDetail) -> String {
+        frame_text(frame, flags, &detail, None)
+    }
+
+    #[test]
+    fn each_frame_type_reads_as_the_trace_always_said() {
+        let none = FrameFlags::NONE;
+        assert_eq!(
+            text(
+                FrameType::Data,
+                FrameFlags::END_STREAM,
+                FrameDetail::Data { len: 0 }
+            ),
+            "0 bytes END_STREAM"
+        );
+        assert_eq!(
+            text(
+                FrameType::Settings,
+                FrameFlags::ACK,
+                FrameDetail::Settings {
+                    values: Box::new([])
+                }
+            ),
+            "ack"
+        );
+        assert_eq!(
+            text(
+                FrameType::Settings,
+                none,
+                FrameDetail::Settings {
+                    values: vec![
+                        (SettingId::EnablePush, 0),
+                        (SettingId::InitialWindowSize, 1_048_576)
+                    ]
+                    .into()
+                }
+            ),
+            "ENABLE_PUSH=0 INITIAL_WINDOW_SIZE=1048576"
+        );
+        assert_eq!(
+            text(
+                FrameType::Ping,
+                FrameFlags::ACK,
+                FrameDetail::Ping { payload: [1; 8] }
+            ),
+            "ack 0101010101010101"
+        );
+        assert_eq!(
+            text(
+                FrameType::GoAway,
+                none,
+                FrameDetail::GoAway {
+                    last_stream_id: 1,
+                    code: ErrorCode::EnhanceYourCalm,
+                    debug: b"too_many_pings".to_vec().into(),
+                }
+            ),
+            "ENHANCE_YOUR_CALM last-stream-id=1 \"too_many_pings\""
+        );
+        assert_eq!(
+            text(
+                FrameType::Continuation,
+                FrameFlags::END_HEADERS,
+                FrameDetail::Empty
+            ),
+            "END_HEADERS"
+        );
+        assert_eq!(text(FrameType::Priority, none, FrameDetail::Empty), "");
+        let trailers = HeaderFields::new(
+            BlockKind::TrailersOnly,
+            [
+                (ShownHeader::GrpcStatus, "14"),
+                (ShownHeader::GrpcMessage, "Too many pings"),
+            ],
+        );
+        assert_eq!(
+            text(
+                FrameType::Headers,
+                FrameFlags::END_STREAM | FrameFlags::END_HEADERS,
+                FrameDetail::Headers(trailers)
+            ),
+            "trailers-only grpc-status=14 grpc-message=\"Too many pings\" END_STREAM"
+        );
+        let request = HeaderFields::new(BlockKind::Request, [(ShownHeader::Path, "/a.B/C")]);
+        assert_eq!(request.to_string(), "? /a.B/C", "a missing :method");
+        assert_eq!(
+            frame_text(
+                FrameType::RstStream,
+                none,
+                &FrameDetail::RstStream {
+                    code: ErrorCode::Cancel
+                },
+                Some("RST_STREAM on stream 0 (RFC 9113 §6.4)")
+            ),
+            "CANCEL, invalid: RST_STREAM on stream 0 (RFC 9113 §6.4)"
+        );
+    }
+}
