@@ -730,6 +730,26 @@ pub enum EventKind {
     },
 }
 
+impl EventKind {
+    /// The id an event is about, for [`Recorder::in_id_order`](super::Recorder::in_id_order):
+    /// `(0, run)`, `(1, call)`, `(2, connection)`, else `(3, 0)`.
+    pub(crate) fn id_key(&self) -> (u8, u32) {
+        match self {
+            Self::HandlerStarted { run, .. }
+            | Self::HandlerDequeued { run, .. }
+            | Self::HandlerFinished { run, .. }
+            | Self::HandlerDropped { run, .. }
+            | Self::HandlerPanicked { run, .. }
+            | Self::FaultFired { run, .. } => (0, run.0),
+            Self::CallStarted { call, .. }
+            | Self::CallEnded { call, .. }
+            | Self::CallDropped { call, .. } => (1, call.0),
+            Self::Frame { conn, .. } | Self::ConnClosed { conn, .. } => (2, *conn),
+            _ => (3, 0),
+        }
+    }
+}
+
 pub(crate) fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }

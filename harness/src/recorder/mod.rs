@@ -73,6 +73,21 @@ impl Recorder {
         });
     }
 
+    /// Runs `f` and puts what it recorded in the order of the ids it
+    /// names (handler runs, then calls, then connections; the rest as
+    /// recorded). For a crash or a restart: tokio drops a host's tasks in
+    /// the order of their task ids, which are numbered across the whole
+    /// process, so which handler's drop comes first would depend on what
+    /// other tests run in parallel.
+    pub(crate) fn in_id_order<R>(&self, f: impl FnOnce() -> R) -> R {
+        let start = self.state().events.len();
+        let out = f();
+        let mut s = self.state();
+        let start = start.min(s.events.len());
+        s.events[start..].sort_by_key(|e| e.kind.id_key());
+        out
+    }
+
     pub(crate) fn next_call(&self) -> CallId {
         let mut s = self.state();
         s.next_call += 1;
@@ -125,3 +140,41 @@ tokio::task_local! {
 /// Request header carrying the client call id from a recorded channel to
 /// the handler layer, so the two ends of one call are linked in the trace.
 pub(crate) const CALL_ID_HEADER: &str = "x-grpc-chaos-call";
+
+#[cfg(test)]
+mod tests {
+    use super::event::{EventKind, RunId};
+    use super::Recorder;
+    use std::time::Duration;
+
+    fn dropped(run: u32) -> EventKind {
+        EventKind::HandlerDropped {
+            run: RunId(run),
+            path: "/p.S/M".into(),
+            ran: Duration::ZERO,
+        }
+    }
+
+    /// What a crash records comes out in run order, whatever order tokio
+    /// dropped the tasks in; what came before it stays where it was.
+    #[test]
+    fn a_batch_is_put_in_id_order() {
+        let rec = Recorder::default();
+        rec.push("store", EventKind::HostCrashed);
+        rec.in_id_order(|| {
+            for run in [7, 3, 5] {
+                rec.push("store", dropped(run));
+            }
+        });
+        let order: Vec<String> = rec
+            .events()
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::HandlerDropped { run, .. } => run.to_string(),
+                EventKind::HostCrashed => "crash".into(),
+                _ => "other".into(),
+            })
+            .collect();
+        assert_eq!(order, ["crash", "h3", "h5", "h7"]);
+    }
+}
