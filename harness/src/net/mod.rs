@@ -135,9 +135,16 @@ pub(crate) fn dial(
             end.peer.clone(),
             attempt,
         );
+        let peer = end.peer.clone();
         let connected = async {
             dial.wait_for_link().await?;
-            let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT)).await?;
+            // turmoil's error names the peer's address (`192.168.0.1:50051`),
+            // which tonic puts in the status message; the trace names hosts.
+            let stream = turmoil::net::TcpStream::connect((&*end.peer, PORT))
+                .await
+                .map_err(|e| {
+                    io::Error::new(e.kind(), format!("connect to {peer}: {}", e.kind()))
+                })?;
             SimConn::new(stream, end)
         }
         .await;
