@@ -40,18 +40,9 @@ fn store_slowness_cancels_the_whole_chain() -> grpc_chaos::Result {
 
 #[test]
 fn the_readme_shows_this_file() {
-    let readme = include_str!("../../README.md");
-    let this = include_str!("readme_example.rs");
-    let example = this
-        .split_once("\n\n")
-        .map(|(_, rest)| rest)
-        .and_then(|rest| {
-            rest.split("\n#[test]\nfn the_readme_shows_this_file")
-                .next()
-        })
-        .expect("the example part of this file");
+    let example = grpc_chaos_tests::readme_example(include_str!("readme_example.rs"));
     assert!(
-        readme.contains(example.trim_end()),
+        include_str!("../../README.md").contains(example),
         "README.md's example differs from tests/tests/readme_example.rs"
     );
 }

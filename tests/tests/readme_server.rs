@@ -102,18 +102,9 @@ fn one_service_behind_its_own_layer() -> grpc_chaos::Result {
 
 #[test]
 fn the_readme_shows_this_file() {
-    let readme = include_str!("../../README.md");
-    let this = include_str!("readme_server.rs");
-    let example = this
-        .split_once("\n\n")
-        .map(|(_, rest)| rest)
-        .and_then(|rest| {
-            rest.split("\n#[test]\nfn the_readme_shows_this_file")
-                .next()
-        })
-        .expect("the example part of this file");
+    let example = grpc_chaos_tests::readme_example(include_str!("readme_server.rs"));
     assert!(
-        readme.contains(example.trim_end()),
+        include_str!("../../README.md").contains(example),
         "README.md's server example differs from tests/tests/readme_server.rs"
     );
 }
