@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::Sim;
 use crate::error::{Error, Kind};
-use crate::fault::{Action, FaultKind, FrameAction, HostAction};
+use crate::fault::{Action, FaultKind, FrameAction, HostAction, HostFault};
 use crate::trace::fmt_duration;
 
 /// The longest single wait (tick, latency, delay) a run takes: one
@@ -133,14 +133,7 @@ impl Sim {
     /// in the order added, which a reader of the scenario cannot see, and
     /// a restart "before" the crash it undoes is a different story.
     pub(super) fn check_host_conflicts(&self) -> Result<(), Error> {
-        let host_faults: Vec<_> = self
-            .faults
-            .iter()
-            .filter_map(|f| match &f.0 {
-                FaultKind::Host(h) => Some(h),
-                _ => None,
-            })
-            .collect();
+        let host_faults: Vec<&HostFault> = self.host_faults().collect();
         for crash in &host_faults {
             let HostAction::Crash(host) = &crash.action else {
                 continue;
@@ -158,6 +151,14 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// The host faults, in the order added.
+    pub(super) fn host_faults(&self) -> impl Iterator<Item = &HostFault> {
+        self.faults.iter().filter_map(|f| match &f.0 {
+            FaultKind::Host(h) => Some(h),
+            _ => None,
+        })
     }
 
     /// A handler fault that fails calls names a failing code.

@@ -150,12 +150,8 @@ impl Sim {
     /// not (in time order; at one instant, in the order added).
     fn check_membership(&self) -> Result<(), Error> {
         let mut changes: Vec<&HostFault> = self
-            .faults
-            .iter()
-            .filter_map(|f| match &f.0 {
-                FaultKind::Host(h) if h.action.membership().is_some() => Some(h),
-                _ => None,
-            })
+            .host_faults()
+            .filter(|h| h.action.membership().is_some())
             .collect();
         changes.sort_by_key(|f| f.at);
         let mut out: BTreeSet<&str> = BTreeSet::new();
@@ -207,14 +203,7 @@ impl Sim {
     /// Pauses and resumes of each host alternate, starting with a pause
     /// (in time order; faults at the same instant in the order added).
     fn check_pauses(&self) -> Result<(), Error> {
-        let mut faults: Vec<&HostFault> = self
-            .faults
-            .iter()
-            .filter_map(|f| match &f.0 {
-                FaultKind::Host(h) => Some(h),
-                _ => None,
-            })
-            .collect();
+        let mut faults: Vec<&HostFault> = self.host_faults().collect();
         faults.sort_by_key(|f| f.at);
         let fmt = crate::trace::fmt_duration;
         let mut paused: BTreeSet<&str> = BTreeSet::new();
