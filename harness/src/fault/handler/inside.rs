@@ -127,34 +127,23 @@ struct Inside {
 }
 
 impl Acting for Inside {
-    fn fault_fired(&self, action: String) {
-        self.shared.recorder.push(
-            &self.host,
-            EventKind::FaultFired {
-                run: self.run,
-                path: self.path.clone(),
-                action,
-                side: self.side,
-            },
-        );
+    fn record(&self, kind: EventKind) {
+        self.shared.recorder.push(&self.host, kind);
+    }
+
+    fn run_path(&self) -> (RunId, &str) {
+        (self.run, &self.path)
+    }
+
+    fn side(&self) -> Option<LayerSide> {
+        self.side
     }
 
     fn now(&self) -> Duration {
         self.shared.recorder.now()
     }
 
-    fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit) {
-        let queued = self.now().saturating_sub(queued_at);
-        if !queued.is_zero() {
-            self.shared.recorder.push(
-                &self.host,
-                EventKind::HandlerDequeued {
-                    run: self.run,
-                    path: self.path.clone(),
-                    queued,
-                },
-            );
-        }
+    fn keep_permit(&mut self, permit: OwnedSemaphorePermit) {
         self.permit = Some(permit);
     }
 }

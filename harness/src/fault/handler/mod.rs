@@ -191,9 +191,40 @@ where
 /// What a fault acts through: the run it acts on, and where the trace
 /// records it.
 pub(crate) trait Acting {
-    fn fault_fired(&self, action: String);
+    /// Records `kind` on the run's host.
+    fn record(&self, kind: EventKind);
+    /// The run the faults act on, and its method path.
+    fn run_path(&self) -> (RunId, &str);
+    /// Which side of the server's layers the faults act on, when the
+    /// server has layers.
+    fn side(&self) -> Option<LayerSide>;
+    /// *Simulated* time now.
     fn now(&self) -> Duration;
-    fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit);
+    /// Keeps a concurrency-limit slot until the run's response ends.
+    fn keep_permit(&mut self, permit: OwnedSemaphorePermit);
+
+    fn fault_fired(&self, action: String) {
+        let (run, path) = self.run_path();
+        self.record(EventKind::FaultFired {
+            run,
+            path: path.to_owned(),
+            action,
+            side: self.side(),
+        });
+    }
+
+    fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit) {
+        let queued = self.now().saturating_sub(queued_at);
+        if !queued.is_zero() {
+            let (run, path) = self.run_path();
+            self.record(EventKind::HandlerDequeued {
+                run,
+                path: path.to_owned(),
+                queued,
+            });
+        }
+        self.keep_permit(permit);
+    }
 }
 
 /// Applies one fault; `Some(status, reply)` answers the request without the

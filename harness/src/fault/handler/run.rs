@@ -173,28 +173,23 @@ impl RunGuard {
 }
 
 impl super::Acting for RunGuard {
-    fn fault_fired(&self, action: String) {
-        self.push(EventKind::FaultFired {
-            run: self.run,
-            path: self.path.clone(),
-            action,
-            side: self.side,
-        });
+    fn record(&self, kind: EventKind) {
+        self.push(kind);
+    }
+
+    fn run_path(&self) -> (RunId, &str) {
+        (self.run, &self.path)
+    }
+
+    fn side(&self) -> Option<LayerSide> {
+        self.side
     }
 
     fn now(&self) -> Duration {
         self.shared.recorder.now()
     }
 
-    fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit) {
-        let queued = self.now().saturating_sub(queued_at);
-        if !queued.is_zero() {
-            self.push(EventKind::HandlerDequeued {
-                run: self.run,
-                path: self.path.clone(),
-                queued,
-            });
-        }
+    fn keep_permit(&mut self, permit: OwnedSemaphorePermit) {
         self.permit = Some(permit);
     }
 }
