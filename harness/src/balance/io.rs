@@ -7,7 +7,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -19,27 +19,37 @@ use tonic::transport::Uri;
 use crate::net::SimConn;
 use crate::sim::Shared;
 
-/// Whether a replica connection's socket is still held by hyper.
+/// Whether a replica connection's sockets are still held by hyper: how
+/// many are open (a redial by the channel's own reconnect can overlap the
+/// old connection's last moments).
 #[derive(Debug, Default)]
 pub(super) struct Liveness {
-    closed: AtomicBool,
+    open: AtomicUsize,
 }
 
 impl Liveness {
+    /// No socket of this replica connection is open any more.
     pub(super) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed)
+        self.open.load(Ordering::Relaxed) == 0
     }
 }
 
-/// A [`SimConn`] that marks its [`Liveness`] closed when dropped.
+/// A [`SimConn`] that counts itself open in its [`Liveness`] until dropped.
 pub(super) struct Watched {
     inner: SimConn,
     alive: Arc<Liveness>,
 }
 
+impl Watched {
+    fn new(inner: SimConn, alive: Arc<Liveness>) -> Self {
+        alive.open.fetch_add(1, Ordering::Relaxed);
+        Self { inner, alive }
+    }
+}
+
 impl Drop for Watched {
     fn drop(&mut self) {
-        self.alive.closed.store(true, Ordering::Relaxed);
+        self.alive.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -71,11 +81,13 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// The connector of one replica connection: it dials once. The tonic
-/// channel it is given to never needs a second connection (the balancer
-/// drops that channel and makes a new one when the first closes); should
-/// it ask anyway, it gets an error instead of a connection the trace would
-/// not explain.
+/// The connector of one replica connection. The balancer makes a new
+/// channel (and connector) when it sees the connection closed; a call
+/// routed to the replica while its connection goes away (after a GOAWAY,
+/// before hyper drops the socket) makes the channel's own reconnect dial
+/// again, as tonic's balancer does through its per-endpoint reconnect
+/// (`transport/channel/service/reconnect.rs`); both dials are recorded,
+/// numbered by `dials`.
 ///
 /// `connect_timeout` (`Endpoint::connect_timeout`) is applied here, inside
 /// tonic's connector wrapper, as hyper-util's `HttpConnector` applies it in
@@ -89,7 +101,7 @@ pub(super) fn connector(
     replica: Arc<str>,
     alive: Arc<Liveness>,
     connect_timeout: Option<Duration>,
-    attempt: u32,
+    dials: Arc<AtomicU32>,
 ) -> impl tower::Service<
     Uri,
     Response = TokioIo<Watched>,
@@ -97,17 +109,11 @@ pub(super) fn connector(
     Future = impl Send + 'static,
 > + Send
        + 'static {
-    let mut used = false;
     tower::service_fn(move |_: Uri| {
-        let again = std::mem::replace(&mut used, true);
+        let attempt = dials.fetch_add(1, Ordering::Relaxed) + 1;
         let dial = crate::net::dial(shared.clone(), from.clone(), replica.clone(), attempt);
         let (replica, alive) = (replica.clone(), alive.clone());
         async move {
-            if again {
-                return Err(io::Error::other(format!(
-                    "the balancer makes a new connection to {replica} itself"
-                )));
-            }
             // turmoil's errors name the peer's address; the trace names hosts.
             let dial = async {
                 dial.await.map_err(|e| {
@@ -126,7 +132,7 @@ pub(super) fn connector(
                     )
                 })??,
             };
-            Ok(TokioIo::new(Watched { inner: conn, alive }))
+            Ok(TokioIo::new(Watched::new(conn, alive)))
         }
     })
 }

@@ -49,7 +49,7 @@ pub(super) struct Replica {
     /// A connect error, returned by the next call (tonic's lazy reconnect).
     error: Option<BoxError>,
     /// Connections dialled so far, so that a redial says so in the trace.
-    dials: std::sync::atomic::AtomicU32,
+    dials: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl Replica {
@@ -78,9 +78,7 @@ impl Replica {
             self.name.clone(),
             alive.clone(),
             endpoint.get_connect_timeout(),
-            self.dials
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                + 1,
+            self.dials.clone(),
         );
         Box::pin(async move {
             let channel = endpoint.connect_with_connector(connector).await?;
