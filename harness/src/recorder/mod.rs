@@ -24,6 +24,10 @@ pub(crate) struct Recorder {
     driver_clock_ns: AtomicU64,
     /// Set when the run is over: nothing more is recorded.
     stopped: std::sync::atomic::AtomicBool,
+    /// Set while the driver stops or starts a host: what that records
+    /// happens at the driver's instant, not at the host's clock (which
+    /// turmoil has already advanced by a tick).
+    at_driver: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -42,8 +46,11 @@ impl Recorder {
 
     /// Simulated time now: the running host's clock, else the driver's.
     pub(crate) fn now(&self) -> Duration {
-        turmoil::sim_elapsed()
-            .unwrap_or_else(|| Duration::from_nanos(self.driver_clock_ns.load(Ordering::Relaxed)))
+        let driver = || Duration::from_nanos(self.driver_clock_ns.load(Ordering::Relaxed));
+        if self.at_driver.load(Ordering::Relaxed) {
+            return driver();
+        }
+        turmoil::sim_elapsed().unwrap_or_else(driver)
     }
 
     /// Sets the time used for events recorded outside any host.
@@ -79,9 +86,14 @@ impl Recorder {
     /// the order of their task ids, which are numbered across the whole
     /// process, so which handler's drop comes first would depend on what
     /// other tests run in parallel.
+    ///
+    /// It also stamps them with the driver's instant: a handler that a
+    /// crash drops ends at the crash, not a tick later.
     pub(crate) fn in_id_order<R>(&self, f: impl FnOnce() -> R) -> R {
         let start = self.state().events.len();
+        self.at_driver.store(true, Ordering::Relaxed);
         let out = f();
+        self.at_driver.store(false, Ordering::Relaxed);
         let mut s = self.state();
         let start = start.min(s.events.len());
         s.events[start..].sort_by_key(|e| e.kind.id_key());
