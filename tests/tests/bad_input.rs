@@ -331,6 +331,12 @@ fn panicking_client_body_is_a_client_failure_naming_the_host() {
     let msg = err.to_string();
     assert!(msg.contains("`player`"), "{msg}");
     assert!(msg.contains("CHAOS_SEED=3"), "{msg}");
+    // No tokio task id: it is numbered across the process, so the same
+    // failure would read differently next to other tests.
+    assert!(
+        msg.contains(r#"failed: panicked with message "client gave up""#),
+        "{msg}"
+    );
 }
 
 /// A server closure that panics (here: when the host restarts) must be

@@ -81,3 +81,18 @@ fn a_deterministic_failure_is_the_run_error_with_its_trace() {
     assert!(err.to_string().contains("always fails"), "{err}");
     assert!(err.trace().is_some(), "the failing run's trace is kept");
 }
+
+/// A client body that panics fails both runs the same way: the error does
+/// not quote tokio's task id, which grows from one run to the next.
+#[test]
+fn a_panicking_client_is_a_deterministic_failure() {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let build = || {
+        let mut sim = sim(&RUNS, false, false);
+        sim.client("critic", |_| async { panic!("deliberate") });
+        sim
+    };
+    let err = check_determinism(build).expect_err("the critic panics");
+    assert!(!err.is_nondeterministic(), "{err}");
+    assert!(err.is_client_failure(), "{err}");
+}
