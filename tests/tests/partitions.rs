@@ -604,3 +604,21 @@ fn frames_a_partition_held_that_never_left_say_why() -> grpc_chaos::Result {
     }
     Ok(())
 }
+
+/// A repair with nothing to mend is a misconfiguration: a typo in a host
+/// name, or a repair meant to end a pause.
+#[test]
+fn a_repair_without_a_partition_is_a_misconfiguration() {
+    let mut sim = store_sim(ms(3_000));
+    sim.fault(Fault::pause("store").at(ms(100)));
+    sim.fault(Fault::repair("player", "store").at(ms(200)));
+    sim.client("player", |_| async { Ok(()) });
+    let err = sim.run().expect_err("nothing to repair");
+    assert!(err.is_misconfigured(), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("repair between player and store at 200ms: no partition or black hole cuts that link then"),
+        "{msg}"
+    );
+    assert!(msg.contains("a pause ends with Fault::resume"), "{msg}");
+}

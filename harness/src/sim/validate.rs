@@ -107,6 +107,7 @@ impl Sim {
         self.check_keepalive(&unknown)?;
         self.check_membership()?;
         self.check_pauses()?;
+        self.check_repairs()?;
         self.check_wire_tap()
     }
 
@@ -219,6 +220,39 @@ impl Sim {
                     return Err(Error::new(Kind::Misconfigured(format!(
                         "resume of {h} at {}: {h} is not paused then; add a Fault::pause(\"{h}\") at an earlier time, or remove the resume",
                         fmt(f.at)
+                    ))));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A repair mends a link a partition or black hole cut earlier (in
+    /// time order): one with nothing to mend is a typo, or a repair meant
+    /// to end a pause (that is `Fault::resume`).
+    fn check_repairs(&self) -> Result<(), Error> {
+        let mut faults: Vec<&HostFault> = self.host_faults().collect();
+        faults.sort_by_key(|f| f.at);
+        let pair = |a: &str, b: &str| {
+            if a <= b {
+                (a.to_owned(), b.to_owned())
+            } else {
+                (b.to_owned(), a.to_owned())
+            }
+        };
+        let mut cut = BTreeSet::new();
+        for f in faults {
+            match &f.action {
+                HostAction::Partition(a, b, _) | HostAction::BlackHole(a, b) => {
+                    cut.insert(pair(a, b));
+                }
+                HostAction::Repair(a, b) if !cut.remove(&pair(a, b)) => {
+                    return Err(Error::new(Kind::Misconfigured(format!(
+                        "repair between {a} and {b} at {}: no partition or black hole cuts that link then; \
+                         add a Fault::partition(\"{a}\", \"{b}\") at an earlier time, or remove the repair \
+                         (a pause ends with Fault::resume)",
+                        crate::trace::fmt_duration(f.at)
                     ))));
                 }
                 _ => {}
