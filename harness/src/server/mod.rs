@@ -48,6 +48,7 @@
 //! feature this crate does not enable. Every other option is tonic's own
 //! code running unchanged.
 
+mod incoming;
 mod serve;
 
 use std::convert::Infallible;
@@ -56,6 +57,8 @@ use tonic::body::Body;
 use tower::layer::util::{Identity, Stack};
 
 pub use crate::fault::handler::{HandlerBody, HandlerLayer, HandlerService};
+pub use crate::net::{PeerInfo, SimConn};
+pub use incoming::{Incoming, Shutdown};
 pub(crate) use serve::{default_serve, serve_fn, ServeFn, Signal};
 
 /// The builder a [`ServerHost::configure`](crate::ServerHost::configure)
