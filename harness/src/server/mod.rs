@@ -24,6 +24,17 @@
 //! recorded as the run's status); any other error goes to hyper, which
 //! resets the stream, and the run is recorded as dropped.
 //!
+//! # A serve fn's host
+//!
+//! A host added with [`Sim::server_fn`](crate::Sim::server_fn) builds its
+//! server itself: the table above holds when its builder adds
+//! [`ServeHost::handler_layer`](crate::ServeHost::handler_layer) as its
+//! first layer; where it adds it elsewhere, the run `hN` starts there.
+//! Row 4 does not exist on such a host (the harness does not wrap its
+//! routes, so [`inside_layers`](crate::fault::HandlerFault::inside_layers)
+//! faults are refused), and without the layer rows 2 and 4 are both
+//! missing: the harness then sees its frames only.
+//!
 //! # Determinism
 //!
 //! tonic's connection task chooses with `tokio::select!` between serving
