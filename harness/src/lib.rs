@@ -44,6 +44,8 @@ pub use client::{Channel, RecordedBody, ResponseFuture};
 pub use error::{Error, Result};
 pub use fault::Fault;
 pub use recorder::event::{BalancerChange, CallId, Event, EventKind, LayerSide, Outcome, RunId};
-pub use sim::{defaults, ClientResult, Host, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV};
+pub use sim::{
+    defaults, ClientResult, Host, ServeHost, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV,
+};
 pub use spec::spec_code;
 pub use trace::{fmt_duration, Trace};

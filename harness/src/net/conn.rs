@@ -17,11 +17,18 @@ use crate::sim::{lock_conn, ConnState, Shared, SharedConn};
 use crate::wire::Direction;
 
 /// What a server handler learns about its connection (available as a request
-/// extension, like tonic's `TcpConnectInfo`).
+/// extension, like tonic's `TcpConnectInfo`: `req.extensions().get::<PeerInfo>()`).
 #[derive(Debug, Clone)]
-pub(crate) struct PeerInfo {
+pub struct PeerInfo {
     /// The host at the other end.
     pub(crate) peer: Arc<str>,
+}
+
+impl PeerInfo {
+    /// The host at the other end (a host name, not an IP).
+    pub fn peer(&self) -> &str {
+        &self.peer
+    }
 }
 
 /// Where a connection's writes go.
@@ -33,8 +40,14 @@ enum Write {
     Direct(turmoil::net::tcp::OwnedWriteHalf),
 }
 
-/// A turmoil TCP stream wrapped at the wiring point.
-pub(crate) struct SimConn {
+/// One simulated TCP connection accepted by a server host, wrapped at the
+/// wiring point: what [`server::Incoming`](crate::server::Incoming) yields.
+/// It is tokio's `AsyncRead` + `AsyncWrite` and tonic's `Connected`
+/// (its `ConnectInfo` is [`PeerInfo`]), so tonic's
+/// `serve_with_incoming(_shutdown)` serves it as it serves a `TcpStream`;
+/// every byte the server writes passes the wire tap, which records its
+/// frames and applies frame faults.
+pub struct SimConn {
     read: turmoil::net::tcp::OwnedReadHalf,
     write: Write,
     info: PeerInfo,

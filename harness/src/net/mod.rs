@@ -16,7 +16,7 @@ use hyper_util::rt::TokioIo;
 use tonic::transport::{Endpoint, Uri};
 
 use conn::End;
-pub(crate) use conn::{PeerInfo, SimConn};
+pub use conn::{PeerInfo, SimConn};
 use dial::Dial;
 pub(crate) use links::{LinkState, Links};
 pub(crate) use tap::{KeepaliveConn, Reset, TapPair, Waiting};

@@ -315,6 +315,11 @@ pub enum EventKind {
         #[serde(rename = "latency_us", serialize_with = "micros")]
         latency: Duration,
     },
+    /// A serve fn's server ([`Sim::server_fn`](crate::Sim::server_fn))
+    /// accepted its first connection without the harness's handler layer:
+    /// the harness sees the host's frames, not its handler runs, and its
+    /// handler faults cannot act. Recorded once per start of the host.
+    ServeFnWithoutLayer,
     /// A server host's graceful shutdown started
     /// ([`Fault::shutdown`](crate::Fault::shutdown)): tonic's shutdown
     /// signal fired.

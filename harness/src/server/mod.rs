@@ -24,6 +24,17 @@
 //! recorded as the run's status); any other error goes to hyper, which
 //! resets the stream, and the run is recorded as dropped.
 //!
+//! # A serve fn's host
+//!
+//! A host added with [`Sim::server_fn`](crate::Sim::server_fn) builds its
+//! server itself: the table above holds when its builder adds
+//! [`ServeHost::handler_layer`](crate::ServeHost::handler_layer) as its
+//! first layer; where it adds it elsewhere, the run `hN` starts there.
+//! Row 4 does not exist on such a host (the harness does not wrap its
+//! routes, so [`inside_layers`](crate::fault::HandlerFault::inside_layers)
+//! faults are refused), and without the layer rows 2 and 4 are both
+//! missing: the harness then sees its frames only.
+//!
 //! # Determinism
 //!
 //! tonic's connection task chooses with `tokio::select!` between serving
@@ -48,6 +59,7 @@
 //! feature this crate does not enable. Every other option is tonic's own
 //! code running unchanged.
 
+mod incoming;
 mod serve;
 
 use std::convert::Infallible;
@@ -56,6 +68,8 @@ use tonic::body::Body;
 use tower::layer::util::{Identity, Stack};
 
 pub use crate::fault::handler::{HandlerBody, HandlerLayer, HandlerService};
+pub use crate::net::{PeerInfo, SimConn};
+pub use incoming::{Incoming, Shutdown};
 pub(crate) use serve::{default_serve, serve_fn, ServeFn, Signal};
 
 /// The builder a [`ServerHost::configure`](crate::ServerHost::configure)

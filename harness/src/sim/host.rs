@@ -12,6 +12,7 @@ use tonic::service::Routes;
 use tonic::transport::Endpoint;
 use tower::layer::util::{Identity, Stack};
 
+use super::serve_host::UserServe;
 use super::Shared;
 use crate::client::{CallSite, Channel};
 use crate::fault::handler::InsideService;
@@ -22,8 +23,8 @@ use crate::server::{default_serve, serve_fn, Builder, HandlerLayer, Routed, Serv
 /// server closures get a [`ServerHost`], which derefs to it.
 #[derive(Clone)]
 pub struct Host {
-    name: Arc<str>,
-    shared: Arc<Shared>,
+    pub(super) name: Arc<str>,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl Host {
@@ -242,6 +243,8 @@ pub struct ServerHost {
     pub(crate) services: Vec<&'static str>,
     layer: HandlerLayer,
     serve: Option<ServeFn>,
+    /// The user's own serve fn ([`Sim::server_fn`](super::Sim::server_fn)).
+    user: Option<UserServe>,
 }
 
 type AddService = Box<dyn FnOnce(Routes) -> Routes>;
@@ -253,6 +256,8 @@ pub(crate) struct ServerParts {
     /// The services served, when known (none for a `Routes`).
     pub(crate) services: Option<Vec<&'static str>>,
     pub(crate) serve: ServeFn,
+    /// A serve fn host's function, and the layer it may add.
+    pub(crate) user: Option<(UserServe, HandlerLayer)>,
 }
 
 impl ServerHost {
@@ -265,7 +270,15 @@ impl ServerHost {
             services: Vec::new(),
             layer,
             serve: None,
+            user: None,
         }
+    }
+
+    /// Makes this host run `serve`, the user's own serve fn, instead of
+    /// the harness's server.
+    pub(crate) fn user_serve(mut self, serve: UserServe) -> Self {
+        self.user = Some(serve);
+        self
     }
 
     /// Serves `svc` on this host, port 50051: anything tonic's own
@@ -392,7 +405,9 @@ impl ServerHost {
     /// The routes (behind the inside-layers faults), what they serve, and
     /// the serve function.
     pub(crate) fn into_parts(self) -> ServerParts {
-        let opaque = self.base.is_some();
+        // A serve fn builds its own routes: what they serve is unknown.
+        let opaque = self.base.is_some() || self.user.is_some();
+        let user = self.user.map(|f| (f, self.layer.clone()));
         let mut routes = self.base.unwrap_or_default();
         for add in self.adds {
             routes = add(routes);
@@ -404,6 +419,7 @@ impl ServerHost {
             routes: Routed::new(InsideService::new(routes, &self.layer)),
             services: (!opaque).then_some(self.services),
             serve,
+            user,
         }
     }
 }

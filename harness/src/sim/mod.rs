@@ -8,6 +8,7 @@ mod limits;
 mod replicas;
 mod retry_use;
 mod run;
+mod serve_host;
 mod shared;
 mod shutdown;
 mod validate;
@@ -22,6 +23,7 @@ pub(crate) use builder::{env_set, replay_env};
 pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
 pub use host::{Host, ServerHost};
 pub(crate) use replicas::ReplicaSet;
+pub use serve_host::ServeHost;
 pub(crate) use shared::{Rules, Shared};
 
 use crate::fault::Fault;
@@ -96,6 +98,9 @@ pub struct Sim {
     /// Replica sets added with [`Sim::servers`]; their replicas are in
     /// `servers` too.
     replica_sets: Vec<ReplicaSet>,
+    /// Server hosts added with [`Sim::server_fn`]; they are in `servers`
+    /// too.
+    serve_fns: Vec<String>,
 }
 
 impl Sim {
@@ -113,6 +118,7 @@ impl Sim {
             faults: Vec::new(),
             keepalive: Vec::new(),
             replica_sets: Vec::new(),
+            serve_fns: Vec::new(),
         }
     }
 
@@ -133,6 +139,83 @@ impl Sim {
     {
         self.servers.push((name.into(), Arc::new(setup)));
         self
+    }
+
+    /// Adds a server host named `name` that runs your own serve function,
+    /// unchanged: the one your `main` calls, built on tonic's
+    /// `serve_with_incoming_shutdown(incoming, shutdown)` (or
+    /// `serve_with_incoming`), generic over the incoming stream as tonic's
+    /// is. `serve` gets a [`ServeHost`] with the host's simulated
+    /// connections ([`ServeHost::incoming`], every frame recorded by the
+    /// wire tap), its shutdown signal ([`ServeHost::shutdown`], resolved by
+    /// [`Fault::shutdown`]), channels to other hosts (it derefs to
+    /// [`Host`]) and the harness's layer ([`ServeHost::handler_layer`]).
+    /// It runs again each time the host restarts.
+    ///
+    /// ```
+    /// use grpc_chaos::{Fault, ServeHost, Sim};
+    /// use std::time::Duration;
+    ///
+    /// // Your production serve fn, as `main` calls it with a TcpIncoming.
+    /// async fn serve<I, IO, IE>(
+    ///     layer: grpc_chaos::server::HandlerLayer,
+    ///     incoming: I,
+    ///     shutdown: impl std::future::Future<Output = ()>,
+    /// ) -> Result<(), tonic::transport::Error>
+    /// where
+    ///     I: futures_util::Stream<Item = Result<IO, IE>>,
+    ///     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + tonic::transport::server::Connected
+    ///         + Unpin + Send + 'static,
+    ///     IO::ConnectInfo: Clone + Send + Sync + 'static,
+    ///     IE: Into<Box<dyn std::error::Error + Send + Sync>>,
+    /// {
+    ///     tonic::transport::Server::builder()
+    ///         .timeout(Duration::from_secs(1))
+    ///         .layer(layer)
+    ///         .add_routes(tonic::service::Routes::default()) // your services
+    ///         .serve_with_incoming_shutdown(incoming, shutdown)
+    ///         .await
+    /// }
+    ///
+    /// let mut sim = Sim::builder().build();
+    /// sim.server_fn("store", |host: ServeHost| async move {
+    ///     serve(host.handler_layer(), host.incoming(), host.shutdown()).await
+    /// });
+    /// sim.fault(Fault::shutdown("store").at(Duration::from_millis(5)));
+    /// sim.client("player", |_| async { Ok(()) });
+    /// let trace = sim.run()?;
+    /// assert!(trace.render().contains("serve returned"));
+    /// # Ok::<(), grpc_chaos::Error>(())
+    /// ```
+    ///
+    /// What the harness sees of such a host: every frame, connection and
+    /// host fault, as on any host; handler runs and handler faults only when
+    /// the serve fn adds [`ServeHost::handler_layer`] to its builder. Without
+    /// it the trace says so at the first connection of each start
+    /// (`serve fn without the handler layer: …`) and a
+    /// [`Fault::handler`] naming the host fails the run
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)). The
+    /// harness does not see the routes, so a handler fault marked
+    /// [`inside_layers`](crate::fault::HandlerFault::inside_layers) on such
+    /// a host is an error from [`Sim::run`], and one naming a service the
+    /// host does not serve is reported as never fired.
+    ///
+    /// The serve future returning `Ok` after a shutdown is the trace's
+    /// `serve returned`; returning without a shutdown, or with an `Err`,
+    /// fails the run naming the host (as a crashed server does).
+    pub fn server_fn<F, Fut, E>(&mut self, name: impl Into<String>, serve: F) -> &mut Self
+    where
+        F: Fn(ServeHost) -> Fut + 'static,
+        Fut: Future<Output = Result<(), E>> + 'static,
+        E: Into<Box<dyn std::error::Error>>,
+    {
+        let name = name.into();
+        let serve: serve_host::UserServe = Arc::new(move |host| {
+            let fut = serve(host);
+            Box::pin(async move { fut.await.map_err(Into::into) })
+        });
+        self.serve_fns.push(name.clone());
+        self.server(name, move |s| s.user_serve(serve.clone()))
     }
 
     /// Adds a replica set: `count` server hosts named `<name>-0` …

@@ -9,7 +9,7 @@ use futures_util::{FutureExt, StreamExt};
 use tracing_subscriber::layer::SubscriberExt;
 
 use super::Rules;
-use super::{defaults, Host, ServerHost, ServerSetup, Shared, Sim};
+use super::{defaults, Host, ServeHost, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::recorder::event::{EventKind, WaitingFor};
@@ -39,6 +39,7 @@ impl Sim {
             keepalive,
             replica_sets,
             problem: _,
+            serve_fns: _,
         } = self;
         let mut rules = Rules {
             keepalive,
@@ -169,9 +170,19 @@ fn register_server(
                     shared.check_services(&host, services);
                 }
                 let incoming = crate::net::incoming(shared.clone(), host.clone()).await?;
-                let (signal, open) = shared.shutdowns.arm(&host);
-                let incoming = incoming.map(move |conn| conn.map(|c| c.counted(open.clone())));
-                (parts.serve)(parts.routes, Box::pin(incoming), signal).await?;
+                if let Some((serve, layer)) = parts.user {
+                    // The user's own serve fn: it gets the counted
+                    // connections and the shutdown as a receiver, and
+                    // builds its server itself.
+                    let (signal, open) = shared.shutdowns.arm_watch(&host);
+                    let incoming = incoming.map(move |conn| conn.map(|c| c.counted(open.clone())));
+                    let me = Host::new(host.clone(), shared.clone());
+                    serve(ServeHost::serving(me, incoming, signal, layer)).await?;
+                } else {
+                    let (signal, open) = shared.shutdowns.arm(&host);
+                    let incoming = incoming.map(move |conn| conn.map(|c| c.counted(open.clone())));
+                    (parts.serve)(parts.routes, Box::pin(incoming), signal).await?;
+                }
                 if let Some(since) = shared.shutdowns.returned(&host) {
                     let drained = shared.recorder.now().saturating_sub(since);
                     shared

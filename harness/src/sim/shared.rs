@@ -177,6 +177,16 @@ impl Shared {
         }
     }
 
+    /// The handler faults naming `host`, described.
+    pub(crate) fn handler_faults_on(&self, host: &str) -> Vec<String> {
+        self.rules
+            .handler
+            .iter()
+            .filter(|r| r.host == host)
+            .map(HandlerRule::describe)
+            .collect()
+    }
+
     /// The handler faults matching a request for `path` on `host` now:
     /// those acting before the server's own layers, or (`inside`) those
     /// acting inside them; in the order they were added (the order they

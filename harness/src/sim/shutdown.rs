@@ -43,7 +43,14 @@ impl Shutdowns {
     /// A new start of `host`'s server: the signal its serve future waits
     /// on, and the token each accepted connection holds while open.
     pub(crate) fn arm(&self, host: &str) -> (Signal, Arc<()>) {
-        let (signal, mut rx) = watch::channel(false);
+        let (rx, conns) = self.arm_watch(host);
+        (Box::pin(signal(rx)), conns)
+    }
+
+    /// [`Shutdowns::arm`], with the signal as a receiver that
+    /// [`signal`] turns into as many signals as a serve fn asks for.
+    pub(crate) fn arm_watch(&self, host: &str) -> (watch::Receiver<bool>, Arc<()>) {
+        let (signal, rx) = watch::channel(false);
         let conns = Arc::new(());
         self.lock().insert(
             host.to_owned(),
@@ -54,14 +61,7 @@ impl Shutdowns {
                 returned: false,
             },
         );
-        let signal = Box::pin(async move {
-            // A sender dropped without a shutdown (the host restarted)
-            // never means "shut down".
-            if rx.wait_for(|down| *down).await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        });
-        (signal, conns)
+        (rx, conns)
     }
 
     /// Starts `host`'s graceful shutdown at `now`; false when no server of
@@ -117,5 +117,14 @@ impl Shutdowns {
                 ))
             })
             .collect()
+    }
+}
+
+/// Completes when the shutdown `rx` belongs to starts.
+pub(crate) async fn signal(mut rx: watch::Receiver<bool>) {
+    // A sender dropped without a shutdown (the host restarted) never means
+    // "shut down".
+    if rx.wait_for(|down| *down).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }

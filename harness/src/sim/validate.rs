@@ -88,6 +88,15 @@ impl Sim {
                             path: rule.method.clone().unwrap_or_default(),
                         }));
                     }
+                    if rule.inside && self.serve_fns.contains(&rule.host) {
+                        return Err(Error::new(Kind::Misconfigured(format!(
+                            "a handler fault on `{}` is marked inside_layers, but `{}` runs a serve fn \
+                             (Sim::server_fn), whose routes the harness does not wrap; drop \
+                             .inside_layers() (with `.layer(host.handler_layer())` in the serve fn, \
+                             the fault acts there)",
+                            rule.host, rule.host
+                        ))));
+                    }
                     self.check_window("handler fault", rule.window)?;
                     if matches!(rule.action, Action::FailFirst(0, ..)) {
                         return Err(Error::new(Kind::Misconfigured(format!(

@@ -170,6 +170,7 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::HostRestarted
         | EventKind::ShutdownStarted { .. }
         | EventKind::ServeReturned { .. }
+        | EventKind::ServeFnWithoutLayer
         | EventKind::ShutdownGraceOver { .. }
         | EventKind::ShutdownStillDraining { .. }
         | EventKind::Partitioned { .. }
@@ -226,6 +227,13 @@ fn line(e: &Event) -> (String, String) {
                 Some(g) => format!("graceful shutdown started (grace {})", fmt_duration(*g)),
                 None => "graceful shutdown started (no grace: drains as long as it takes)".into(),
             },
+        ),
+        EventKind::ServeFnWithoutLayer => (
+            host.clone(),
+            format!(
+                "serve fn without the handler layer: handler runs and handler faults are not \
+                 seen on {host}; frames are"
+            ),
         ),
         EventKind::ServeReturned { drained } => (
             host,

@@ -23,6 +23,11 @@ pub struct HandlerLayer {
     host: Arc<str>,
     shared: Arc<Shared>,
     layered: Arc<AtomicBool>,
+    /// Set once a server put the layer around its service (tonic's builder
+    /// does so when it starts serving, before its first connection): how a
+    /// serve fn's host ([`Sim::server_fn`](crate::Sim::server_fn)) tells
+    /// whether the user added it.
+    applied: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for HandlerLayer {
@@ -39,7 +44,13 @@ impl HandlerLayer {
             host,
             shared,
             layered: Arc::default(),
+            applied: Arc::default(),
         }
+    }
+
+    /// Whether a server applied this layer (or a clone of it).
+    pub(crate) fn applied(&self) -> bool {
+        self.applied.load(Ordering::Relaxed)
     }
 
     /// The host, the shared state and the layered flag, for the layer
@@ -59,6 +70,7 @@ impl<S> Layer<S> for HandlerLayer {
     type Service = HandlerService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        self.applied.store(true, Ordering::Relaxed);
         HandlerService {
             inner,
             host: self.host.clone(),
