@@ -129,30 +129,6 @@ impl Sim {
         Ok(())
     }
 
-    /// No host is crashed and restarted at the same instant: the two fire
-    /// in the order added, which a reader of the scenario cannot see, and
-    /// a restart "before" the crash it undoes is a different story.
-    pub(super) fn check_host_conflicts(&self) -> Result<(), Error> {
-        let host_faults: Vec<&HostFault> = self.host_faults().collect();
-        for crash in &host_faults {
-            let HostAction::Crash(host) = &crash.action else {
-                continue;
-            };
-            let clash = host_faults.iter().any(|other| {
-                other.at == crash.at && matches!(&other.action, HostAction::Restart(h) if h == host)
-            });
-            if clash {
-                return misconfigured(format!(
-                    "Fault::crash({host:?}) and Fault::restart({host:?}) are both at {}: which comes first \
-                     would depend on the order they were added; restart at least a tick ({}) after the crash",
-                    fmt_duration(crash.at),
-                    fmt_duration(self.config.tick)
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// The host faults, in the order added.
     pub(super) fn host_faults(&self) -> impl Iterator<Item = &HostFault> {
         self.faults.iter().filter_map(|f| match &f.0 {

@@ -23,7 +23,6 @@ impl Sim {
         self.check_host_names()?;
         self.check_replica_sets()?;
         self.check_fault_codes()?;
-        self.check_host_conflicts()?;
         let mut names = BTreeSet::new();
         let all = self
             .servers
@@ -115,8 +114,7 @@ impl Sim {
         }
         self.check_keepalive(&unknown)?;
         self.check_membership()?;
-        self.check_pauses()?;
-        self.check_repairs()?;
+        self.check_host_schedule()?;
         self.check_wire_tap()
     }
 
@@ -210,39 +208,18 @@ impl Sim {
         Ok(())
     }
 
-    /// Pauses and resumes of each host alternate, starting with a pause
-    /// (in time order; faults at the same instant in the order added).
-    fn check_pauses(&self) -> Result<(), Error> {
+    /// The host faults' schedule, walked once in time order (faults at one
+    /// instant in the order added): no host crashed and restarted at the
+    /// same instant (which comes first would hang on the order they were
+    /// added, which a reader cannot see); pauses and resumes of each host
+    /// alternate, starting with a pause; a repair mends a link a partition
+    /// or black hole cut (one with nothing to mend is a typo, or a repair
+    /// meant to end a pause, which is `Fault::resume`).
+    fn check_host_schedule(&self) -> Result<(), Error> {
         let mut faults: Vec<&HostFault> = self.host_faults().collect();
         faults.sort_by_key(|f| f.at);
         let fmt = crate::trace::fmt_duration;
-        let mut paused: BTreeSet<&str> = BTreeSet::new();
-        for f in faults {
-            match &f.action {
-                HostAction::Pause(h) if !paused.insert(h) => {
-                    return Err(Error::new(Kind::Misconfigured(format!(
-                        "pause of {h} at {}: {h} is already paused; add a Fault::resume(\"{h}\") before it",
-                        fmt(f.at)
-                    ))));
-                }
-                HostAction::Resume(h) if !paused.remove(h.as_str()) => {
-                    return Err(Error::new(Kind::Misconfigured(format!(
-                        "resume of {h} at {}: {h} is not paused then; add a Fault::pause(\"{h}\") at an earlier time, or remove the resume",
-                        fmt(f.at)
-                    ))));
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// A repair mends a link a partition or black hole cut earlier (in
-    /// time order): one with nothing to mend is a typo, or a repair meant
-    /// to end a pause (that is `Fault::resume`).
-    fn check_repairs(&self) -> Result<(), Error> {
-        let mut faults: Vec<&HostFault> = self.host_faults().collect();
-        faults.sort_by_key(|f| f.at);
+        let bad = |text: String| Err(Error::new(Kind::Misconfigured(text)));
         let pair = |a: &str, b: &str| {
             if a <= b {
                 (a.to_owned(), b.to_owned())
@@ -250,19 +227,44 @@ impl Sim {
                 (b.to_owned(), a.to_owned())
             }
         };
+        let mut paused: BTreeSet<&str> = BTreeSet::new();
         let mut cut = BTreeSet::new();
-        for f in faults {
+        for (n, f) in faults.iter().enumerate() {
             match &f.action {
+                HostAction::Crash(h) | HostAction::Restart(h)
+                    if faults[..n]
+                        .iter()
+                        .any(|o| o.at == f.at && is_crash_or_restart_of(o, h, &f.action)) =>
+                {
+                    return bad(format!(
+                        "Fault::crash({h:?}) and Fault::restart({h:?}) are both at {}: which comes first \
+                         would depend on the order they were added; restart at least a tick ({}) after the crash",
+                        fmt(f.at),
+                        fmt(self.config.tick)
+                    ));
+                }
+                HostAction::Pause(h) if !paused.insert(h) => {
+                    return bad(format!(
+                        "pause of {h} at {}: {h} is already paused; add a Fault::resume(\"{h}\") before it",
+                        fmt(f.at)
+                    ));
+                }
+                HostAction::Resume(h) if !paused.remove(h.as_str()) => {
+                    return bad(format!(
+                        "resume of {h} at {}: {h} is not paused then; add a Fault::pause(\"{h}\") at an earlier time, or remove the resume",
+                        fmt(f.at)
+                    ));
+                }
                 HostAction::Partition(a, b, _) | HostAction::BlackHole(a, b) => {
                     cut.insert(pair(a, b));
                 }
                 HostAction::Repair(a, b) if !cut.remove(&pair(a, b)) => {
-                    return Err(Error::new(Kind::Misconfigured(format!(
+                    return bad(format!(
                         "repair between {a} and {b} at {}: no partition or black hole cuts that link then; \
                          add a Fault::partition(\"{a}\", \"{b}\") at an earlier time, or remove the repair \
                          (a pause ends with Fault::resume)",
-                        crate::trace::fmt_duration(f.at)
-                    ))));
+                        fmt(f.at)
+                    ));
                 }
                 _ => {}
             }
@@ -462,4 +464,14 @@ fn check_nth(what: &str, nth: Option<u32>) -> Result<(), Error> {
         ))));
     }
     Ok(())
+}
+
+/// Whether `other` is the crash (for a restart) or the restart (for a
+/// crash) of `host`.
+fn is_crash_or_restart_of(other: &HostFault, host: &str, this: &HostAction) -> bool {
+    match (&other.action, this) {
+        (HostAction::Crash(h), HostAction::Restart(_))
+        | (HostAction::Restart(h), HostAction::Crash(_)) => h == host,
+        _ => false,
+    }
 }
