@@ -736,7 +736,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// The id an event is about, for [`Recorder::in_id_order`](super::Recorder::in_id_order):
+    /// The id an event is about, for [`Recorder::while_driving_host`](super::Recorder::while_driving_host):
     /// `(0, run)`, `(1, call)`, `(2, connection)`, else `(3, 0)`.
     pub(crate) fn id_key(&self) -> (u8, u32) {
         match self {

@@ -80,16 +80,16 @@ impl Recorder {
         });
     }
 
-    /// Runs `f` and puts what it recorded in the order of the ids it
-    /// names (handler runs, then calls, then connections; the rest as
-    /// recorded). For a crash or a restart: tokio drops a host's tasks in
-    /// the order of their task ids, which are numbered across the whole
-    /// process, so which handler's drop comes first would depend on what
-    /// other tests run in parallel.
-    ///
-    /// It also stamps them with the driver's instant: a handler that a
-    /// crash drops ends at the crash, not a tick later.
-    pub(crate) fn in_id_order<R>(&self, f: impl FnOnce() -> R) -> R {
+    /// Runs `f`, the driver stopping or starting a host (a crash, a
+    /// restart), and records what it sets off as the driver's doing:
+    /// stamped with the driver's instant (a handler a crash drops ends at
+    /// the crash, not a tick later on the host's clock), and in the order
+    /// of the ids it names (handler runs, then calls, then connections;
+    /// the rest as recorded). tokio drops a host's tasks in the order of
+    /// their task ids, which are numbered across the whole process, so
+    /// which handler's drop came first would depend on what other tests
+    /// run in parallel.
+    pub(crate) fn while_driving_host<R>(&self, f: impl FnOnce() -> R) -> R {
         let start = self.state().events.len();
         self.at_driver.store(true, Ordering::Relaxed);
         let out = f();
@@ -170,10 +170,10 @@ mod tests {
     /// What a crash records comes out in run order, whatever order tokio
     /// dropped the tasks in; what came before it stays where it was.
     #[test]
-    fn a_batch_is_put_in_id_order() {
+    fn a_batch_is_put_while_driving_host() {
         let rec = Recorder::default();
         rec.push("store", EventKind::HostCrashed);
-        rec.in_id_order(|| {
+        rec.while_driving_host(|| {
             for run in [7, 3, 5] {
                 rec.push("store", dropped(run));
             }

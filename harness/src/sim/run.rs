@@ -283,7 +283,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             rec.push(h, EventKind::HostRestarted);
             hold_held_links(world, shared, h);
             let _host = tracing::info_span!("node", name = h.as_str()).entered();
-            rec.in_id_order(|| world.bounce(h.as_str()));
+            rec.while_driving_host(|| world.bounce(h.as_str()));
         }
         HostAction::Partition(a, b, reset_after) => {
             rec.push(
@@ -360,7 +360,7 @@ fn crash(world: &mut turmoil::Sim<'static>, shared: &Shared, host: &str) {
     hold_held_links(world, shared, host);
     // Code that runs as the host's tasks are dropped is the host's.
     let _host = tracing::info_span!("node", name = host).entered();
-    shared.recorder.in_id_order(|| world.crash(host));
+    shared.recorder.while_driving_host(|| world.crash(host));
 }
 
 /// Servers still draining a graceful shutdown when the run ended, with
