@@ -99,7 +99,10 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::List => {
             for s in catalog::all() {
-                println!("{:<24} {:<26} {}", s.name, s.source, s.checks);
+                println!(
+                    "{}\n    {}\n    from: {}\n    checks: {}",
+                    s.name, s.story, s.source, s.checks
+                );
             }
             ExitCode::SUCCESS
         }
@@ -142,9 +145,8 @@ fn sweep(args: &SweepArgs) -> ExitCode {
     );
     for (seed, why) in &report.failures {
         println!(
-            "  seed {seed}: {why}\n    replay: {} grpc-chaos run {}",
-            report.replay_env(*seed),
-            story.name
+            "  seed {seed}: {why}\n    replay: {}",
+            replay(&report.replay_env(*seed), &format!("run {}", story.name))
         );
     }
     if report.passed() {
@@ -170,12 +172,19 @@ fn run(args: &RunArgs) -> ExitCode {
     let out = args.out.clone().unwrap_or_else(default_out);
     println!("{:<24} {:<7} what happened", "story", "verdict");
     let (mut failed, mut lost) = (0, 0);
+    let mut failed_names = Vec::new();
+    let ran: Vec<&str> = if args.all {
+        vec!["--all"]
+    } else {
+        stories.iter().map(|s| s.name).collect()
+    };
     for story in &stories {
         let (report, trace) = story.run(seed);
         let verdict = match &report.verdict {
             Verdict::Pass => "PASS".to_owned(),
             Verdict::Fail(_) => {
                 failed += 1;
+                failed_names.push(story.name);
                 "FAIL".to_owned()
             }
         };
@@ -210,6 +219,8 @@ fn run(args: &RunArgs) -> ExitCode {
             }
         }
     }
+    // Replays what failed, else what ran.
+    let again = if failed > 0 { &failed_names } else { &ran };
     println!(
         "\n{} {}, {} passed, {failed} failed (seed {seed}; reproduce with {})",
         stories.len(),
@@ -219,7 +230,10 @@ fn run(args: &RunArgs) -> ExitCode {
             "stories"
         },
         stories.len() - failed,
-        grpc_chaos::check::replay_env(seed)
+        replay(
+            &grpc_chaos::check::replay_env(seed),
+            &format!("run {}", again.join(" "))
+        )
     );
     if failed == 0 && lost == 0 {
         ExitCode::SUCCESS
@@ -237,4 +251,20 @@ fn select(args: &RunArgs) -> Result<Vec<Scenario>, String> {
         .iter()
         .map(|n| catalog::find(n).ok_or_else(|| n.clone()))
         .collect()
+}
+
+/// The whole command that replays `args` with the environment `env`, in
+/// the form this process was started with: through `cargo run` (Cargo sets
+/// `CARGO` for what it runs) from a clone, else the binary on PATH.
+fn replay(env: &str, args: &str) -> String {
+    if std::env::var_os("CARGO").is_none() {
+        return format!("{env} grpc-chaos {args}");
+    }
+    // `cargo run` builds in the profile the binary lives in.
+    let release = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.ends_with("release")))
+        .unwrap_or(false);
+    let profile = if release { " --release" } else { "" };
+    format!("{env} cargo run{profile} --bin grpc-chaos -- {args}")
 }

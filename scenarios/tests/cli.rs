@@ -3,11 +3,14 @@
 
 use std::process::Command;
 
+/// Runs the CLI as a user with the binary on PATH does (no `CARGO` in its
+/// environment; `cargo test` sets it for this process).
 fn cli(args: &[&str], env: &[(&str, &str)]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_grpc-chaos"))
         .args(args)
         .env_remove("CHAOS_SEED")
         .env_remove("CHAOS_JITTER_US")
+        .env_remove("CARGO")
         .envs(env.iter().copied())
         .output()
         .expect("the CLI starts");
@@ -66,8 +69,52 @@ fn a_run_that_fails_says_why_once() {
     assert_eq!(out.matches("CHAOS_SEED=").count(), 1, "{out}");
     assert!(
         out.ends_with(&format!(
-            "(seed 0; reproduce with CHAOS_JITTER_US={HUGE_JITTER_US} CHAOS_SEED=0)\n"
+            "(seed 0; reproduce with CHAOS_JITTER_US={HUGE_JITTER_US} CHAOS_SEED=0 grpc-chaos run store-restart)\n"
         )),
+        "{out}"
+    );
+}
+
+#[test]
+fn from_a_clone_the_replay_is_a_cargo_command() {
+    // What `cargo run --bin grpc-chaos -- …` starts: Cargo sets `CARGO`.
+    let out = cli(
+        &[
+            "sweep",
+            "store-restart",
+            "--seeds",
+            "0..1",
+            "--jitter-ms",
+            "100000",
+        ],
+        &[("CARGO", "cargo")],
+    );
+    // This test's binary is a debug build: no `--release` in the command.
+    assert!(
+        out.contains(&format!(
+            "    replay: CHAOS_JITTER_US={HUGE_JITTER_US} CHAOS_SEED=0 cargo run --bin grpc-chaos -- run store-restart\n"
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_passing_run_replays_what_it_ran() {
+    let dir = std::env::temp_dir().join(format!("grpc-chaos-cli-pass-{}", std::process::id()));
+    let out = cli(
+        &[
+            "run",
+            "deadline-chain",
+            "--seed",
+            "3",
+            "--out",
+            &dir.to_string_lossy(),
+        ],
+        &[],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.ends_with("1 passed, 0 failed (seed 3; reproduce with CHAOS_SEED=3 grpc-chaos run deadline-chain)\n"),
         "{out}"
     );
 }

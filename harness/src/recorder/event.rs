@@ -11,14 +11,34 @@ pub use super::fields::{
 use crate::wire::FrameType;
 
 /// Id of a client call, numbered `r1, r2, …` in order of appearance.
+/// JSON: the text's id, `"r1"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
+#[serde(into = "TextId")]
 pub struct CallId(pub u32);
 
 /// Id of one server handler run, numbered `h1, h2, …` in order of arrival.
+/// JSON: the text's id, `"h1"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
+#[serde(into = "TextId")]
 pub struct RunId(pub u32);
+
+/// An id as the text render writes it (`r1`, `h1`), for JSON: a reader
+/// matches the export against the trace it reviewed without a table.
+#[derive(Serialize)]
+#[serde(transparent)]
+struct TextId(String);
+
+impl From<CallId> for TextId {
+    fn from(id: CallId) -> Self {
+        Self(id.to_string())
+    }
+}
+
+impl From<RunId> for TextId {
+    fn from(id: RunId) -> Self {
+        Self(id.to_string())
+    }
+}
 
 impl std::fmt::Display for CallId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -255,6 +275,7 @@ pub enum EventKind {
     /// A connection attempt succeeded: `conn` is the new connection.
     Connected {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The server host.
         to: String,
@@ -298,6 +319,7 @@ pub enum EventKind {
     /// writes fail with `ConnectionReset`), and what waited never leaves.
     ConnReset {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The host at the other end.
         to: String,
@@ -473,6 +495,7 @@ pub enum EventKind {
     /// the trace's row builder.
     Frame {
         /// The connection (`c1, c2, …` in order of appearance).
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
         to: String,
@@ -501,6 +524,7 @@ pub enum EventKind {
     /// A delayed or held frame left the sender.
     FrameReleased {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
         to: String,
@@ -528,6 +552,7 @@ pub enum EventKind {
     /// reached the receiver.
     FrameNeverLeft {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
         to: String,
@@ -550,6 +575,7 @@ pub enum EventKind {
     /// [`RenderOptions::noise`](crate::trace::RenderOptions::noise).
     ConnClosed {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The host at the other end.
         to: String,
@@ -557,6 +583,7 @@ pub enum EventKind {
     /// Bytes on a connection that break RFC 9113; passed through untouched.
     ProtocolError {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
         to: String,
@@ -570,6 +597,7 @@ pub enum EventKind {
     /// PING it received (recorded on the server, when it acked the PING).
     KeepalivePing {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The client host that sent the PING.
         from: String,
@@ -596,6 +624,7 @@ pub enum EventKind {
     /// Frames the server sent reset a connection's ping strikes.
     KeepaliveStrikesReset {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The client host.
         to: String,
@@ -610,6 +639,7 @@ pub enum EventKind {
     /// whatever it sent for open calls). Recorded on the server.
     KeepaliveClosed {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The client host.
         to: String,
@@ -757,6 +787,11 @@ impl EventKind {
 
 pub(crate) fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// A connection as the text writes it: `c1`.
+fn conn_id<S: serde::Serializer>(conn: &u32, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("c{conn}"))
 }
 
 fn frame_type<S: serde::Serializer>(t: &FrameType, s: S) -> Result<S::Ok, S::Error> {

@@ -6,6 +6,9 @@ mod assert;
 mod balancer_rows;
 mod fold;
 mod html;
+mod json;
+mod mermaid;
+mod perfetto;
 mod render;
 mod retries;
 mod rows;
@@ -25,6 +28,7 @@ pub(crate) use artifacts::write_with as write_artifacts_with;
 pub use artifacts::ARTIFACTS_ENV;
 pub(crate) use artifacts::{forget as forget_last_run, remember as remember_run, running};
 pub use assert::{Orphan, Violation, ORPHAN_GRACE};
+pub use mermaid::MermaidOf;
 pub use render::RenderOptions;
 pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
 pub use stalls::{Stall, StallEnd, Window};
@@ -36,35 +40,34 @@ use crate::recorder::event::{CallId, Event, EventKind, RunId};
 ///
 /// Render it with [`Trace::render`] (the text timeline users snapshot) or
 /// [`Trace::render_html`] (the same rows as a page for a browser), export
-/// it with [`Trace::to_json`], query it ([`Trace::calls`],
+/// it with [`Trace::to_json`], [`Trace::to_perfetto`] (a timeline for
+/// Perfetto or `chrome://tracing`) or [`Trace::to_mermaid`] (a sequence
+/// diagram for a PR comment), query it ([`Trace::calls`],
 /// [`Trace::handler_runs`], [`Trace::attempts`]) or check it
 /// ([`Trace::assert_deadline_propagated`], [`Trace::assert_no_orphan_work`]).
-#[derive(Debug, Clone, Serialize)]
+/// It serializes as [`Trace::to_json`]'s document.
+#[derive(Debug, Clone)]
 pub struct Trace {
     seed: u64,
-    /// When the run ended, *simulated* µs since its start.
-    #[serde(rename = "ended_us", serialize_with = "crate::recorder::event::micros")]
+    /// When the run ended, *simulated* time since its start.
     ended: Duration,
     hosts: Vec<String>,
     // Shared, not copied, by clones: the failure-artifact keeper holds a
     // clone of every run's trace (see `artifacts`).
-    #[serde(serialize_with = "events_slice")]
     events: Arc<[Event]>,
-    #[serde(skip)]
     calls: Arc<[Call]>,
-    #[serde(skip)]
     runs: Arc<[HandlerRun]>,
     /// `CHAOS_JITTER_US` when the run's jitter came from it.
-    #[serde(skip)]
     jitter_env: Option<u64>,
     /// Set once this run's trace was written as a failure artifact, in any
     /// clone: one write per failure, whichever way the test then fails.
-    #[serde(skip)]
     written: Arc<AtomicBool>,
 }
 
-fn events_slice<S: serde::Serializer>(events: &Arc<[Event]>, s: S) -> Result<S::Ok, S::Error> {
-    serde::Serialize::serialize(&**events, s)
+impl Serialize for Trace {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        json::Document::of(self).serialize(s)
+    }
 }
 
 impl Trace {
@@ -180,11 +183,36 @@ impl Trace {
         self.runs_on(host).filter(|r| r.path == path).count()
     }
 
-    /// The trace as pretty-printed JSON: `{"seed", "hosts", "events"}`, each
-    /// event with `at_us` (*simulated* µs), `host`, `event` and its fields.
+    /// The trace as pretty-printed JSON, with the ids the text uses (`r1`,
+    /// `h1`, `c1`) and every event whatever the render options:
+    ///
+    /// - `seed`, `ended_us` (*simulated* µs), `hosts`;
+    /// - the views: `calls` and `handler_runs` (as [`Trace::calls`] and
+    ///   [`Trace::handler_runs`], times in `_us`), `findings` (calls whose
+    ///   code differs from the spec's, with the rule), `faults_never_fired`
+    ///   (`host`, `fault`), `stalls` (as [`Trace::stalls`] with no
+    ///   threshold, each with the text's sentence);
+    /// - `events`: each with `at_us`, `host`, `event` (its kind in
+    ///   snake_case) and its fields, frames as typed data
+    ///   ([`FrameDetail`](crate::recorder::event::FrameDetail)).
     pub fn to_json(&self) -> String {
         // Serializing plain data with string keys cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The trace as Chrome trace-event JSON, which Perfetto
+    /// (<https://ui.perfetto.dev>, "Open trace file") and `chrome://tracing`
+    /// open unchanged: one process per host (sorted by name); on it, each
+    /// call it made and each handler run it served as a slice (nested
+    /// under the run a call was made from, overlapping ones on further
+    /// lanes), with a flow arrow from each call to the run that served it;
+    /// the frames it sent, and every other event (faults, policies,
+    /// connection changes, logs) as instants named in the text's words.
+    /// Timestamps (`ts`, `dur`) are *simulated* µs since the start of the
+    /// run. Byte-stable for a seed, like every render.
+    pub fn to_perfetto(&self) -> String {
+        // Plain data with string keys: serializing cannot fail.
+        serde_json::to_string(&perfetto::document(self)).unwrap_or_default()
     }
 
     /// Writes `<dir>/<name>.txt` (the full render), `<dir>/<name>.json` and

@@ -73,27 +73,39 @@ impl RowKind {
 
 /// The rows `options` shows, in time order.
 pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
-    let default = RenderOptions::default();
     let visible: Vec<&Event> = events.iter().filter(|e| shown(e, options)).collect();
+    rows_of(&visible, options.fold_data)
+        .into_iter()
+        .map(|(_, row)| row)
+        .collect()
+}
+
+/// The rows of events a caller has already chosen, in their order, each
+/// with the event it starts at (an export places a row by its event's
+/// host and connection); with `fold_data`, runs of plain DATA among them
+/// fold into one row as in [`rows`].
+pub(crate) fn rows_of<'a>(visible: &[&'a Event], fold_data: bool) -> Vec<(&'a Event, Row)> {
+    let default = RenderOptions::default();
     let mut out = Vec::with_capacity(visible.len());
     let mut at = 0;
     while at < visible.len() {
         let e = visible[at];
         let (place, mut text) = line(e);
         let mut taken = 1;
-        if options.fold_data {
+        if fold_data {
             if let Some(run) = super::fold::data_run(&visible[at..]) {
                 text = super::fold::text(e, &run);
                 taken = run.frames;
             }
         }
-        out.push(Row {
+        let row = Row {
             ms: fmt_ms(e.at),
             place: one_line(place),
             text: one_line(text),
             kind: kind(e),
             quiet: !shown(e, &default),
-        });
+        };
+        out.push((e, row));
         at += taken;
     }
     out

@@ -19,7 +19,8 @@ use crate::services::{DeadlineMode, UPLOAD};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "cancel-during-upload",
-    source: "seed 000 §4",
+    source: "grpc.io Deadlines guide; RFC 9113 §6.4 (RST_STREAM)",
+    story: "A client stream still uploading when its deadline passes must be cancelled on both sides.",
     checks: "Upload streams for 2s under a 500ms deadline: DEADLINE_EXCEEDED at 500ms, RST_STREAM(CANCEL) sent, gateway handler dropped",
     simulate,
     judge,

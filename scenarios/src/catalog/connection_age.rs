@@ -27,7 +27,8 @@ use crate::services::Store;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "connection-age",
-    source: "gRFC A9",
+    source: "gRFC A9 (max_connection_age)",
+    story: "A server that ages out its connections: GOAWAY, the calls in flight finish, the channel redials.",
     checks: "store max_connection_age 1025ms under a call every 50ms: GOAWAY NO_ERROR, PING, GOAWAY last-stream-id; the calls in flight finish; the channel redials; calls lost counted",
     simulate,
     judge,

@@ -19,7 +19,8 @@ use crate::services::{Store, LOAD};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "dead-peer",
-    source: "seed 000 §6",
+    source: "gRFC A8 (client-side keepalive); grpc doc/keepalive.md",
+    story: "A server that stops answering is found only when a keepalive PING goes unanswered.",
     checks: "keepalive 10s/1s, PING ACKs lost, unary call waiting for headers: closed ~1s after the unanswered PING, UNAVAILABLE, next call redials",
     simulate,
     judge,

@@ -21,7 +21,8 @@ use crate::services::{DeadlineMode, Gateway, Store, WATCH};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "dead-peer-stream",
-    source: "seed 000 §6",
+    source: "gRFC A8 (client-side keepalive); grpc doc/keepalive.md",
+    story: "The same dead server under an open stream: the stream ends with a different code than a unary call.",
     checks: "keepalive 10s/1s, PING ACKs lost, Watch stream open: closed ~1s after the unanswered PING, tonic UNKNOWN vs spec UNAVAILABLE, next call redials",
     simulate,
     judge,

@@ -11,7 +11,8 @@ use crate::services::{DeadlineMode, SAVE};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "deadline-chain",
-    source: "seed 000 §4",
+    source: "grpc.io Deadlines guide; PROTOCOL-HTTP2.md (grpc-timeout)",
+    story: "A gateway that passes on what is left of its caller's deadline keeps the whole chain inside one budget.",
     checks: "each hop's grpc-timeout is the caller's remaining budget (500ms → ≤380ms)",
     simulate,
     judge,

@@ -16,7 +16,8 @@ use crate::services::pb::SaveRequest;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "etcd-keepalive",
-    source: "seed 000 §6.1",
+    source: "gRFC A8; etcd --grpc-keepalive-min-time (5 s); kube-apiserver etcd3 client",
+    story: "The same 30 s PINGs against etcd's 5 s minimum: no strike, the long call ends OK.",
     checks:
         "30s PINGs vs etcd MinTime 5s: every PING ok, no GOAWAY in 10 min, the 10-min call ends OK",
     simulate,

@@ -12,7 +12,8 @@ use crate::services::{DeadlineMode, SAVE};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "fresh-request",
-    source: "seed 000 §4, seed 003 #3",
+    source: "grpc.io Deadlines guide (deadline propagation)",
+    story: "A handler that calls downstream with a fresh request instead of its caller's deadline leaves work running after the caller gave up.",
     checks: "a downstream call without the caller's deadline keeps the store working after the player gave up",
     simulate,
     judge,

@@ -23,7 +23,8 @@ use crate::services::Store;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "graceful-drain",
-    source: "tonic serve_with_incoming_shutdown, RFC 9113 §6.8",
+    source: "tonic serve_with_incoming_shutdown; RFC 9113 §6.8 (GOAWAY)",
+    story: "A server shut down under load drains what it has and refuses what comes later.",
     checks: "store shut down at 1025ms under a call every 50ms (200ms each): GOAWAYs, the saves in flight finish, later calls fail, serve returns",
     simulate,
     judge,

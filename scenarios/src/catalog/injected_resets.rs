@@ -27,7 +27,8 @@ use crate::services::Store;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "injected-resets",
-    source: "RFC 9113 §8.7, §6.8",
+    source: "RFC 9113 §8.7, §6.8; PROTOCOL-HTTP2.md (errors)",
+    story: "A server that refuses a stream or says GOAWAY: the codes tonic reports against the ones the spec requires.",
     checks: "injected RST_STREAM(REFUSED_STREAM) and GOAWAY(NO_ERROR) below an open stream: tonic's codes vs the spec's UNAVAILABLE, redial after GOAWAY",
     simulate,
     judge,

@@ -22,7 +22,8 @@ use crate::services::pb::SaveRequest;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "keepalive-mismatch",
-    source: "seed 000 §6",
+    source: "gRFC A8; grpc-go keepalive.EnforcementPolicy (MinTime 5 min)",
+    story: "A client that PINGs every 30 s against a server that allows one every 5 minutes is cut with GOAWAY too_many_pings.",
     checks: "30s PINGs vs grpc-go MinTime 5min: strikes at PINGs 2-4, GOAWAY ENHANCE_YOUR_CALM too_many_pings after the 4th (~120s), calls UNAVAILABLE, cut again after every redial",
     simulate,
     judge,

@@ -46,8 +46,11 @@ pub use report::{Report, Verdict};
 pub struct Scenario {
     /// Short name used on the command line (`deadline-chain`).
     pub name: &'static str,
-    /// Where the story comes from (seed article and section).
+    /// The public sources the story's behaviour comes from: gRFCs, grpc's
+    /// docs, RFC sections, the vendor's or library's own docs.
     pub source: &'static str,
+    /// The field story in one sentence: what goes wrong in production.
+    pub story: &'static str,
     /// What the trace must show, in one line.
     pub checks: &'static str,
     /// Runs the simulation with a seed.

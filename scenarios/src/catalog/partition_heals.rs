@@ -25,7 +25,8 @@ use crate::services::Store;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "partition-heals",
-    source: "RFC 9293 §3.8.1, gRFC A8",
+    source: "RFC 9293 §3.8.1 (retransmission); gRFC A8",
+    story: "A partition that heals as TCP does: a waiting call resumes, unless keepalive closed its connection first.",
     checks: "player↔store partitioned 100ms–3s with a Save in flight on each of two channels: the plain one resumes on the same connection at the repair; the one with 1s keepalive is closed first, and its redial waits for the repair",
     simulate,
     judge,

@@ -24,7 +24,8 @@ const UPSTREAM: u64 = 2_000;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "proxy-timeout",
-    source: "seed 003 #8",
+    source: "Envoy route timeout (route.RouteAction.timeout); grpc.io Deadlines guide",
+    story: "A proxy's upstream timeout shorter than the client's deadline decides how the call ends, with the proxy's status.",
     checks: "player deadline 3s, gateway upstream timeout 2s, store 5s slow: the call fails at 2s with the gateway's status, not at 3s; store handler cancelled",
     simulate,
     judge,

@@ -14,7 +14,8 @@ use crate::services::{DeadlineMode, SAVE};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "queueing",
-    source: "seed 003 #1, seed 002",
+    source: "tonic Server::concurrency_limit_per_connection; Google SRE book ch. 22",
+    story: "A worker pool too small for the load shows up as late handler starts and tail latency, not as errors.",
     checks: "store limited to 2 concurrent saves, 20 concurrent calls: late handler start, p50/p99 latency",
     simulate,
     judge,

@@ -27,7 +27,8 @@ use crate::services::{DeadlineMode, Gateway, Store, WATCH};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "receiver-decides-speed",
-    source: "seed 000 §3",
+    source: "RFC 9113 §5.2, §6.9 (flow control)",
+    story: "A reader that does not grant credit stalls the sender without any error or timeout.",
     checks: "Watch 400×16KiB, player WINDOW_UPDATEs held to 10s, 5s deadline: sender stalls after one stream window, nothing fails at 5s, all 400 arrive",
     simulate,
     judge,

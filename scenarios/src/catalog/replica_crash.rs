@@ -16,7 +16,8 @@ use super::{Report, Scenario};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "replica-crash",
-    source: "seed 002",
+    source: "grpc doc/load-balancing.md",
+    story: "One of three replicas crashes under load: only its calls in flight fail while the balancer moves on.",
     checks: "store-1 of 3 crashes at 1s under a call every 10ms: only its calls in flight fail, the balancer stops picking it at its next pick, each failed 1s redial costs one more call (UNAVAILABLE)",
     simulate,
     judge,

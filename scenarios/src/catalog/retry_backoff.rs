@@ -11,7 +11,8 @@ use crate::services::SAVE;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "retry-backoff",
-    source: "seed 000 §5",
+    source: "gRFC A6 (client retries: exponential backoff)",
+    story: "Transient UNAVAILABLE answers retried with jittered exponential backoff until one succeeds.",
     checks: "3 UNAVAILABLE then OK: 4 attempts, each delay inside its backoff window",
     simulate,
     judge,

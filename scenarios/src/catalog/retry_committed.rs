@@ -12,7 +12,9 @@ use crate::services::SAVE;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "retry-committed",
-    source: "seed 000 §5",
+    source: "gRFC A6 (client retries: commit)",
+    story:
+        "Once response headers arrived the call is committed and a later failure is not retried.",
     checks: "UNAVAILABLE after response headers (committed): no retry, 1 attempt",
     simulate,
     judge,

@@ -15,7 +15,8 @@ use crate::services::SAVE;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "retry-deadline",
-    source: "seed 000 §5",
+    source: "gRFC A6 (client retries and deadlines)",
+    story: "Retries stop at the call's deadline: the deadline covers every attempt, not each one.",
     checks:
         "500ms deadline, always UNAVAILABLE: 3 attempts, DEADLINE_EXCEEDED at 500ms, none after",
     simulate,

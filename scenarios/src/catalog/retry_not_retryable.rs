@@ -12,7 +12,8 @@ use crate::services::SAVE;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "retry-not-retryable",
-    source: "seed 000 §5",
+    source: "gRFC A6 (retryableStatusCodes)",
+    story: "A code outside retryableStatusCodes reaches the caller after one attempt.",
     checks: "INTERNAL is not in retryableStatusCodes: 1 attempt, the caller sees INTERNAL",
     simulate,
     judge,

@@ -14,7 +14,8 @@ use crate::services::{LOAD, SAVE};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "retry-pushback",
-    source: "seed 000 §5",
+    source: "gRFC A6 (server pushback, grpc-retry-pushback-ms)",
+    story: "A server's pushback sets when the next attempt starts, or forbids it.",
     checks: "pushback 500ms: attempt 2 starts 500ms later; pushback -1: no retry",
     simulate,
     judge,

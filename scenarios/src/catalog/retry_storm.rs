@@ -19,7 +19,8 @@ use crate::services::SAVE;
 /// The storm: every layer retries.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "retry-storm",
-    source: "seed 000 §8, seed 003 #4",
+    source: "Google SRE book ch. 22 (retries at several layers); gRFC A6",
+    story: "Retries at three layers multiply: one player call becomes 27 calls to a store that is down.",
     checks: "3 layers × 3 attempts, store down: 27 Saves reach the store per player call",
     simulate: simulate_storm,
     judge: judge_storm,
@@ -28,7 +29,8 @@ pub(super) const SCENARIO: Scenario = Scenario {
 /// The fix: only the store client retries.
 pub(super) const FIX: Scenario = Scenario {
     name: "retry-storm-fix",
-    source: "seed 000 §8",
+    source: "Google SRE book ch. 22 (retry at one layer); gRFC A6",
+    story: "Retrying at one layer only keeps the load on a failing store at three calls per player call.",
     checks: "retry at one layer only (the store client): 3 Saves per player call",
     simulate: simulate_fix,
     judge: judge_fix,

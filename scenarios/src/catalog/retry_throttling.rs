@@ -19,7 +19,8 @@ use crate::services::SAVE;
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "retry-throttling",
-    source: "seed 000 §5",
+    source: "gRFC A6 (retry throttling, token bucket)",
+    story: "A token bucket stops retries once most calls fail, so a long outage is not multiplied.",
     checks: "store down 5s–35s under 1 call/s: retries stop once the token bucket is at half",
     simulate,
     judge,

@@ -21,7 +21,8 @@ use super::{Report, Scenario};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "rolling-restart",
-    source: "field practice",
+    source: "grpc doc/load-balancing.md; Kubernetes rolling update",
+    story: "Replicas leave, restart and rejoin in turn: calls move off each one and back without failing.",
     checks: "store-0, -1, -2 in turn leave the set, restart 300ms later and rejoin 300ms after that, under a call every 10ms: calls move off each replica and back; failed calls counted",
     simulate,
     judge,

@@ -13,7 +13,8 @@ use crate::services::{DeadlineMode, SAVE};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "slow-dependency",
-    source: "seed 000 §4, seed 003 #2",
+    source: "grpc.io Deadlines guide; PROTOCOL-HTTP2.md (RST_STREAM CANCEL)",
+    story: "A slow store behind a gateway: the player's deadline fires and the cancellation must reach the last hop.",
     checks: "store delayed 2s, player deadline 500ms: DEADLINE_EXCEEDED at the player, store handler cancelled",
     simulate,
     judge,

@@ -20,7 +20,8 @@ use crate::services::{DeadlineMode, LOAD};
 /// The catalog entry.
 pub(super) const SCENARIO: Scenario = Scenario {
     name: "store-restart",
-    source: "seed 000 §4.2",
+    source: "grpc doc/connection-backoff.md; doc/statuscodes.md (UNAVAILABLE)",
+    story: "While a backend restarts its callers see UNAVAILABLE, and a call can wait past its deadline while the channel reconnects.",
     checks: "store down 1s–3s under 100ms traffic: codes during the outage, time to recover, a call stuck past its deadline while reconnecting",
     simulate,
     judge,

@@ -1,0 +1,243 @@
+//! The JSON export: the run's facts, the views the text and the page show
+//! (calls, handler runs, findings, faults that never fired, stalls), and
+//! every event, with the ids the text uses (`r1`, `h1`, `c1`). It is a
+//! renderer like the others: it lays out queries of the trace and keeps
+//! every event whatever the render options (nothing is folded or hidden).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::views::{Call, CallEnd, HandlerRun, RunEnd};
+use super::{StallEnd, Trace, Window};
+use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId};
+
+/// The document [`Trace::to_json`] writes.
+#[derive(Serialize)]
+pub(super) struct Document<'a> {
+    seed: u64,
+    ended_us: u64,
+    hosts: &'a [String],
+    calls: Vec<JsonCall<'a>>,
+    handler_runs: Vec<JsonRun<'a>>,
+    findings: Vec<Finding<'a>>,
+    faults_never_fired: Vec<NeverFired<'a>>,
+    stalls: Vec<JsonStall>,
+    events: &'a [Event],
+}
+
+impl<'a> Document<'a> {
+    pub(super) fn of(trace: &'a Trace) -> Self {
+        Self {
+            seed: trace.seed(),
+            ended_us: micros(trace.ended_at()),
+            hosts: trace.hosts(),
+            calls: trace.calls().iter().map(JsonCall::of).collect(),
+            handler_runs: trace.handler_runs().iter().map(JsonRun::of).collect(),
+            findings: trace.calls().iter().filter_map(Finding::of).collect(),
+            faults_never_fired: never_fired(trace.events()),
+            stalls: trace
+                .stalls(Duration::ZERO)
+                .iter()
+                .map(JsonStall::of)
+                .collect(),
+            events: trace.events(),
+        }
+    }
+}
+
+/// A [`Call`], its times in *simulated* µs since the start of the run.
+#[derive(Serialize)]
+struct JsonCall<'a> {
+    id: CallId,
+    host: &'a str,
+    target: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replica: Option<&'a str>,
+    path: &'a str,
+    started_us: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_us: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<RunId>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    parent_inferred: bool,
+    /// `status`, `dropped` or `open`.
+    end: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<&'a Outcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ended_us: Option<u64>,
+    /// How far past its deadline it ended (or the run ended, if still open).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    overran_us: Option<u64>,
+}
+
+impl<'a> JsonCall<'a> {
+    fn of(c: &'a Call) -> Self {
+        let end = match &c.end {
+            CallEnd::Status(_) => "status",
+            CallEnd::Dropped => "dropped",
+            CallEnd::Open => "open",
+        };
+        Self {
+            id: c.id,
+            host: &c.host,
+            target: &c.target,
+            replica: c.replica.as_deref(),
+            path: &c.path,
+            started_us: micros(c.started),
+            timeout_us: c.timeout.map(micros),
+            parent: c.parent,
+            parent_inferred: c.parent_inferred,
+            end,
+            outcome: c.outcome(),
+            ended_us: c.ended_at.map(micros),
+            overran_us: c.overran_deadline().map(micros),
+        }
+    }
+}
+
+/// A [`HandlerRun`], its times in *simulated* µs since the start of the run.
+#[derive(Serialize)]
+struct JsonRun<'a> {
+    id: RunId,
+    host: &'a str,
+    path: &'a str,
+    from: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call: Option<CallId>,
+    started_us: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dequeued_us: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_us: Option<u64>,
+    nth: u32,
+    /// `finished`, `dropped`, `panicked` or `running`.
+    end: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ended_us: Option<u64>,
+}
+
+impl<'a> JsonRun<'a> {
+    fn of(r: &'a HandlerRun) -> Self {
+        let (end, code, message) = match &r.end {
+            RunEnd::Finished { code, message } => ("finished", Some(*code), Some(message)),
+            RunEnd::Dropped => ("dropped", None, None),
+            RunEnd::Panicked(message) => ("panicked", None, Some(message)),
+            RunEnd::Running => ("running", None, None),
+        };
+        Self {
+            id: r.id,
+            host: &r.host,
+            path: &r.path,
+            from: &r.from,
+            call: r.call,
+            started_us: micros(r.started),
+            dequeued_us: r.dequeued.map(micros),
+            timeout_us: r.timeout.map(micros),
+            nth: r.nth,
+            end,
+            code,
+            message: message.map(String::as_str),
+            ended_us: r.ended_at.map(micros),
+        }
+    }
+}
+
+/// A call that ended with a code other than the one the gRPC
+/// specification requires (the page's and the text's "findings").
+#[derive(Serialize)]
+struct Finding<'a> {
+    call: CallId,
+    /// What tonic reported.
+    code: &'static str,
+    message: &'a str,
+    /// What the spec requires.
+    spec_code: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<&'static str>,
+}
+
+impl<'a> Finding<'a> {
+    fn of(c: &'a Call) -> Option<Self> {
+        let o = c.outcome().filter(|o| o.code != o.spec_code)?;
+        Some(Self {
+            call: c.id,
+            code: o.code,
+            message: &o.message,
+            spec_code: o.spec_code,
+            rule: o.rule,
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct NeverFired<'a> {
+    host: &'a str,
+    fault: &'a str,
+}
+
+fn never_fired(events: &[Event]) -> Vec<NeverFired<'_>> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::FaultNeverFired { fault } => Some(NeverFired {
+                host: &e.host,
+                fault,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A [`Stall`](super::Stall), with the sentence the text prints for it.
+#[derive(Serialize)]
+struct JsonStall {
+    conn: String,
+    stream: u32,
+    sender: String,
+    receiver: String,
+    since_us: u64,
+    until_us: u64,
+    /// `stream` or `connection`.
+    window: &'static str,
+    /// `reopened`, `closed` or `open`.
+    end: &'static str,
+    sent_bytes: u64,
+    held_updates: usize,
+    text: String,
+}
+
+impl JsonStall {
+    fn of(s: &super::Stall) -> Self {
+        Self {
+            conn: format!("c{}", s.conn),
+            stream: s.stream,
+            sender: s.sender.clone(),
+            receiver: s.receiver.clone(),
+            since_us: micros(s.since),
+            until_us: micros(s.until),
+            window: match s.window {
+                Window::Stream => "stream",
+                Window::Connection => "connection",
+            },
+            end: match s.end {
+                StallEnd::Reopened => "reopened",
+                StallEnd::Closed => "closed",
+                StallEnd::Open => "open",
+            },
+            sent_bytes: s.sent,
+            held_updates: s.held_updates,
+            text: s.to_string(),
+        }
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
