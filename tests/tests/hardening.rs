@@ -3,13 +3,15 @@
 //!
 //! The misbehaving peer is a client host that opens a raw
 //! `turmoil::net::TcpStream` to a sim server's port (50051) and writes bytes
-//! no HTTP/2 client would. Its own bytes bypass the wire tap (it never went
-//! through `Host::channel`); what is tapped — and must show in the trace —
-//! is the tonic server's reaction on the way back.
+//! no HTTP/2 client would. Its own bytes pass no writer task (it never went
+//! through `Host::channel` or `Host::raw_connect`), so the server end of the
+//! connection records them as it reads them (`Fate::ReadAtReceiver`); the
+//! tonic server's reaction on the way back is tapped at the sender. Both
+//! must show in the trace.
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{FrameDetail, FrameFlags};
+use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags};
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{Event, EventKind, Sim, Trace};
@@ -167,6 +169,30 @@ fn protocol_errors(trace: &Trace, to: &str) -> usize {
         .count()
 }
 
+/// What the raw peer wrote, as the server read it: frames and protocol
+/// errors recorded at mallory.
+fn from_mallory(trace: &Trace) -> (Vec<Recorded>, usize) {
+    let mut frames = Vec::new();
+    let mut errors = 0;
+    for e in trace.events_on("mallory") {
+        match &e.kind {
+            EventKind::Frame {
+                frame,
+                flags,
+                detail,
+                fate,
+                ..
+            } => {
+                assert_eq!(*fate, Fate::ReadAtReceiver, "{e:?}");
+                frames.push((*frame, *flags, detail.clone()));
+            }
+            EventKind::ProtocolError { to, .. } if to == "store" => errors += 1,
+            _ => {}
+        }
+    }
+    (frames, errors)
+}
+
 /// Every save of the player succeeded, all on its one connection (`c1`,
 /// opened before mallory's): mallory's mess stayed on mallory's connection.
 fn assert_player_fine(trace: &Trace) {
@@ -209,6 +235,12 @@ fn garbage_instead_of_a_preface_is_refused_and_recorded() {
     assert_eq!(seen.frame_types(), [4], "mallory got SETTINGS: {seen:?}");
     // What the server wrote is well-formed HTTP/2.
     assert_eq!(protocol_errors(&trace, "mallory"), 0, "{render}");
+    // What mallory wrote is in the trace too: a preface that is not one.
+    assert_eq!(from_mallory(&trace), (vec![], 1), "{render}");
+    assert!(
+        render.contains("mallory→store        c2 protocol error at byte 0: "),
+        "{render}"
+    );
     assert_player_fine(&trace);
 }
 
@@ -231,6 +263,8 @@ fn half_a_preface_then_a_stall_holds_only_that_connection() {
         "closed at {close:?}: {render}"
     );
     assert!(!seen.closed, "still open after 3s: {seen:?}");
+    // Half a preface is neither a frame nor (yet) an error.
+    assert_eq!(from_mallory(&trace), (vec![], 0), "{render}");
     assert_eq!(seen.frame_types(), [4], "{seen:?}");
     assert!(trace.ended_at() >= ms(3_000), "mallory stalled 3s");
     assert_player_fine(&trace);
@@ -284,6 +318,19 @@ fn malformed_frame_after_a_valid_preface_gets_goaway() {
     assert!(seen.closed, "{seen:?}");
     assert_eq!(seen.frame_types(), [4, 4, 7], "{seen:?}");
     assert_eq!(protocol_errors(&trace, "mallory"), 0, "{render}");
+    // Both sides: mallory's valid SETTINGS and its bad PING, as read.
+    let empty = FrameDetail::Settings {
+        values: Box::new([]),
+    };
+    assert_eq!(
+        from_mallory(&trace),
+        (vec![(FrameType::Settings, FrameFlags::NONE, empty)], 1),
+        "{render}"
+    );
+    assert!(
+        render.contains("mallory→store        c2 protocol error at byte 33: PING of 4 octets"),
+        "{render}"
+    );
     assert_player_fine(&trace);
 }
 

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
-use super::tap::{reset_error, spawn_writer, DirectionTap, KeepaliveConn, Reset};
+use super::tap::{reset_error, spawn_writer, DirectionTap, KeepaliveConn, RawRead, Read, Reset};
 use crate::sim::{lock_conn, ConnState, Shared, SharedConn};
 use crate::wire::Direction;
 
@@ -47,6 +47,9 @@ enum Write {
 /// `serve_with_incoming(_shutdown)` serves it as it serves a `TcpStream`;
 /// every byte the server writes passes the wire tap, which records its
 /// frames and applies frame faults.
+///
+/// [`Host::raw_connect`](crate::Host::raw_connect) returns the client end
+/// of one: what its owner writes passes the tap the same way.
 pub struct SimConn {
     read: turmoil::net::tcp::OwnedReadHalf,
     write: Write,
@@ -60,6 +63,9 @@ pub struct SimConn {
     /// Under link faults: reads and writes fail once a partition's
     /// `reset_after` resets the connection.
     reset: Option<(Arc<Reset>, Direction)>,
+    /// Server end, wire tap on: records what a raw client wrote, as read
+    /// (`net/tap/raw.rs`); dropped at the first read of a dialled one.
+    raw: Option<Box<RawRead>>,
 }
 
 /// Which end of a connection this is.
@@ -89,7 +95,24 @@ impl SimConn {
             keepalive: policy.map(|p| KeepaliveConn::new(p, now)),
             tap: Default::default(),
             reset: Default::default(),
+            dialled: false,
         });
+        let raw = match end.direction {
+            Direction::ClientToServer => {
+                // Before the first write: the server end's first read
+                // finds it set (`net/tap/raw.rs`).
+                lock_conn(&state).dialled = true;
+                None
+            }
+            Direction::ServerToClient if end.shared.wire_tap() => Some(Box::new(RawRead::new(
+                end.shared.clone(),
+                conn,
+                end.peer.clone(),
+                end.me.clone(),
+                state.clone(),
+            ))),
+            Direction::ServerToClient => None,
+        };
         let policed = match end.direction {
             Direction::ServerToClient if policy.is_some() => Some(state.clone()),
             _ => None,
@@ -110,6 +133,7 @@ impl SimConn {
                 policed,
                 _open: None,
                 reset,
+                raw,
             };
             return Ok((conn_end, conn));
         }
@@ -121,6 +145,7 @@ impl SimConn {
             policed,
             _open: None,
             reset,
+            raw,
         };
         Ok((conn_end, conn))
     }
@@ -162,7 +187,26 @@ impl AsyncRead for SimConn {
                 ka.wake_reader_on_close(cx.waker());
             }
         }
-        Pin::new(&mut self.read).poll_read(cx, buf)
+        if self.raw.is_none() {
+            return Pin::new(&mut self.read).poll_read(cx, buf);
+        }
+        let (before, room) = (buf.filled().len(), buf.remaining() > 0);
+        let polled = Pin::new(&mut self.read).poll_read(cx, buf);
+        let read = match &polled {
+            Poll::Ready(Ok(())) if buf.filled().len() > before => {
+                Some(Read::Bytes(&buf.filled()[before..]))
+            }
+            Poll::Ready(Ok(())) if room => Some(Read::End),
+            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::ConnectionReset => Some(Read::Reset),
+            _ => None,
+        };
+        if let Some(read) = read {
+            let keep = self.raw.as_mut().is_some_and(|raw| raw.on_read(read));
+            if !keep {
+                self.raw = None;
+            }
+        }
+        polled
     }
 }
 

@@ -120,6 +120,15 @@ pub enum Fate {
     /// sequence and never retransmits, so this one never arrives either,
     /// even after the repair.
     LostBehind,
+    /// Written by a peer the harness did not wire: a client that opened a
+    /// raw `turmoil::net::TcpStream` to a sim server. Its bytes never pass
+    /// a writer task, so the frame is recorded when the server *read* it
+    /// (its time is the read's, one link latency or more after the write),
+    /// and frame faults, partitions and pauses do not act on it. Bytes the
+    /// server never read are not recorded. Open the connection with
+    /// [`Host::raw_connect`](crate::Host::raw_connect) instead to have it
+    /// recorded at the sender, like any other.
+    ReadAtReceiver,
 }
 
 /// Why a connection attempt failed, as the connector saw it.
@@ -554,6 +563,20 @@ pub enum EventKind {
         /// The host at the other end.
         to: String,
     },
+    /// A raw peer (a client on a raw `turmoil::net::TcpStream`, see
+    /// [`Fate::ReadAtReceiver`]) closed its end of a connection, as the
+    /// server's read saw it: end of stream (a FIN), or `ConnectionReset`
+    /// (a RST: turmoil, like TCP, sends one for a socket closed with unread
+    /// bytes, RFC 9293 §3.10.4). Recorded at the raw peer, at the
+    /// server's read.
+    RawPeerClosed {
+        /// The connection.
+        conn: u32,
+        /// The server host that saw it.
+        to: String,
+        /// A reset (RST) rather than a FIN.
+        reset: bool,
+    },
     /// Bytes on a connection that break RFC 9113; passed through untouched.
     ProtocolError {
         /// The connection.
@@ -749,7 +772,9 @@ impl EventKind {
             Self::CallStarted { call, .. }
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. } => (1, call.0),
-            Self::Frame { conn, .. } | Self::ConnClosed { conn, .. } => (2, *conn),
+            Self::Frame { conn, .. }
+            | Self::ConnClosed { conn, .. }
+            | Self::RawPeerClosed { conn, .. } => (2, *conn),
             _ => (3, 0),
         }
     }

@@ -24,6 +24,12 @@ pub(crate) struct ConnState {
     pub(crate) tap: TapPair,
     /// Set when a partition's `reset_after` resets the connection.
     pub(crate) reset: Arc<Reset>,
+    /// Whether the client end is the harness's own (a channel's dial, or
+    /// [`Host::raw_connect`](crate::Host::raw_connect)): its writes pass
+    /// the tap at the sender. Unset, the client is a raw
+    /// `turmoil::net::TcpStream`, and the server end records what it reads
+    /// (`net/tap/raw.rs`).
+    pub(crate) dialled: bool,
 }
 
 /// One connection, shared by its two ends.

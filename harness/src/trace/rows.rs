@@ -150,7 +150,7 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::RetryArrived { .. }
         | EventKind::RetryDecision { .. } => RowKind::Retry,
         EventKind::Frame { fate, .. } => match fate {
-            Fate::Passed => RowKind::Frame,
+            Fate::Passed | Fate::ReadAtReceiver => RowKind::Frame,
             Fate::Dropped | Fate::Lost | Fate::LostBehind => RowKind::DroppedFrame,
             Fate::Held | Fate::Delayed { .. } | Fate::Partitioned | Fate::Paused => {
                 RowKind::HeldFrame
@@ -159,7 +159,7 @@ fn kind(e: &Event) -> RowKind {
             Fate::Injected => RowKind::InjectedFrame,
         },
         EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
-        EventKind::ConnClosed { .. } => RowKind::Frame,
+        EventKind::ConnClosed { .. } | EventKind::RawPeerClosed { .. } => RowKind::Frame,
         EventKind::ConnectStarted { .. }
         | EventKind::ConnectWaiting { .. }
         | EventKind::Connected { .. }
@@ -197,12 +197,16 @@ fn kind(e: &Event) -> RowKind {
 fn shown(e: &Event, options: &RenderOptions) -> bool {
     match &e.kind {
         EventKind::Frame { noise, fate, .. } => {
-            options.frames && (options.noise || !noise || *fate != Fate::Passed)
+            // A raw peer's frame is untouched by faults: noise as any other.
+            let touched = !matches!(fate, Fate::Passed | Fate::ReadAtReceiver);
+            options.frames && (options.noise || !noise || touched)
         }
         EventKind::FrameReleased { .. }
         | EventKind::FrameNeverLeft { .. }
         | EventKind::ProtocolError { .. } => options.frames,
-        EventKind::ConnClosed { .. } => options.frames && options.noise,
+        EventKind::ConnClosed { .. } | EventKind::RawPeerClosed { .. } => {
+            options.frames && options.noise
+        }
         // A dial that waited for a partition or a pause says why a call
         // waited and when its channel came back: shown by default. Other
         // dials are routine (`connections` shows them).
@@ -515,6 +519,9 @@ fn line(e: &Event) -> (String, String) {
                 Fate::Paused => text.push_str(" [held: paused until resume]"),
                 Fate::Lost => text.push_str(" [lost in the black hole]"),
                 Fate::LostBehind => text.push_str(" [lost behind a frame the black hole dropped]"),
+                Fate::ReadAtReceiver => {
+                    let _ = write!(text, " [raw peer: recorded when {to} read it]");
+                }
             }
             (format!("{host}→{to}"), text)
         }
@@ -554,6 +561,14 @@ fn line(e: &Event) -> (String, String) {
             ),
         ),
         EventKind::ConnClosed { conn, to } => (format!("{host}→{to}"), format!("c{conn} closed")),
+        EventKind::RawPeerClosed { conn, to, reset } => (
+            format!("{host}→{to}"),
+            if *reset {
+                format!("c{conn} reset by the raw peer (RST, as {to} read it)")
+            } else {
+                format!("c{conn} closed by the raw peer (FIN, as {to} read it)")
+            },
+        ),
         EventKind::ProtocolError {
             conn,
             to,

@@ -34,6 +34,7 @@
 mod inject;
 pub(crate) mod keepalive;
 mod pair;
+mod raw;
 mod react;
 mod reset;
 mod summary;
@@ -47,6 +48,7 @@ use bytes::{Bytes, BytesMut};
 
 pub(crate) use keepalive::KeepaliveConn;
 pub(crate) use pair::{TapPair, Until, Waiting};
+pub(crate) use raw::{RawRead, Read};
 pub(crate) use reset::{reset_error, Reset};
 pub(crate) use writer::spawn_writer;
 
