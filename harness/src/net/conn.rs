@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
+use super::tap::ends::CloseEnd;
 use super::tap::{reset_error, spawn_writer, DirectionTap, KeepaliveConn, RawRead, Read, Reset};
 use crate::sim::{lock_conn, ConnState, Shared, SharedConn};
 use crate::wire::Direction;
@@ -66,6 +67,10 @@ pub struct SimConn {
     /// Server end, wire tap on: records what a raw client wrote, as read
     /// (`net/tap/raw.rs`); dropped at the first read of a dialled one.
     raw: Option<Box<RawRead>>,
+    /// Wire tap on: what its close records (`net/tap/ends.rs`).
+    close: Option<Box<CloseEnd>>,
+    /// Bytes read from the peer, octets.
+    read_bytes: u64,
 }
 
 /// Which end of a connection this is.
@@ -96,6 +101,9 @@ impl SimConn {
             tap: Default::default(),
             reset: Default::default(),
             dialled: false,
+            reset_by: [false; 2],
+            reset_note: Default::default(),
+            written: Default::default(),
         });
         let raw = match end.direction {
             Direction::ClientToServer => {
@@ -117,6 +125,15 @@ impl SimConn {
             Direction::ServerToClient if policy.is_some() => Some(state.clone()),
             _ => None,
         };
+        let close = end.shared.wire_tap().then(|| {
+            Box::new(CloseEnd {
+                shared: end.shared.clone(),
+                conn,
+                peer: end.peer.clone(),
+                direction: end.direction,
+                state: state.clone(),
+            })
+        });
         let (read, write) = stream.into_split();
         let info = PeerInfo {
             peer: end.peer.clone(),
@@ -134,6 +151,8 @@ impl SimConn {
                 _open: None,
                 reset,
                 raw,
+                close,
+                read_bytes: 0,
             };
             return Ok((conn_end, conn));
         }
@@ -146,6 +165,8 @@ impl SimConn {
             _open: None,
             reset,
             raw,
+            close,
+            read_bytes: 0,
         };
         Ok((conn_end, conn))
     }
@@ -187,11 +208,12 @@ impl AsyncRead for SimConn {
                 ka.wake_reader_on_close(cx.waker());
             }
         }
-        if self.raw.is_none() {
-            return Pin::new(&mut self.read).poll_read(cx, buf);
-        }
         let (before, room) = (buf.filled().len(), buf.remaining() > 0);
         let polled = Pin::new(&mut self.read).poll_read(cx, buf);
+        self.read_bytes += (buf.filled().len() - before) as u64;
+        if self.raw.is_none() {
+            return polled;
+        }
         let read = match &polled {
             Poll::Ready(Ok(())) if buf.filled().len() > before => {
                 Some(Read::Bytes(&buf.filled()[before..]))
@@ -212,6 +234,29 @@ impl AsyncRead for SimConn {
 
 fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, "connection closed")
+}
+
+impl Drop for SimConn {
+    /// A close with the peer's bytes unread is a reset (turmoil's
+    /// `ReadHalf` drop sends RST then, RFC 9293 §3.10.4): record it. A peek
+    /// that finds a byte waiting is the same test turmoil makes (its
+    /// reorder buffer aside, which in-order delivery leaves empty).
+    fn drop(&mut self) {
+        let Some(close) = self.close.take() else {
+            return;
+        };
+        if self.reset.as_ref().is_some_and(|(r, _)| r.is_reset()) {
+            return; // a partition's reset_after, recorded as such
+        }
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        let mut byte = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut byte);
+        if let Poll::Ready(Ok(n)) = Pin::new(&mut self.read).poll_peek(&mut cx, &mut buf) {
+            if n > 0 {
+                close.reset_with_unread(self.read_bytes);
+            }
+        }
+    }
 }
 
 impl AsyncWrite for SimConn {

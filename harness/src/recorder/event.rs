@@ -131,6 +131,24 @@ pub enum Fate {
     ReadAtReceiver,
 }
 
+/// Why frames a host wrote never left it ([`EventKind::FramesUndelivered`]):
+/// its writer found the socket gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum UndeliveredCause {
+    /// The host's own end had reset the connection: its HTTP/2 stack
+    /// dropped it with the peer's bytes unread (a `ConnResetSent` at the
+    /// host), and turmoil tore the socket down at once, its writes queued
+    /// behind included.
+    OwnReset,
+    /// The peer had reset the connection (a `ConnResetSent` at the peer).
+    PeerReset,
+    /// The socket was gone for a reason the harness did not see: a raw
+    /// peer's RST, as far as turmoil's error says (`BrokenPipe`).
+    SocketGone,
+}
+
 /// Why a connection attempt failed, as the connector saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -563,6 +581,47 @@ pub enum EventKind {
         /// The host at the other end.
         to: String,
     },
+    /// A host's HTTP/2 stack closed its end of a connection with bytes of
+    /// the peer it had not read: turmoil, like TCP (RFC 9293 §3.10.4),
+    /// answers with RST instead of FIN and tears the socket down at once,
+    /// so the peer's reads fail with `ConnectionReset`, what this host
+    /// still had queued never leaves (a [`EventKind::FramesUndelivered`]),
+    /// and the peer's bytes not read by now never reach this host's
+    /// application. Recorded at the host that reset, when it closed;
+    /// closes by a crash are not recorded. Shown in renders with
+    /// [`RenderOptions::noise`](crate::trace::RenderOptions::noise), like
+    /// `ConnClosed`.
+    ConnResetSent {
+        /// The connection.
+        conn: u32,
+        /// The host at the other end.
+        to: String,
+        /// Bytes of `to` this host's stack had read, octets.
+        read: u64,
+        /// Bytes `to` had put on the wire that this host never read,
+        /// octets (in flight or unread when it reset); none when `to` is a
+        /// raw peer, whose writes the harness does not count.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unread: Option<u64>,
+    },
+    /// Frames a host wrote, recorded as written, that never left it: when
+    /// its writer got to them the socket was gone (reset). The frames stay
+    /// in the trace as written; this says their fate. Recorded at the host
+    /// when its writer found out.
+    FramesUndelivered {
+        /// The connection.
+        conn: u32,
+        /// The receiving host.
+        to: String,
+        /// The first frames that never left, in order, as `(stream, type)`
+        /// (at most 8; JSON: `[[0, "GOAWAY"], …]`).
+        #[serde(serialize_with = "stream_frames")]
+        frames: Vec<(u32, FrameType)>,
+        /// How many more never left.
+        more: u32,
+        /// Why.
+        cause: UndeliveredCause,
+    },
     /// A raw peer (a client on a raw `turmoil::net::TcpStream`, see
     /// [`Fate::ReadAtReceiver`]) closed its end of a connection, as the
     /// server's read saw it: end of stream (a FIN), or `ConnectionReset`
@@ -774,7 +833,9 @@ impl EventKind {
             | Self::CallDropped { call, .. } => (1, call.0),
             Self::Frame { conn, .. }
             | Self::ConnClosed { conn, .. }
-            | Self::RawPeerClosed { conn, .. } => (2, *conn),
+            | Self::RawPeerClosed { conn, .. }
+            | Self::ConnResetSent { conn, .. }
+            | Self::FramesUndelivered { conn, .. } => (2, *conn),
             _ => (3, 0),
         }
     }
@@ -786,6 +847,18 @@ pub(crate) fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, 
 
 fn frame_type<S: serde::Serializer>(t: &FrameType, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(t)
+}
+
+fn stream_frames<S: serde::Serializer>(
+    frames: &[(u32, FrameType)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(frames.len()))?;
+    for (stream, frame) in frames {
+        seq.serialize_element(&(stream, frame.to_string()))?;
+    }
+    seq.end()
 }
 
 fn opt_micros<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::net::{KeepaliveConn, Reset, TapPair};
+use crate::net::{KeepaliveConn, Reset, TapPair, Written};
 use crate::wire::Direction;
 
 /// A connection's (client address, server address).
@@ -30,6 +30,14 @@ pub(crate) struct ConnState {
     /// `turmoil::net::TcpStream`, and the server end records what it reads
     /// (`net/tap/raw.rs`).
     pub(crate) dialled: bool,
+    /// Per end (indexed by the direction it writes): it reset the
+    /// connection, closing with the peer's bytes unread (`net/tap/ends.rs`).
+    pub(crate) reset_by: [bool; 2],
+    /// Per end: its reset, for its writer task to record
+    /// (`net/tap/ends.rs`).
+    pub(crate) reset_note: [Option<crate::recorder::event::EventKind>; 2],
+    /// Bytes each direction's writer put on the wire.
+    pub(crate) written: Arc<Written>,
 }
 
 /// One connection, shared by its two ends.

@@ -160,6 +160,8 @@ fn kind(e: &Event) -> RowKind {
         },
         EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
         EventKind::ConnClosed { .. } | EventKind::RawPeerClosed { .. } => RowKind::Frame,
+        EventKind::ConnResetSent { .. } => RowKind::Connection,
+        EventKind::FramesUndelivered { .. } => RowKind::DroppedFrame,
         EventKind::ConnectStarted { .. }
         | EventKind::ConnectWaiting { .. }
         | EventKind::Connected { .. }
@@ -204,9 +206,9 @@ fn shown(e: &Event, options: &RenderOptions) -> bool {
         EventKind::FrameReleased { .. }
         | EventKind::FrameNeverLeft { .. }
         | EventKind::ProtocolError { .. } => options.frames,
-        EventKind::ConnClosed { .. } | EventKind::RawPeerClosed { .. } => {
-            options.frames && options.noise
-        }
+        EventKind::ConnClosed { .. }
+        | EventKind::RawPeerClosed { .. }
+        | EventKind::ConnResetSent { .. } => options.frames && options.noise,
         // A dial that waited for a partition or a pause says why a call
         // waited and when its channel came back: shown by default. Other
         // dials are routine (`connections` shows them).
@@ -561,6 +563,25 @@ fn line(e: &Event) -> (String, String) {
             ),
         ),
         EventKind::ConnClosed { conn, to } => (format!("{host}→{to}"), format!("c{conn} closed")),
+        EventKind::ConnResetSent {
+            conn,
+            to,
+            read,
+            unread,
+        } => (
+            format!("{host}→{to}"),
+            words::reset_sent(*conn, &host, to, *read, *unread),
+        ),
+        EventKind::FramesUndelivered {
+            conn,
+            to,
+            frames,
+            more,
+            cause,
+        } => (
+            format!("{host}→{to}"),
+            words::undelivered(*conn, &host, to, frames, *more, *cause),
+        ),
         EventKind::RawPeerClosed { conn, to, reset } => (
             format!("{host}→{to}"),
             if *reset {

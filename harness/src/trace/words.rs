@@ -10,7 +10,8 @@ use std::fmt::{self, Write as _};
 
 use super::fmt_duration;
 use crate::recorder::event::{
-    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
+    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader,
+    UndeliveredCause, WaitingFor,
 };
 use crate::recorder::fields::hex;
 use crate::wire::{BlockKind, FrameType};
@@ -143,6 +144,62 @@ impl fmt::Display for WaitingFor {
                 }
             }
         }
+    }
+}
+
+/// `c2 reset: store closed it with 120 bytes from mallory unread (RST, RFC
+/// 9293 §3.10.4; 57 read)`; for a raw peer, whose writes are not counted,
+/// `… with bytes from mallory unread …`.
+pub(crate) fn reset_sent(
+    conn: u32,
+    host: &str,
+    to: &str,
+    read: u64,
+    unread: Option<u64>,
+) -> String {
+    let unread = match unread {
+        Some(1) => "1 byte".to_owned(),
+        Some(n) => format!("{n} bytes"),
+        None => "bytes".to_owned(),
+    };
+    format!(
+        "c{conn} reset: {host} closed it with {unread} from {to} unread (RST, RFC 9293 §3.10.4; \
+         {read} read)"
+    )
+}
+
+/// `c2 s0 GOAWAY never delivered: store had reset the connection`, or for
+/// several `c2 never delivered: s0 GOAWAY, s1 RST_STREAM and 3 more frames:
+/// …`.
+pub(crate) fn undelivered(
+    conn: u32,
+    host: &str,
+    to: &str,
+    frames: &[(u32, FrameType)],
+    more: u32,
+    cause: UndeliveredCause,
+) -> String {
+    let why = match cause {
+        UndeliveredCause::OwnReset => {
+            format!("{host} had reset the connection (closed with unread bytes)")
+        }
+        UndeliveredCause::PeerReset => format!("{to} had reset the connection"),
+        UndeliveredCause::SocketGone => {
+            format!("the socket was gone (reset by {to}, as far as the socket says)")
+        }
+    };
+    let named: Vec<String> = frames.iter().map(|(s, f)| format!("s{s} {f}")).collect();
+    match (named.as_slice(), more) {
+        ([one], 0) => format!("c{conn} {one} never delivered: {why}"),
+        (_, 0) => format!("c{conn} never delivered: {}: {why}", named.join(", ")),
+        (_, 1) => format!(
+            "c{conn} never delivered: {} and 1 more frame: {why}",
+            named.join(", ")
+        ),
+        (_, n) => format!(
+            "c{conn} never delivered: {} and {n} more frames: {why}",
+            named.join(", ")
+        ),
     }
 }
 

@@ -87,6 +87,11 @@ impl RawRead {
                 true
             }
             Read::End | Read::Reset => {
+                self.decoder.finish(&mut self.events);
+                let events = std::mem::take(&mut self.events);
+                for event in &events {
+                    self.record(event);
+                }
                 self.shared.recorder.push(
                     &self.peer,
                     EventKind::RawPeerClosed {
