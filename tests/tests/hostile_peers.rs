@@ -504,3 +504,102 @@ fn a_raw_turmoil_stream_is_recorded_where_the_server_reads_it() {
     // The store reset; how much mallory had sent is not known.
     assert_eq!(reset_sent(&trace, "store"), Some(None), "{render}");
 }
+
+/// A store whose Save is 100 ms slow, and a player whose one Save carries
+/// `grpc-timeout: <value>` set by hand, as a broken or hostile client
+/// would send it.
+fn save_with_raw_timeout(value: &'static str) -> Trace {
+    use grpc_chaos_scenarios::services::pb::{store_client::StoreClient, SaveRequest};
+    let mut sim = Sim::builder().seed(12).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(
+        grpc_chaos::Fault::handler("store")
+            .method(grpc_chaos_scenarios::services::SAVE)
+            .delay(ms(100)),
+    );
+    sim.client("player", move |c| async move {
+        let mut req = tonic::Request::new(SaveRequest::default());
+        req.metadata_mut().insert("grpc-timeout", value.parse()?);
+        let _ = StoreClient::new(c.channel("store")).save(req).await;
+        Ok(())
+    });
+    sim.run().expect("run")
+}
+
+#[test]
+fn a_malformed_grpc_timeout_is_recorded_with_what_tonic_made_of_it() {
+    // Not a timeout at all: tonic's server ignores it, and the save runs
+    // its 100 ms to the end.
+    let trace = save_with_raw_timeout("5x");
+    let render = trace.render();
+    assert!(
+        render
+            .contains("player→store         c1 s1 HEADERS POST /tt.v1.Store/Save grpc-timeout=5x"),
+        "the frame shows it as sent: {render}"
+    );
+    assert!(
+        render.contains(
+            "store                h1 handler /tt.v1.Store/Save: grpc-timeout \"5x\" is invalid \
+             (1-8 digits and a unit H M S m u n, PROTOCOL-HTTP2); tonic's server ignores it: no \
+             deadline"
+        ),
+        "{render}"
+    );
+    let call = trace.calls_from("player").next().expect("one call");
+    assert_eq!(call.outcome().map(|o| o.code), Some("OK"), "{render}");
+    let json: serde_json::Value = serde_json::from_str(&trace.to_json()).expect("json");
+    let invalid = json["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["event"] == "grpc_timeout_invalid")
+        .expect("recorded");
+    assert_eq!(invalid["raw"], "5x");
+    assert!(invalid["tonic_reads_us"].is_null());
+
+    // Malformed to the spec (a sign), but tonic's parse takes it: 5 ms,
+    // and its server's timer ends the save (CANCELLED "Timeout expired").
+    let trace = save_with_raw_timeout("+5m");
+    let render = trace.render();
+    assert!(
+        render.contains("grpc-timeout \"+5m\" is invalid (1-8 digits and a unit H M S m u n, PROTOCOL-HTTP2); tonic's server reads it as 5ms"),
+        "{render}"
+    );
+    let call = trace.calls_from("player").next().expect("one call");
+    let outcome = call.outcome().expect("ended");
+    assert_eq!(
+        (outcome.code, outcome.message.as_str()),
+        ("CANCELLED", "Timeout expired"),
+        "{render}"
+    );
+}
+
+#[test]
+fn a_huge_grpc_message_is_cut_in_renders_and_kept_in_the_json() {
+    use grpc_chaos_scenarios::services::pb::{store_client::StoreClient, SaveRequest};
+    let huge = "m".repeat(100_000);
+    let mut sim = Sim::builder().seed(13).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(
+        grpc_chaos::Fault::handler("store")
+            .method(grpc_chaos_scenarios::services::SAVE)
+            .abort(tonic::Code::Internal, huge.clone()),
+    );
+    sim.client("player", |c| async move {
+        let _ = StoreClient::new(c.channel("store"))
+            .save(SaveRequest::default())
+            .await;
+        Ok(())
+    });
+    let trace = sim.run().expect("run");
+    let render = trace.render_with(&RenderOptions::everything());
+    let limit = grpc_chaos::trace::PEER_STRING_LIMIT;
+    let cut = format!("{:?}… {} bytes more", &huge[..limit], huge.len() - limit);
+    assert!(render.contains(&format!("grpc-message={cut}")), "{render}");
+    let longest = render.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 1_000, "every row stays short: {longest}");
+    assert!(render.len() < 20_000, "{} bytes", render.len());
+    assert!(trace.render_html().len() < 200_000);
+    // The JSON and the typed events keep every byte.
+    assert!(trace.to_json().contains(&huge));
+}

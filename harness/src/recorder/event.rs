@@ -717,6 +717,24 @@ pub enum EventKind {
         #[serde(rename = "delay_us", serialize_with = "micros")]
         delay: Duration,
     },
+    /// A request arrived with a `grpc-timeout` the gRPC spec does not allow
+    /// (`PROTOCOL-HTTP2.md` "Requests": 1 to 8 ASCII digits, then `H`, `M`,
+    /// `S`, `m`, `u` or `n`), so its `HandlerStarted` has no timeout.
+    /// Recorded on the server right after that `HandlerStarted`.
+    GrpcTimeoutInvalid {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// The value as sent (invalid UTF-8 replaced by U+FFFD).
+        raw: String,
+        /// What tonic's server reads it as (`tonic/src/transport/service/grpc_timeout.rs`):
+        /// none when it ignores it and runs without a deadline of its own,
+        /// else the deadline it applies (a leading `+` passes tonic's
+        /// parse), *simulated* time.
+        #[serde(rename = "tonic_reads_us", serialize_with = "opt_micros")]
+        tonic_reads: Option<Duration>,
+    },
     /// A request arrived with `grpc-previous-rpc-attempts` (gRFC A6): the
     /// server's view of a retry. Recorded on the server right after its
     /// `HandlerStarted`.
@@ -827,7 +845,8 @@ impl EventKind {
             | Self::HandlerFinished { run, .. }
             | Self::HandlerDropped { run, .. }
             | Self::HandlerPanicked { run, .. }
-            | Self::FaultFired { run, .. } => (0, run.0),
+            | Self::FaultFired { run, .. }
+            | Self::GrpcTimeoutInvalid { run, .. } => (0, run.0),
             Self::CallStarted { call, .. }
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. } => (1, call.0),

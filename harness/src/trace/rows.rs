@@ -146,6 +146,7 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::HandlerFinished { .. }
         | EventKind::HandlerDropped { .. }
         | EventKind::HandlerPanicked { .. } => RowKind::Handler,
+        EventKind::GrpcTimeoutInvalid { .. } => RowKind::Handler,
         EventKind::RetryAttempt { .. }
         | EventKind::RetryArrived { .. }
         | EventKind::RetryDecision { .. } => RowKind::Retry,
@@ -468,7 +469,7 @@ fn line(e: &Event) -> (String, String) {
             let msg = if message.is_empty() {
                 String::new()
             } else {
-                format!(" {message:?}")
+                format!(" {}", words::quoted(message))
             };
             (
                 host,
@@ -482,9 +483,10 @@ fn line(e: &Event) -> (String, String) {
             host,
             format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
         ),
-        EventKind::HandlerPanicked { run, path, message } => {
-            (host, format!("{run} handler {path} panicked: {message:?}"))
-        }
+        EventKind::HandlerPanicked { run, path, message } => (
+            host,
+            format!("{run} handler {path} panicked: {}", words::quoted(message)),
+        ),
         EventKind::Frame {
             conn,
             to,
@@ -654,6 +656,18 @@ fn line(e: &Event) -> (String, String) {
             };
             (format!("{host}→{target}"), text)
         }
+        EventKind::GrpcTimeoutInvalid {
+            run,
+            path,
+            raw,
+            tonic_reads,
+        } => (
+            host,
+            format!(
+                "{run} handler {path}: {}",
+                words::invalid_timeout(raw, *tonic_reads)
+            ),
+        ),
         EventKind::RetryArrived {
             run,
             path,
@@ -725,7 +739,7 @@ pub(crate) fn said(o: &Outcome) -> String {
     if o.message.is_empty() {
         o.code.to_owned()
     } else {
-        format!("{} {:?}", o.code, o.message)
+        format!("{} {}", o.code, words::quoted(&o.message))
     }
 }
 

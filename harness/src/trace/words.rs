@@ -16,6 +16,46 @@ use crate::recorder::event::{
 use crate::recorder::fields::hex;
 use crate::wire::{BlockKind, FrameType};
 
+/// The most octets of one peer-controlled string (a header value, a
+/// `grpc-message`, a GOAWAY's debug data, a status message) a render
+/// prints: the rest is cut at a character boundary and counted, `…
+/// 1843 bytes more`. A hostile peer's 2 MB `grpc-message` stays one short
+/// row in the text and the HTML page; the JSON ([`Trace::to_json`]) and
+/// the typed events keep every byte.
+///
+/// [`Trace::to_json`]: crate::Trace::to_json
+pub const PEER_STRING_LIMIT: usize = 256;
+
+/// `s` cut to [`PEER_STRING_LIMIT`] octets, with what was cut counted.
+pub(crate) fn capped(s: &str) -> std::borrow::Cow<'_, str> {
+    match split_at_limit(s) {
+        (_, 0) => std::borrow::Cow::Borrowed(s),
+        (head, more) => std::borrow::Cow::Owned(format!("{head}… {more} bytes more")),
+    }
+}
+
+/// `s` quoted (Rust's `{:?}`, as the trace quotes messages), cut to
+/// [`PEER_STRING_LIMIT`] octets first: `"aaaa"… 1843 bytes more`.
+pub(crate) fn quoted(s: &str) -> String {
+    match split_at_limit(s) {
+        (head, 0) => format!("{head:?}"),
+        (head, more) => format!("{head:?}… {more} bytes more"),
+    }
+}
+
+/// The first [`PEER_STRING_LIMIT`] octets of `s` (fewer, to end on a
+/// character boundary), and how many octets follow.
+fn split_at_limit(s: &str) -> (&str, usize) {
+    if s.len() <= PEER_STRING_LIMIT {
+        return (s, 0);
+    }
+    let mut cut = PEER_STRING_LIMIT;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    (&s[..cut], s.len() - cut)
+}
+
 /// A frame's text after its type in the timeline: the payload, the flags
 /// the type shows, and the rule an injected frame breaks. `16384 bytes
 /// END_STREAM`, `ack 0000000000000001`, `POST /tt.v1.Store/Save
@@ -78,7 +118,7 @@ impl fmt::Display for FrameDetail {
             } => {
                 write!(f, "{code} last-stream-id={last_stream_id}")?;
                 if !debug.is_empty() {
-                    write!(f, " {:?}", String::from_utf8_lossy(debug))?;
+                    write!(f, " {}", quoted(&String::from_utf8_lossy(debug)))?;
                 }
                 Ok(())
             }
@@ -95,7 +135,7 @@ impl fmt::Display for FrameDetail {
 /// pseudo-header).
 impl fmt::Display for HeaderFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let pseudo = |h| self.get(h).unwrap_or("?");
+        let pseudo = |h| capped(self.get(h).unwrap_or("?"));
         match self.kind() {
             BlockKind::Request => write!(
                 f,
@@ -110,9 +150,9 @@ impl fmt::Display for HeaderFields {
         for (field, value) in self.iter().filter(|(h, _)| !h.is_pseudo()) {
             let name = field.name();
             if field == ShownHeader::GrpcMessage {
-                write!(f, " {name}={value:?}")?;
+                write!(f, " {name}={}", quoted(value))?;
             } else {
-                write!(f, " {name}={value}")?;
+                write!(f, " {name}={}", capped(value))?;
             }
         }
         Ok(())
@@ -201,6 +241,20 @@ pub(crate) fn undelivered(
             named.join(", ")
         ),
     }
+}
+
+/// `grpc-timeout "5x" is invalid (1-8 digits and a unit H M S m u n,
+/// PROTOCOL-HTTP2); tonic's server ignores it: no deadline`, or `…; tonic's
+/// server reads it as 5ms`.
+pub(crate) fn invalid_timeout(raw: &str, tonic_reads: Option<std::time::Duration>) -> String {
+    let tonic = match tonic_reads {
+        None => "tonic's server ignores it: no deadline".to_owned(),
+        Some(d) => format!("tonic's server reads it as {}", fmt_duration(d)),
+    };
+    format!(
+        "grpc-timeout {:?} is invalid (1-8 digits and a unit H M S m u n, PROTOCOL-HTTP2); {tonic}",
+        capped(raw)
+    )
 }
 
 /// `ok`, `strike 1/2` (the 1st strike of the 2 tolerated), `too_many_pings`,
@@ -374,5 +428,43 @@ mod tests {
             ),
             "CANCEL, invalid: RST_STREAM on stream 0 (RFC 9113 §6.4)"
         );
+    }
+
+    #[test]
+    fn a_peer_string_past_the_limit_is_cut_and_counted() {
+        let huge = "é".repeat(1_000_000); // 2 MB, two octets a character
+        let trailers = HeaderFields::new(
+            BlockKind::TrailersOnly,
+            [
+                (ShownHeader::GrpcStatus, "13"),
+                (ShownHeader::GrpcMessage, huge.as_str()),
+            ],
+        );
+        let shown = trailers.to_string();
+        let head = "é".repeat(PEER_STRING_LIMIT / 2);
+        assert_eq!(
+            shown,
+            format!(
+                "trailers-only grpc-status=13 grpc-message={head:?}… {} bytes more",
+                2_000_000 - PEER_STRING_LIMIT
+            )
+        );
+        assert!(shown.len() < 400);
+        // A cut inside a character moves back to its start.
+        let odd = format!("a{huge}");
+        assert_eq!(
+            capped(&odd),
+            format!("a{}… {} bytes more", "é".repeat(127), 2_000_001 - 255)
+        );
+        let goaway = FrameDetail::GoAway {
+            last_stream_id: 0,
+            code: ErrorCode::NoError,
+            debug: vec![b'x'; 10_000].into(),
+        };
+        assert!(goaway.to_string().ends_with("… 9744 bytes more"));
+        // At the limit, nothing is cut.
+        let exact = "b".repeat(PEER_STRING_LIMIT);
+        assert_eq!(capped(&exact), exact);
+        assert_eq!(quoted(&exact), format!("{exact:?}"));
     }
 }
