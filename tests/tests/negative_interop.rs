@@ -192,7 +192,8 @@ fn run(case: Case) -> Run {
             .map(|_| tokio::spawn(save(store.clone())))
             .collect();
         for call in calls {
-            out.borrow_mut().push(call.await?);
+            let code = call.await?;
+            out.borrow_mut().push(code);
         }
         Ok(())
     });
