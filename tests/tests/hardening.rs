@@ -270,8 +270,21 @@ fn half_a_preface_then_a_stall_holds_only_that_connection() {
         "closed at {close:?}: {render}"
     );
     assert!(!seen.closed, "still open after 3s: {seen:?}");
-    // Half a preface is neither a frame nor (yet) an error.
-    assert_eq!(from_mallory(&trace), (vec![], 0), "{render}");
+    // Half a preface is neither a frame nor an error while mallory
+    // stalls; when its end closes, the unfinished preface is.
+    assert_eq!(from_mallory(&trace), (vec![], 1), "{render}");
+    assert!(
+        render.contains(
+            "mallory→store        c2 protocol error at byte 0: connection ended after 12 of 24 \
+             preface octets (RFC 9113 §3.4)"
+        ),
+        "{render}"
+    );
+    let error_at = trace.events_on("mallory").find_map(|e| match &e.kind {
+        EventKind::ProtocolError { .. } => Some(e.at),
+        _ => None,
+    });
+    assert!(error_at.is_some_and(|t| t >= ms(3_000)), "{render}");
     assert_eq!(seen.frame_types(), [4], "{seen:?}");
     assert!(trace.ended_at() >= ms(3_000), "mallory stalled 3s");
     assert_player_fine(&trace);
