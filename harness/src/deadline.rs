@@ -117,9 +117,58 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     })
 }
 
+/// What tonic 0.14.9's server makes of a `grpc-timeout` value (read in
+/// `transport/service/grpc_timeout.rs`, `try_parse_grpc_timeout`): the
+/// header must be visible ASCII and non-empty; its last octet is the unit,
+/// the rest at most 8 octets that Rust's `u64::from_str` accepts. That is
+/// the spec's rule with one difference: a leading `+` passes (`+5m` is
+/// 5 ms to tonic, malformed to the spec). `None`: tonic ignores the header
+/// and runs the call with no deadline of its own (it logs at TRACE).
+pub(crate) fn tonic_reads_grpc_timeout(raw: &[u8]) -> Option<Duration> {
+    let value = std::str::from_utf8(raw).ok()?;
+    // `HeaderValue::to_str`: visible ASCII (and tab) only.
+    if value.is_empty() || !value.bytes().all(|b| b == b'\t' || (32..127).contains(&b)) {
+        return None;
+    }
+    let (digits, unit) = value.split_at(value.len() - 1);
+    if digits.len() > 8 {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tonic_reads_what_the_spec_reads_and_a_leading_plus() {
+        for ok in ["500m", "1S", "99999999n", "0u"] {
+            assert_eq!(
+                tonic_reads_grpc_timeout(ok.as_bytes()),
+                parse_grpc_timeout(ok)
+            );
+        }
+        assert_eq!(parse_grpc_timeout("+5m"), None);
+        assert_eq!(
+            tonic_reads_grpc_timeout(b"+5m"),
+            Some(Duration::from_millis(5))
+        );
+        for bad in ["5x", "m", "", "123456789m", "-5m", "5 m", "\u{e9}5m"] {
+            assert_eq!(tonic_reads_grpc_timeout(bad.as_bytes()), None, "{bad:?}");
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
+        }
+        assert_eq!(tonic_reads_grpc_timeout(&[0xff, b'm']), None);
+    }
 
     #[test]
     fn parses_every_unit() {

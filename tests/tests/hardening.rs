@@ -3,13 +3,15 @@
 //!
 //! The misbehaving peer is a client host that opens a raw
 //! `turmoil::net::TcpStream` to a sim server's port (50051) and writes bytes
-//! no HTTP/2 client would. Its own bytes bypass the wire tap (it never went
-//! through `Host::channel`); what is tapped — and must show in the trace —
-//! is the tonic server's reaction on the way back.
+//! no HTTP/2 client would. Its own bytes pass no writer task (it never went
+//! through `Host::channel` or `Host::raw_connect`), so the server end of the
+//! connection records them as it reads them (`Fate::ReadAtReceiver`); the
+//! tonic server's reaction on the way back is tapped at the sender. Both
+//! must show in the trace.
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{FrameDetail, FrameFlags};
+use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags};
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{Event, EventKind, Sim, Trace};
@@ -152,11 +154,13 @@ fn frames_to(trace: &Trace, to: &str) -> Vec<Recorded> {
         .collect()
 }
 
-/// Whether the trace records `host` closing its end of a connection to `to`.
+/// Whether the trace records `host` closing its end of a connection to
+/// `to`, with a FIN or a reset.
 fn closed(trace: &Trace, host: &str, to: &str) -> bool {
-    trace
-        .events_on(host)
-        .any(|e| matches!(&e.kind, EventKind::ConnClosed { to: t, .. } if t == to))
+    trace.events_on(host).any(|e| {
+        matches!(&e.kind, EventKind::ConnClosed { to: t, .. }
+            | EventKind::ConnResetSent { to: t, .. } if t == to)
+    })
 }
 
 /// The server's protocol errors (malformed frames it wrote) toward `to`.
@@ -165,6 +169,30 @@ fn protocol_errors(trace: &Trace, to: &str) -> usize {
         .events_on("store")
         .filter(|e| matches!(&e.kind, EventKind::ProtocolError { to: t, .. } if t == to))
         .count()
+}
+
+/// What the raw peer wrote, as the server read it: frames and protocol
+/// errors recorded at mallory.
+fn from_mallory(trace: &Trace) -> (Vec<Recorded>, usize) {
+    let mut frames = Vec::new();
+    let mut errors = 0;
+    for e in trace.events_on("mallory") {
+        match &e.kind {
+            EventKind::Frame {
+                frame,
+                flags,
+                detail,
+                fate,
+                ..
+            } => {
+                assert_eq!(*fate, Fate::ReadAtReceiver, "{e:?}");
+                frames.push((*frame, *flags, detail.clone()));
+            }
+            EventKind::ProtocolError { to, .. } if to == "store" => errors += 1,
+            _ => {}
+        }
+    }
+    (frames, errors)
 }
 
 /// Every save of the player succeeded, all on its one connection (`c1`,
@@ -194,21 +222,32 @@ fn garbage_instead_of_a_preface_is_refused_and_recorded() {
     let frames = frames_to(&trace, "mallory");
     // h2 writes its SETTINGS before reading the preface (RFC 9113 §3.4),
     // then drops the connection on a bad one, without a GOAWAY: the close
-    // is the whole reaction, and the trace must have it.
+    // is the whole reaction, and the trace must have it. It read the 24
+    // octets a preface has and left the rest of mallory's write unread, so
+    // the close is a reset (turmoil, as TCP, RFC 9293 §3.10.4), not a FIN.
     assert_eq!(frames, [settings()], "{render}");
     assert!(closed(&trace, "store", "mallory"), "{render}");
     assert!(
-        render.contains("store→mallory        c2 closed"),
+        render.contains(
+            "store→mallory        c2 reset: store closed it with bytes from mallory unread \
+             (RST, RFC 9293 §3.10.4; 24 read)"
+        ),
         "{render}"
     );
     assert!(
-        !trace.render().contains("c2 closed"),
+        !trace.render().contains("c2 reset"),
         "closes are noise in the default render"
     );
     assert!(seen.closed, "the server closed the connection: {seen:?}");
     assert_eq!(seen.frame_types(), [4], "mallory got SETTINGS: {seen:?}");
     // What the server wrote is well-formed HTTP/2.
     assert_eq!(protocol_errors(&trace, "mallory"), 0, "{render}");
+    // What mallory wrote is in the trace too: a preface that is not one.
+    assert_eq!(from_mallory(&trace), (vec![], 1), "{render}");
+    assert!(
+        render.contains("mallory→store        c2 protocol error at byte 0: "),
+        "{render}"
+    );
     assert_player_fine(&trace);
 }
 
@@ -231,6 +270,21 @@ fn half_a_preface_then_a_stall_holds_only_that_connection() {
         "closed at {close:?}: {render}"
     );
     assert!(!seen.closed, "still open after 3s: {seen:?}");
+    // Half a preface is neither a frame nor an error while mallory
+    // stalls; when its end closes, the unfinished preface is.
+    assert_eq!(from_mallory(&trace), (vec![], 1), "{render}");
+    assert!(
+        render.contains(
+            "mallory→store        c2 protocol error at byte 0: connection ended after 12 of 24 \
+             preface octets (RFC 9113 §3.4)"
+        ),
+        "{render}"
+    );
+    let error_at = trace.events_on("mallory").find_map(|e| match &e.kind {
+        EventKind::ProtocolError { .. } => Some(e.at),
+        _ => None,
+    });
+    assert!(error_at.is_some_and(|t| t >= ms(3_000)), "{render}");
     assert_eq!(seen.frame_types(), [4], "{seen:?}");
     assert!(trace.ended_at() >= ms(3_000), "mallory stalled 3s");
     assert_player_fine(&trace);
@@ -284,6 +338,19 @@ fn malformed_frame_after_a_valid_preface_gets_goaway() {
     assert!(seen.closed, "{seen:?}");
     assert_eq!(seen.frame_types(), [4, 4, 7], "{seen:?}");
     assert_eq!(protocol_errors(&trace, "mallory"), 0, "{render}");
+    // Both sides: mallory's valid SETTINGS and its bad PING, as read.
+    let empty = FrameDetail::Settings {
+        values: Box::new([]),
+    };
+    assert_eq!(
+        from_mallory(&trace),
+        (vec![(FrameType::Settings, FrameFlags::NONE, empty)], 1),
+        "{render}"
+    );
+    assert!(
+        render.contains("mallory→store        c2 protocol error at byte 33: PING of 4 octets"),
+        "{render}"
+    );
     assert_player_fine(&trace);
 }
 

@@ -20,6 +20,51 @@ pin_project! {
         // The response's HTTP status: what tonic maps to a gRPC code when
         // no `grpc-status` comes.
         http: http::StatusCode,
+        // Where the DATA so far stands in gRPC's length-prefixed messages.
+        messages: Messages,
+    }
+}
+
+/// Where a response's DATA stands in gRPC's Length-Prefixed-Messages
+/// (`PROTOCOL-HTTP2.md`: a flag octet, a 4-octet length, the message):
+/// tonic's decoder reports a body that ends inside one as INTERNAL
+/// "Unexpected EOF decoding stream." (tonic 0.14.9 `codec/decode.rs`),
+/// before it looks for trailers, so the recorded end must say that too.
+#[derive(Debug, Default)]
+struct Messages {
+    /// Octets of the current prefix seen (0..5), and the prefix so far.
+    prefix: usize,
+    len: [u8; 4],
+    /// Octets of the current message still to come.
+    body: u64,
+}
+
+impl Messages {
+    fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            if self.body > 0 {
+                let take = data
+                    .len()
+                    .min(usize::try_from(self.body).unwrap_or(usize::MAX));
+                self.body -= take as u64;
+                data = &data[take..];
+                continue;
+            }
+            if self.prefix > 0 {
+                self.len[self.prefix - 1] = data[0];
+            }
+            self.prefix += 1;
+            data = &data[1..];
+            if self.prefix == 5 {
+                self.prefix = 0;
+                self.body = u64::from(u32::from_be_bytes(self.len));
+            }
+        }
+    }
+
+    /// Whether the DATA ended inside a message (its prefix or its body).
+    fn inside(&self) -> bool {
+        self.prefix > 0 || self.body > 0
     }
 }
 
@@ -29,6 +74,7 @@ impl RecordedBody {
             inner,
             guard: Some(guard),
             http,
+            messages: Messages::default(),
         }
     }
 
@@ -37,6 +83,7 @@ impl RecordedBody {
             inner,
             guard: None,
             http: http::StatusCode::OK,
+            messages: Messages::default(),
         }
     }
 }
@@ -91,11 +138,18 @@ impl HttpBody for RecordedBody {
         if let Some(guard) = this.guard.as_mut() {
             match &frame {
                 Some(Ok(f)) => {
+                    if let Some(data) = f.data_ref() {
+                        this.messages.feed(data);
+                    }
                     if let Some(trailers) = f.trailers_ref() {
                         guard.finish(&inferred_status(Some(trailers), *this.http));
                     }
                 }
                 Some(Err(status)) => guard.finish(status),
+                // tonic's decoder fails a body cut inside a message first.
+                None if this.messages.inside() => {
+                    guard.finish(&tonic::Status::internal("Unexpected EOF decoding stream."));
+                }
                 None => guard.finish(&inferred_status(None, *this.http)),
             }
         }
@@ -108,5 +162,29 @@ impl HttpBody for RecordedBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Messages;
+
+    #[test]
+    fn a_body_cut_inside_a_message_is_told_from_one_cut_between() {
+        let mut m = Messages::default();
+        m.feed(&[0, 0, 0, 0, 2, 8]);
+        assert!(m.inside(), "one octet of two");
+        m.feed(&[7]);
+        assert!(!m.inside(), "whole");
+        m.feed(&[0, 0]);
+        assert!(m.inside(), "inside the next prefix");
+        m.feed(&[0, 0, 0]);
+        assert!(!m.inside(), "an empty message is whole at its prefix");
+        // Split anywhere, the same answer.
+        let mut split = Messages::default();
+        for b in [0u8, 0, 0, 1, 0, 9, 9] {
+            split.feed(&[b]);
+        }
+        assert!(split.inside(), "256-octet message, 2 seen");
     }
 }

@@ -12,7 +12,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
-use super::tap::{reset_error, spawn_writer, DirectionTap, KeepaliveConn, Reset};
+use super::tap::ends::CloseEnd;
+use super::tap::{reset_error, spawn_writer, DirectionTap, KeepaliveConn, RawRead, Read, Reset};
 use crate::sim::{lock_conn, ConnState, Shared, SharedConn};
 use crate::wire::Direction;
 
@@ -47,6 +48,9 @@ enum Write {
 /// `serve_with_incoming(_shutdown)` serves it as it serves a `TcpStream`;
 /// every byte the server writes passes the wire tap, which records its
 /// frames and applies frame faults.
+///
+/// [`Host::raw_connect`](crate::Host::raw_connect) returns the client end
+/// of one: what its owner writes passes the tap the same way.
 pub struct SimConn {
     read: turmoil::net::tcp::OwnedReadHalf,
     write: Write,
@@ -60,6 +64,13 @@ pub struct SimConn {
     /// Under link faults: reads and writes fail once a partition's
     /// `reset_after` resets the connection.
     reset: Option<(Arc<Reset>, Direction)>,
+    /// Server end, wire tap on: records what a raw client wrote, as read
+    /// (`net/tap/raw.rs`); dropped at the first read of a dialled one.
+    raw: Option<Box<RawRead>>,
+    /// Wire tap on: what its close records (`net/tap/ends.rs`).
+    close: Option<Box<CloseEnd>>,
+    /// Bytes read from the peer, octets.
+    read_bytes: u64,
 }
 
 /// Which end of a connection this is.
@@ -89,11 +100,40 @@ impl SimConn {
             keepalive: policy.map(|p| KeepaliveConn::new(p, now)),
             tap: Default::default(),
             reset: Default::default(),
+            dialled: false,
+            reset_by: [false; 2],
+            reset_note: Default::default(),
+            written: Default::default(),
         });
+        let raw = match end.direction {
+            Direction::ClientToServer => {
+                // Before the first write: the server end's first read
+                // finds it set (`net/tap/raw.rs`).
+                lock_conn(&state).dialled = true;
+                None
+            }
+            Direction::ServerToClient if end.shared.wire_tap() => Some(Box::new(RawRead::new(
+                end.shared.clone(),
+                conn,
+                end.peer.clone(),
+                end.me.clone(),
+                state.clone(),
+            ))),
+            Direction::ServerToClient => None,
+        };
         let policed = match end.direction {
             Direction::ServerToClient if policy.is_some() => Some(state.clone()),
             _ => None,
         };
+        let close = end.shared.wire_tap().then(|| {
+            Box::new(CloseEnd {
+                shared: end.shared.clone(),
+                conn,
+                peer: end.peer.clone(),
+                direction: end.direction,
+                state: state.clone(),
+            })
+        });
         let (read, write) = stream.into_split();
         let info = PeerInfo {
             peer: end.peer.clone(),
@@ -110,6 +150,9 @@ impl SimConn {
                 policed,
                 _open: None,
                 reset,
+                raw,
+                close,
+                read_bytes: 0,
             };
             return Ok((conn_end, conn));
         }
@@ -121,6 +164,9 @@ impl SimConn {
             policed,
             _open: None,
             reset,
+            raw,
+            close,
+            read_bytes: 0,
         };
         Ok((conn_end, conn))
     }
@@ -162,12 +208,55 @@ impl AsyncRead for SimConn {
                 ka.wake_reader_on_close(cx.waker());
             }
         }
-        Pin::new(&mut self.read).poll_read(cx, buf)
+        let (before, room) = (buf.filled().len(), buf.remaining() > 0);
+        let polled = Pin::new(&mut self.read).poll_read(cx, buf);
+        self.read_bytes += (buf.filled().len() - before) as u64;
+        if self.raw.is_none() {
+            return polled;
+        }
+        let read = match &polled {
+            Poll::Ready(Ok(())) if buf.filled().len() > before => {
+                Some(Read::Bytes(&buf.filled()[before..]))
+            }
+            Poll::Ready(Ok(())) if room => Some(Read::End),
+            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::ConnectionReset => Some(Read::Reset),
+            _ => None,
+        };
+        if let Some(read) = read {
+            let keep = self.raw.as_mut().is_some_and(|raw| raw.on_read(read));
+            if !keep {
+                self.raw = None;
+            }
+        }
+        polled
     }
 }
 
 fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, "connection closed")
+}
+
+impl Drop for SimConn {
+    /// A close with the peer's bytes unread is a reset (turmoil's
+    /// `ReadHalf` drop sends RST then, RFC 9293 §3.10.4): record it. A peek
+    /// that finds a byte waiting is the same test turmoil makes (its
+    /// reorder buffer aside, which in-order delivery leaves empty).
+    fn drop(&mut self) {
+        let Some(close) = self.close.take() else {
+            return;
+        };
+        if self.reset.as_ref().is_some_and(|(r, _)| r.is_reset()) {
+            return; // a partition's reset_after, recorded as such
+        }
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        let mut byte = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut byte);
+        if let Poll::Ready(Ok(n)) = Pin::new(&mut self.read).poll_peek(&mut cx, &mut buf) {
+            if n > 0 {
+                close.reset_with_unread(self.read_bytes);
+            }
+        }
+    }
 }
 
 impl AsyncWrite for SimConn {

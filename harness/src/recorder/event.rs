@@ -140,6 +140,33 @@ pub enum Fate {
     /// sequence and never retransmits, so this one never arrives either,
     /// even after the repair.
     LostBehind,
+    /// Written by a peer the harness did not wire: a client that opened a
+    /// raw `turmoil::net::TcpStream` to a sim server. Its bytes never pass
+    /// a writer task, so the frame is recorded when the server *read* it
+    /// (its time is the read's, one link latency or more after the write),
+    /// and frame faults, partitions and pauses do not act on it. Bytes the
+    /// server never read are not recorded. Open the connection with
+    /// [`Host::raw_connect`](crate::Host::raw_connect) instead to have it
+    /// recorded at the sender, like any other.
+    ReadAtReceiver,
+}
+
+/// Why frames a host wrote never left it ([`EventKind::FramesUndelivered`]):
+/// its writer found the socket gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum UndeliveredCause {
+    /// The host's own end had reset the connection: its HTTP/2 stack
+    /// dropped it with the peer's bytes unread (a `ConnResetSent` at the
+    /// host), and turmoil tore the socket down at once, its writes queued
+    /// behind included.
+    OwnReset,
+    /// The peer had reset the connection (a `ConnResetSent` at the peer).
+    PeerReset,
+    /// The socket was gone for a reason the harness did not see: a raw
+    /// peer's RST, as far as turmoil's error says (`BrokenPipe`).
+    SocketGone,
 }
 
 /// Why a connection attempt failed, as the connector saw it.
@@ -580,6 +607,61 @@ pub enum EventKind {
         /// The host at the other end.
         to: String,
     },
+    /// A host's HTTP/2 stack closed its end of a connection with bytes of
+    /// the peer it had not read: turmoil, like TCP (RFC 9293 §3.10.4),
+    /// answers with RST instead of FIN and tears the socket down at once,
+    /// so the peer's reads fail with `ConnectionReset`, what this host
+    /// still had queued never leaves (a [`EventKind::FramesUndelivered`]),
+    /// and the peer's bytes not read by now never reach this host's
+    /// application. Recorded at the host that reset, when it closed;
+    /// closes by a crash are not recorded. Shown in renders with
+    /// [`RenderOptions::noise`](crate::trace::RenderOptions::noise), like
+    /// `ConnClosed`.
+    ConnResetSent {
+        /// The connection.
+        conn: u32,
+        /// The host at the other end.
+        to: String,
+        /// Bytes of `to` this host's stack had read, octets.
+        read: u64,
+        /// Bytes `to` had put on the wire that this host never read,
+        /// octets (in flight or unread when it reset); none when `to` is a
+        /// raw peer, whose writes the harness does not count.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unread: Option<u64>,
+    },
+    /// Frames a host wrote, recorded as written, that never left it: when
+    /// its writer got to them the socket was gone (reset). The frames stay
+    /// in the trace as written; this says their fate. Recorded at the host
+    /// when its writer found out.
+    FramesUndelivered {
+        /// The connection.
+        conn: u32,
+        /// The receiving host.
+        to: String,
+        /// The first frames that never left, in order, as `(stream, type)`
+        /// (at most 8; JSON: `[[0, "GOAWAY"], …]`).
+        #[serde(serialize_with = "stream_frames")]
+        frames: Vec<(u32, FrameType)>,
+        /// How many more never left.
+        more: u32,
+        /// Why.
+        cause: UndeliveredCause,
+    },
+    /// A raw peer (a client on a raw `turmoil::net::TcpStream`, see
+    /// [`Fate::ReadAtReceiver`]) closed its end of a connection, as the
+    /// server's read saw it: end of stream (a FIN), or `ConnectionReset`
+    /// (a RST: turmoil, like TCP, sends one for a socket closed with unread
+    /// bytes, RFC 9293 §3.10.4). Recorded at the raw peer, at the
+    /// server's read.
+    RawPeerClosed {
+        /// The connection.
+        conn: u32,
+        /// The server host that saw it.
+        to: String,
+        /// A reset (RST) rather than a FIN.
+        reset: bool,
+    },
     /// Bytes on a connection that break RFC 9113; passed through untouched.
     ProtocolError {
         /// The connection.
@@ -664,6 +746,24 @@ pub enum EventKind {
         /// *simulated* time.
         #[serde(rename = "delay_us", serialize_with = "micros")]
         delay: Duration,
+    },
+    /// A request arrived with a `grpc-timeout` the gRPC spec does not allow
+    /// (`PROTOCOL-HTTP2.md` "Requests": 1 to 8 ASCII digits, then `H`, `M`,
+    /// `S`, `m`, `u` or `n`), so its `HandlerStarted` has no timeout.
+    /// Recorded on the server right after that `HandlerStarted`.
+    GrpcTimeoutInvalid {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// The value as sent (invalid UTF-8 replaced by U+FFFD).
+        raw: String,
+        /// What tonic's server reads it as (`tonic/src/transport/service/grpc_timeout.rs`):
+        /// none when it ignores it and runs without a deadline of its own,
+        /// else the deadline it applies (a leading `+` passes tonic's
+        /// parse), *simulated* time.
+        #[serde(rename = "tonic_reads_us", serialize_with = "opt_micros")]
+        tonic_reads: Option<Duration>,
     },
     /// A request arrived with `grpc-previous-rpc-attempts` (gRFC A6): the
     /// server's view of a retry. Recorded on the server right after its
@@ -775,11 +875,16 @@ impl EventKind {
             | Self::HandlerFinished { run, .. }
             | Self::HandlerDropped { run, .. }
             | Self::HandlerPanicked { run, .. }
-            | Self::FaultFired { run, .. } => (0, run.0),
+            | Self::FaultFired { run, .. }
+            | Self::GrpcTimeoutInvalid { run, .. } => (0, run.0),
             Self::CallStarted { call, .. }
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. } => (1, call.0),
-            Self::Frame { conn, .. } | Self::ConnClosed { conn, .. } => (2, *conn),
+            Self::Frame { conn, .. }
+            | Self::ConnClosed { conn, .. }
+            | Self::RawPeerClosed { conn, .. }
+            | Self::ConnResetSent { conn, .. }
+            | Self::FramesUndelivered { conn, .. } => (2, *conn),
             _ => (3, 0),
         }
     }
@@ -796,6 +901,18 @@ fn conn_id<S: serde::Serializer>(conn: &u32, s: S) -> Result<S::Ok, S::Error> {
 
 fn frame_type<S: serde::Serializer>(t: &FrameType, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(t)
+}
+
+fn stream_frames<S: serde::Serializer>(
+    frames: &[(u32, FrameType)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(frames.len()))?;
+    for (stream, frame) in frames {
+        seq.serialize_element(&(stream, frame.to_string()))?;
+    }
+    seq.end()
 }
 
 fn opt_micros<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {

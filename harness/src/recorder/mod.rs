@@ -100,6 +100,13 @@ impl Recorder {
         out
     }
 
+    /// Whether the driver is stopping or starting a host right now
+    /// ([`Recorder::while_driving_host`]): what a crash drops is not a close
+    /// the host's code made.
+    pub(crate) fn driving_host(&self) -> bool {
+        self.at_driver.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn next_call(&self) -> CallId {
         let mut s = self.state();
         s.next_call += 1;

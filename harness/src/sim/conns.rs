@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::net::{KeepaliveConn, Reset, TapPair};
+use crate::net::{KeepaliveConn, Reset, TapPair, Written};
 use crate::wire::Direction;
 
 /// A connection's (client address, server address).
@@ -24,6 +24,20 @@ pub(crate) struct ConnState {
     pub(crate) tap: TapPair,
     /// Set when a partition's `reset_after` resets the connection.
     pub(crate) reset: Arc<Reset>,
+    /// Whether the client end is the harness's own (a channel's dial, or
+    /// [`Host::raw_connect`](crate::Host::raw_connect)): its writes pass
+    /// the tap at the sender. Unset, the client is a raw
+    /// `turmoil::net::TcpStream`, and the server end records what it reads
+    /// (`net/tap/raw.rs`).
+    pub(crate) dialled: bool,
+    /// Per end (indexed by the direction it writes): it reset the
+    /// connection, closing with the peer's bytes unread (`net/tap/ends.rs`).
+    pub(crate) reset_by: [bool; 2],
+    /// Per end: its reset, for its writer task to record
+    /// (`net/tap/ends.rs`).
+    pub(crate) reset_note: [Option<crate::recorder::event::EventKind>; 2],
+    /// Bytes each direction's writer put on the wire.
+    pub(crate) written: Arc<Written>,
 }
 
 /// One connection, shared by its two ends.

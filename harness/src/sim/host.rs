@@ -204,6 +204,61 @@ impl Host {
         self.shared.release(name, Some(&self.name));
     }
 
+    /// Opens one simulated TCP connection to server host `to` (port
+    /// 50051) and hands you the socket, for a peer that speaks HTTP/2 (or
+    /// anything else) itself: a hostile or broken client, a scripted test
+    /// peer. Build its bytes with [`crate::wire::encode`].
+    ///
+    /// It is dialled as a channel's connection is (recorded as attempt 1,
+    /// waiting across a partition), and what you write passes the wire tap
+    /// at the sender like any other: each frame is recorded when written,
+    /// frame faults act on it, bytes that break RFC 9113 are recorded as
+    /// protocol errors and passed on untouched (the server's stack decides
+    /// what they mean). Reads come straight from the socket. The connection
+    /// closes when the returned [`SimConn`](crate::server::SimConn) is
+    /// dropped or shut down.
+    ///
+    /// A raw `turmoil::net::TcpStream` of your own works too, but the tap
+    /// then sees its bytes only when the server reads them
+    /// ([`Fate::ReadAtReceiver`](crate::recorder::event::Fate::ReadAtReceiver)),
+    /// and faults do not act on them.
+    ///
+    /// # Errors
+    ///
+    /// What the dial fails with: `ConnectionRefused` when nothing listens
+    /// (the host is down), `TimedOut` after a partition's `reset_after`,
+    /// `NotFound` for a name that is not a server host (the run then also
+    /// fails with a misconfiguration error listing the server hosts).
+    ///
+    /// ```
+    /// use grpc_chaos::wire::{encode, frame::PREFACE};
+    /// use grpc_chaos::{trace::RenderOptions, Sim};
+    /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// let mut sim = Sim::builder().seed(1).build();
+    /// sim.server("store", |s| s);
+    /// sim.client("mallory", |host| async move {
+    ///     let mut conn = host.raw_connect("store").await?;
+    ///     conn.write_all(PREFACE).await?;
+    ///     conn.write_all(&encode::settings(&[])).await?;
+    ///     conn.write_all(&encode::ping(false, *b"mallory!")).await?;
+    ///     let mut buf = [0u8; 256];
+    ///     let _ = conn.read(&mut buf).await?; // the server's SETTINGS …
+    ///     Ok(())
+    /// });
+    /// let render = sim.run()?.render_with(&RenderOptions::everything());
+    /// assert!(render.contains("mallory→store        c1 s0 PING 6d616c6c6f727921"), "{render}");
+    /// # Ok::<(), grpc_chaos::Error>(())
+    /// ```
+    pub async fn raw_connect(&self, to: &str) -> std::io::Result<crate::server::SimConn> {
+        let context = format!("raw_connect() on host `{}`", self.name);
+        if !self.shared.check_host(to, &context) {
+            let msg = format!("no server host `{to}`");
+            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
+        }
+        crate::net::dial(self.shared.clone(), self.name.clone(), to.into(), 1).await
+    }
+
     /// [`Host::tonic_channel`] with `Endpoint` options.
     pub fn tonic_channel_with(
         &self,

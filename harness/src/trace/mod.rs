@@ -33,6 +33,7 @@ pub use render::RenderOptions;
 pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
 pub use stalls::{Stall, StallEnd, Window};
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
+pub use words::PEER_STRING_LIMIT;
 
 use crate::recorder::event::{CallId, Event, EventKind, RunId};
 

@@ -158,11 +158,12 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::HandlerFinished { .. }
         | EventKind::HandlerDropped { .. }
         | EventKind::HandlerPanicked { .. } => RowKind::Handler,
+        EventKind::GrpcTimeoutInvalid { .. } => RowKind::Handler,
         EventKind::RetryAttempt { .. }
         | EventKind::RetryArrived { .. }
         | EventKind::RetryDecision { .. } => RowKind::Retry,
         EventKind::Frame { fate, .. } => match fate {
-            Fate::Passed => RowKind::Frame,
+            Fate::Passed | Fate::ReadAtReceiver => RowKind::Frame,
             Fate::Dropped | Fate::Lost | Fate::LostBehind => RowKind::DroppedFrame,
             Fate::Held | Fate::Delayed { .. } | Fate::Partitioned | Fate::Paused => {
                 RowKind::HeldFrame
@@ -171,7 +172,9 @@ fn kind(e: &Event) -> RowKind {
             Fate::Injected => RowKind::InjectedFrame,
         },
         EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
-        EventKind::ConnClosed { .. } => RowKind::Frame,
+        EventKind::ConnClosed { .. } | EventKind::RawPeerClosed { .. } => RowKind::Frame,
+        EventKind::ConnResetSent { .. } => RowKind::Connection,
+        EventKind::FramesUndelivered { .. } => RowKind::DroppedFrame,
         EventKind::ConnectStarted { .. }
         | EventKind::ConnectWaiting { .. }
         | EventKind::Connected { .. }
@@ -209,12 +212,16 @@ fn kind(e: &Event) -> RowKind {
 fn shown(e: &Event, options: &RenderOptions) -> bool {
     match &e.kind {
         EventKind::Frame { noise, fate, .. } => {
-            options.frames && (options.noise || !noise || *fate != Fate::Passed)
+            // A raw peer's frame is untouched by faults: noise as any other.
+            let touched = !matches!(fate, Fate::Passed | Fate::ReadAtReceiver);
+            options.frames && (options.noise || !noise || touched)
         }
         EventKind::FrameReleased { .. }
         | EventKind::FrameNeverLeft { .. }
         | EventKind::ProtocolError { .. } => options.frames,
-        EventKind::ConnClosed { .. } => options.frames && options.noise,
+        EventKind::ConnClosed { .. }
+        | EventKind::RawPeerClosed { .. }
+        | EventKind::ConnResetSent { .. } => options.frames && options.noise,
         // A dial that waited for a partition or a pause says why a call
         // waited and when its channel came back: shown by default. Other
         // dials are routine (`connections` shows them).
@@ -474,7 +481,7 @@ fn line(e: &Event) -> (String, String) {
             let msg = if message.is_empty() {
                 String::new()
             } else {
-                format!(" {message:?}")
+                format!(" {}", words::quoted(message))
             };
             (
                 host,
@@ -488,9 +495,10 @@ fn line(e: &Event) -> (String, String) {
             host,
             format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
         ),
-        EventKind::HandlerPanicked { run, path, message } => {
-            (host, format!("{run} handler {path} panicked: {message:?}"))
-        }
+        EventKind::HandlerPanicked { run, path, message } => (
+            host,
+            format!("{run} handler {path} panicked: {}", words::quoted(message)),
+        ),
         EventKind::Frame {
             conn,
             to,
@@ -527,6 +535,9 @@ fn line(e: &Event) -> (String, String) {
                 Fate::Paused => text.push_str(" [held: paused until resume]"),
                 Fate::Lost => text.push_str(" [lost in the black hole]"),
                 Fate::LostBehind => text.push_str(" [lost behind a frame the black hole dropped]"),
+                Fate::ReadAtReceiver => {
+                    let _ = write!(text, " [raw peer: recorded when {to} read it]");
+                }
             }
             (format!("{host}→{to}"), text)
         }
@@ -566,6 +577,33 @@ fn line(e: &Event) -> (String, String) {
             ),
         ),
         EventKind::ConnClosed { conn, to } => (format!("{host}→{to}"), format!("c{conn} closed")),
+        EventKind::ConnResetSent {
+            conn,
+            to,
+            read,
+            unread,
+        } => (
+            format!("{host}→{to}"),
+            words::reset_sent(*conn, &host, to, *read, *unread),
+        ),
+        EventKind::FramesUndelivered {
+            conn,
+            to,
+            frames,
+            more,
+            cause,
+        } => (
+            format!("{host}→{to}"),
+            words::undelivered(*conn, &host, to, frames, *more, *cause),
+        ),
+        EventKind::RawPeerClosed { conn, to, reset } => (
+            format!("{host}→{to}"),
+            if *reset {
+                format!("c{conn} reset by the raw peer (RST, as {to} read it)")
+            } else {
+                format!("c{conn} closed by the raw peer (FIN, as {to} read it)")
+            },
+        ),
         EventKind::ProtocolError {
             conn,
             to,
@@ -630,6 +668,18 @@ fn line(e: &Event) -> (String, String) {
             };
             (format!("{host}→{target}"), text)
         }
+        EventKind::GrpcTimeoutInvalid {
+            run,
+            path,
+            raw,
+            tonic_reads,
+        } => (
+            host,
+            format!(
+                "{run} handler {path}: {}",
+                words::invalid_timeout(raw, *tonic_reads)
+            ),
+        ),
         EventKind::RetryArrived {
             run,
             path,
@@ -701,7 +751,7 @@ pub(crate) fn said(o: &Outcome) -> String {
     if o.message.is_empty() {
         o.code.to_owned()
     } else {
-        format!("{} {:?}", o.code, o.message)
+        format!("{} {}", o.code, words::quoted(&o.message))
     }
 }
 

@@ -270,7 +270,8 @@ fn replay(trace: &Trace) -> Vec<Stall> {
                 }
                 *left
             }
-            Fate::Passed | Fate::Injected => left.map(|l| l.max(e.at)),
+            // A raw peer's frame: known only once read, so no earlier.
+            Fate::Passed | Fate::Injected | Fate::ReadAtReceiver => left.map(|l| l.max(e.at)),
         };
         let (seq, stream) = (i * 2, *stream);
         match detail {

@@ -10,10 +10,51 @@ use std::fmt::{self, Write as _};
 
 use super::fmt_duration;
 use crate::recorder::event::{
-    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
+    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader,
+    UndeliveredCause, WaitingFor,
 };
 use crate::recorder::fields::hex;
 use crate::wire::{BlockKind, FrameType};
+
+/// The most octets of one peer-controlled string (a header value, a
+/// `grpc-message`, a GOAWAY's debug data, a status message) a render
+/// prints: the rest is cut at a character boundary and counted, `…
+/// 1843 bytes more`. A hostile peer's 2 MB `grpc-message` stays one short
+/// row in the text and the HTML page; the JSON ([`Trace::to_json`]) and
+/// the typed events keep every byte.
+///
+/// [`Trace::to_json`]: crate::Trace::to_json
+pub const PEER_STRING_LIMIT: usize = 256;
+
+/// `s` cut to [`PEER_STRING_LIMIT`] octets, with what was cut counted.
+pub(crate) fn capped(s: &str) -> std::borrow::Cow<'_, str> {
+    match split_at_limit(s) {
+        (_, 0) => std::borrow::Cow::Borrowed(s),
+        (head, more) => std::borrow::Cow::Owned(format!("{head}… {more} bytes more")),
+    }
+}
+
+/// `s` quoted (Rust's `{:?}`, as the trace quotes messages), cut to
+/// [`PEER_STRING_LIMIT`] octets first: `"aaaa"… 1843 bytes more`.
+pub(crate) fn quoted(s: &str) -> String {
+    match split_at_limit(s) {
+        (head, 0) => format!("{head:?}"),
+        (head, more) => format!("{head:?}… {more} bytes more"),
+    }
+}
+
+/// The first [`PEER_STRING_LIMIT`] octets of `s` (fewer, to end on a
+/// character boundary), and how many octets follow.
+fn split_at_limit(s: &str) -> (&str, usize) {
+    if s.len() <= PEER_STRING_LIMIT {
+        return (s, 0);
+    }
+    let mut cut = PEER_STRING_LIMIT;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    (&s[..cut], s.len() - cut)
+}
 
 /// A frame's text after its type in the timeline: the payload, the flags
 /// the type shows, and the rule an injected frame breaks. `16384 bytes
@@ -77,7 +118,7 @@ impl fmt::Display for FrameDetail {
             } => {
                 write!(f, "{code} last-stream-id={last_stream_id}")?;
                 if !debug.is_empty() {
-                    write!(f, " {:?}", String::from_utf8_lossy(debug))?;
+                    write!(f, " {}", quoted(&String::from_utf8_lossy(debug)))?;
                 }
                 Ok(())
             }
@@ -94,7 +135,7 @@ impl fmt::Display for FrameDetail {
 /// pseudo-header).
 impl fmt::Display for HeaderFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let pseudo = |h| self.get(h).unwrap_or("?");
+        let pseudo = |h| capped(self.get(h).unwrap_or("?"));
         match self.kind() {
             BlockKind::Request => write!(
                 f,
@@ -109,9 +150,9 @@ impl fmt::Display for HeaderFields {
         for (field, value) in self.iter().filter(|(h, _)| !h.is_pseudo()) {
             let name = field.name();
             if field == ShownHeader::GrpcMessage {
-                write!(f, " {name}={value:?}")?;
+                write!(f, " {name}={}", quoted(value))?;
             } else {
-                write!(f, " {name}={value}")?;
+                write!(f, " {name}={}", capped(value))?;
             }
         }
         Ok(())
@@ -144,6 +185,76 @@ impl fmt::Display for WaitingFor {
             }
         }
     }
+}
+
+/// `c2 reset: store closed it with 120 bytes from mallory unread (RST, RFC
+/// 9293 §3.10.4; 57 read)`; for a raw peer, whose writes are not counted,
+/// `… with bytes from mallory unread …`.
+pub(crate) fn reset_sent(
+    conn: u32,
+    host: &str,
+    to: &str,
+    read: u64,
+    unread: Option<u64>,
+) -> String {
+    let unread = match unread {
+        Some(1) => "1 byte".to_owned(),
+        Some(n) => format!("{n} bytes"),
+        None => "bytes".to_owned(),
+    };
+    format!(
+        "c{conn} reset: {host} closed it with {unread} from {to} unread (RST, RFC 9293 §3.10.4; \
+         {read} read)"
+    )
+}
+
+/// `c2 s0 GOAWAY never delivered: store had reset the connection`, or for
+/// several `c2 never delivered: s0 GOAWAY, s1 RST_STREAM and 3 more frames:
+/// …`.
+pub(crate) fn undelivered(
+    conn: u32,
+    host: &str,
+    to: &str,
+    frames: &[(u32, FrameType)],
+    more: u32,
+    cause: UndeliveredCause,
+) -> String {
+    let why = match cause {
+        UndeliveredCause::OwnReset => {
+            format!("{host} had reset the connection (closed with unread bytes)")
+        }
+        UndeliveredCause::PeerReset => format!("{to} had reset the connection"),
+        UndeliveredCause::SocketGone => {
+            format!("the socket was gone (reset by {to}, as far as the socket says)")
+        }
+    };
+    let named: Vec<String> = frames.iter().map(|(s, f)| format!("s{s} {f}")).collect();
+    match (named.as_slice(), more) {
+        ([one], 0) => format!("c{conn} {one} never delivered: {why}"),
+        (_, 0) => format!("c{conn} never delivered: {}: {why}", named.join(", ")),
+        (_, 1) => format!(
+            "c{conn} never delivered: {} and 1 more frame: {why}",
+            named.join(", ")
+        ),
+        (_, n) => format!(
+            "c{conn} never delivered: {} and {n} more frames: {why}",
+            named.join(", ")
+        ),
+    }
+}
+
+/// `grpc-timeout "5x" is invalid (1-8 digits and a unit H M S m u n,
+/// PROTOCOL-HTTP2); tonic's server ignores it: no deadline`, or `…; tonic's
+/// server reads it as 5ms`.
+pub(crate) fn invalid_timeout(raw: &str, tonic_reads: Option<std::time::Duration>) -> String {
+    let tonic = match tonic_reads {
+        None => "tonic's server ignores it: no deadline".to_owned(),
+        Some(d) => format!("tonic's server reads it as {}", fmt_duration(d)),
+    };
+    format!(
+        "grpc-timeout {:?} is invalid (1-8 digits and a unit H M S m u n, PROTOCOL-HTTP2); {tonic}",
+        capped(raw)
+    )
 }
 
 /// `ok`, `strike 1/2` (the 1st strike of the 2 tolerated), `too_many_pings`,
@@ -317,5 +428,43 @@ mod tests {
             ),
             "CANCEL, invalid: RST_STREAM on stream 0 (RFC 9113 §6.4)"
         );
+    }
+
+    #[test]
+    fn a_peer_string_past_the_limit_is_cut_and_counted() {
+        let huge = "é".repeat(1_000_000); // 2 MB, two octets a character
+        let trailers = HeaderFields::new(
+            BlockKind::TrailersOnly,
+            [
+                (ShownHeader::GrpcStatus, "13"),
+                (ShownHeader::GrpcMessage, huge.as_str()),
+            ],
+        );
+        let shown = trailers.to_string();
+        let head = "é".repeat(PEER_STRING_LIMIT / 2);
+        assert_eq!(
+            shown,
+            format!(
+                "trailers-only grpc-status=13 grpc-message={head:?}… {} bytes more",
+                2_000_000 - PEER_STRING_LIMIT
+            )
+        );
+        assert!(shown.len() < 400);
+        // A cut inside a character moves back to its start.
+        let odd = format!("a{huge}");
+        assert_eq!(
+            capped(&odd),
+            format!("a{}… {} bytes more", "é".repeat(127), 2_000_001 - 255)
+        );
+        let goaway = FrameDetail::GoAway {
+            last_stream_id: 0,
+            code: ErrorCode::NoError,
+            debug: vec![b'x'; 10_000].into(),
+        };
+        assert!(goaway.to_string().ends_with("… 9744 bytes more"));
+        // At the limit, nothing is cut.
+        let exact = "b".repeat(PEER_STRING_LIMIT);
+        assert_eq!(capped(&exact), exact);
+        assert_eq!(quoted(&exact), format!("{exact:?}"));
     }
 }

@@ -426,8 +426,11 @@ impl Decoder {
             ),
             _ => match &self.pending {
                 Some(block) => format!(
-                    "connection ended inside the field block of stream {} (CONTINUATION expected, RFC 9113 §6.10)",
-                    block.head.stream_id
+                    "connection ended inside the field block of stream {} ({} after {} CONTINUATION frames, {} octets; CONTINUATION expected, RFC 9113 §6.10)",
+                    block.head.stream_id,
+                    block.head.ty,
+                    block.continuations.len(),
+                    block.wire
                 ),
                 None => String::new(),
             },

@@ -33,7 +33,7 @@ pub(crate) use rule::{Action, HandlerRule, Reply};
 pub use run::HandlerBody;
 use run::RunGuard;
 
-use crate::deadline::{parse_grpc_timeout, Arrival};
+use crate::deadline::{parse_grpc_timeout, tonic_reads_grpc_timeout, Arrival};
 use crate::net::PeerInfo;
 use crate::recorder::event::{CallId, EventKind, LayerSide, RunId};
 use crate::recorder::{CALL_ID_HEADER, CURRENT_RUN};
@@ -124,6 +124,21 @@ impl<S> HandlerService<S> {
                 nth,
             },
         );
+        // A grpc-timeout the spec does not allow: said, with what tonic's
+        // server makes of it (its own timer sits outside this layer).
+        if let Some(raw) = req.headers().get("grpc-timeout") {
+            if timeout.is_none() {
+                recorder.push(
+                    &self.host,
+                    EventKind::GrpcTimeoutInvalid {
+                        run,
+                        path: path.clone(),
+                        raw: String::from_utf8_lossy(raw.as_bytes()).into_owned(),
+                        tonic_reads: tonic_reads_grpc_timeout(raw.as_bytes()),
+                    },
+                );
+            }
+        }
         if let Some(previous) = req
             .headers()
             .get(PREVIOUS_ATTEMPTS)

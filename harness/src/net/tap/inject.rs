@@ -54,6 +54,7 @@ impl DirectionTap {
             hold: None,
             kept,
             link_since: keep.link_since,
+            end: self.base,
         });
     }
 

@@ -31,9 +31,11 @@
 //! SETTINGS frame passes, a frame is kept back or leaves, or a trigger
 //! matches: never for an ordinary frame.
 
+pub(crate) mod ends;
 mod inject;
 pub(crate) mod keepalive;
 mod pair;
+mod raw;
 mod react;
 mod reset;
 mod summary;
@@ -45,15 +47,17 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+pub(crate) use ends::Written;
 pub(crate) use keepalive::KeepaliveConn;
 pub(crate) use pair::{TapPair, Until, Waiting};
+pub(crate) use raw::{RawRead, Read};
 pub(crate) use reset::{reset_error, Reset};
 pub(crate) use writer::spawn_writer;
 
 use crate::fault::{FrameAction, FrameInfo, Injection};
 use crate::net::LinkState;
 use crate::policy::{Action, PingVerdict, TOO_MANY_PINGS};
-use crate::recorder::event::{EventKind, Fate, FrameDetail, KeepaliveVerdict};
+use crate::recorder::event::{EventKind, Fate, FrameDetail, KeepaliveVerdict, UndeliveredCause};
 use crate::sim::{lock_conn, Shared, SharedConn};
 use crate::wire::{self, BlockKind, Decoder, Detail, Direction, Frame, FrameType, SettingId};
 use keepalive::Judged;
@@ -70,6 +74,10 @@ pub(crate) struct Out {
     /// When it was written, if the link held bytes then (*simulated*
     /// time): the start of its wait for a partition's `reset_after`.
     pub(crate) link_since: Option<Duration>,
+    /// The offset in the sender's byte stream where these bytes end (for
+    /// injected bytes: where they were put): once they leave, the frames
+    /// recorded up to there are on the wire ([`ends::InFlight`]).
+    pub(crate) end: u64,
 }
 
 /// How a frame waits, from its own action and what queues ahead of it.
@@ -123,6 +131,10 @@ pub(crate) struct DirectionTap {
     /// The wire tap is off, but the run has link faults: record nothing,
     /// only keep bytes back while the link holds them.
     silent: bool,
+    /// Frames recorded as written that are not on the wire yet.
+    in_flight: ends::InFlight,
+    /// Bytes each direction put on the wire, shared with the other end.
+    written: Arc<Written>,
 }
 
 impl DirectionTap {
@@ -134,7 +146,10 @@ impl DirectionTap {
         to: Arc<str>,
         conn_state: SharedConn,
     ) -> Self {
-        let policed = lock_conn(&conn_state).keepalive.is_some();
+        let (policed, written) = {
+            let state = lock_conn(&conn_state);
+            (state.keepalive.is_some(), state.written.clone())
+        };
         let reacts = policed && direction == Direction::ServerToClient;
         Self {
             decoder: Decoder::new(direction),
@@ -153,6 +168,8 @@ impl DirectionTap {
             conn_state,
             policed,
             closing: false,
+            in_flight: ends::InFlight::default(),
+            written,
         }
     }
 
@@ -191,6 +208,7 @@ impl DirectionTap {
                 hold: None,
                 kept: None,
                 link_since,
+                end: 0,
             });
             return;
         }
@@ -226,6 +244,7 @@ impl DirectionTap {
                 hold: None,
                 kept: None,
                 link_since: None,
+                end: self.decoder.bytes_fed(),
             });
         } else if self.decoder.is_opaque() {
             let end = self.base + self.pending.len() as u64;
@@ -308,6 +327,7 @@ impl DirectionTap {
         match fate {
             Fate::Dropped => self.discard(end),
             _ => {
+                self.in_flight.queued(end, frame.stream_id, frame.ty);
                 let kept = keep
                     .until
                     .map(|until| self.kept(frame.stream_id, frame.ty, now, until));
@@ -594,12 +614,14 @@ impl DirectionTap {
     /// Resets the connection at both ends: what either direction kept back
     /// is discarded (it never leaves), and the reset is recorded here, at
     /// the host whose bytes waited `since` (*simulated* time).
-    pub(crate) fn reset_conn(&self, since: Duration, queue: &mut VecDeque<Out>) {
+    pub(crate) fn reset_conn(&mut self, since: Duration, queue: &mut VecDeque<Out>) {
         let (discarded, reset) = {
             let mut state = lock_conn(&self.conn_state);
             (state.tap.discard_waiting(), state.reset.clone())
         };
         queue.clear();
+        // Counted as discarded below: not named again as undelivered.
+        self.in_flight.take();
         let now = self.shared.recorder.now();
         self.record(EventKind::ConnReset {
             conn: self.conn,
@@ -608,6 +630,75 @@ impl DirectionTap {
             discarded,
         });
         reset.fire();
+    }
+
+    /// `item` is on the wire.
+    pub(crate) fn wrote(&mut self, item: &Out) {
+        self.in_flight.left(item.end);
+        self.written.add(self.decoder.direction(), item.bytes.len());
+    }
+
+    /// The sender's stream ended (its end closed, or the socket is gone):
+    /// a partial frame or an unfinished field block (a CONTINUATION flood
+    /// never ended) is recorded as a protocol error, so what the decoder
+    /// held back is in the trace.
+    pub(crate) fn finish(&mut self) {
+        if self.silent {
+            return;
+        }
+        let mut events = Vec::new();
+        self.decoder.finish(&mut events);
+        for event in &events {
+            if let wire::Event::Malformed { offset, reason, .. } = event {
+                self.record(EventKind::ProtocolError {
+                    conn: self.conn,
+                    to: self.to.to_string(),
+                    offset: *offset,
+                    reason: reason.clone(),
+                });
+            }
+        }
+    }
+
+    /// Whether the other end reset the connection.
+    pub(crate) fn peer_reset(&self) -> bool {
+        ends::cause(&self.conn_state, self.decoder.direction()) == UndeliveredCause::PeerReset
+    }
+
+    /// Records this end's reset, if its close noted one
+    /// ([`ends::CloseEnd::reset_with_unread`]); returns whether it did.
+    pub(crate) fn record_reset_note(&self) -> bool {
+        let note = ends::take_reset_note(&self.conn_state, self.decoder.direction());
+        let noted = note.is_some();
+        if let (Some(kind), false) = (note, self.silent) {
+            self.record(kind);
+        }
+        noted
+    }
+
+    /// A write failed: the socket is gone. Records this end's reset, if it
+    /// was the one that reset, then the frames recorded as written that
+    /// never left, if any, and why.
+    pub(crate) fn record_undelivered(&mut self) {
+        self.finish();
+        self.record_reset_note();
+        let frames = self.in_flight.take();
+        if frames.is_empty() || self.silent {
+            return;
+        }
+        let cause = ends::cause(&self.conn_state, self.decoder.direction());
+        let more = frames.len().saturating_sub(ends::NAMED_UNDELIVERED);
+        self.record(EventKind::FramesUndelivered {
+            conn: self.conn,
+            to: self.to.to_string(),
+            frames: frames
+                .iter()
+                .take(ends::NAMED_UNDELIVERED)
+                .map(|(_, stream, frame)| (*stream, *frame))
+                .collect(),
+            more: u32::try_from(more).unwrap_or(u32::MAX),
+            cause,
+        });
     }
 
     /// Records that the sender closed its end of the connection.
@@ -719,6 +810,7 @@ impl DirectionTap {
                 hold,
                 kept,
                 link_since,
+                end: self.base,
             });
         }
     }

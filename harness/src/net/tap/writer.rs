@@ -70,8 +70,15 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
             // both ends' reads and writes fail (`SimConn`).
             return;
         }
-        if write_due(&tap, &mut socket, &mut queue).await.is_err() {
-            return; // the peer is gone; the reader side reports it
+        if write_due(&mut tap, &mut socket, &mut queue).await.is_err() {
+            // The socket is gone (reset). What the stack still wrote is
+            // recorded as written, and with the rest, as never delivered.
+            rx.close();
+            while let Ok(bytes) = rx.try_recv() {
+                tap.on_bytes(bytes, &mut queue);
+            }
+            tap.record_undelivered();
+            return;
         }
         let now = shared.recorder.now();
         // Made before `blocked` is computed: a release in between wakes it.
@@ -87,8 +94,13 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
         let on_link = queue.front().is_some_and(|o| !tap.is_due(o, now));
         let reset_due = tap.reset_due(&queue);
         if !open && queue.is_empty() {
-            // The host's HTTP/2 stack shut its end down or dropped it.
-            tap.record_closed();
+            // The host's HTTP/2 stack shut its end down or dropped it: a
+            // FIN, or a RST when it closed with bytes unread.
+            tap.finish();
+            // After the peer's RST the socket is gone: no FIN to record.
+            if !tap.record_reset_note() && !tap.peer_reset() {
+                tap.record_closed();
+            }
             let _ = socket.shutdown().await;
             return;
         }
@@ -145,7 +157,7 @@ async fn sleep(d: Option<Duration>) {
 /// Writes every queued item that is due, in order; stops at the first that
 /// is not.
 async fn write_due<W: AsyncWrite + Unpin>(
-    tap: &DirectionTap,
+    tap: &mut DirectionTap,
     socket: &mut W,
     queue: &mut VecDeque<Out>,
 ) -> std::io::Result<()> {
@@ -159,6 +171,7 @@ async fn write_due<W: AsyncWrite + Unpin>(
             tap.record_release(kept);
         }
         socket.write_all(&item.bytes).await?;
+        tap.wrote(&item);
     }
     Ok(())
 }
