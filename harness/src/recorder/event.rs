@@ -619,6 +619,7 @@ pub enum EventKind {
     /// `ConnClosed`.
     ConnResetSent {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The host at the other end.
         to: String,
@@ -636,6 +637,7 @@ pub enum EventKind {
     /// when its writer found out.
     FramesUndelivered {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
         to: String,
@@ -656,6 +658,7 @@ pub enum EventKind {
     /// server's read.
     RawPeerClosed {
         /// The connection.
+        #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The server host that saw it.
         to: String,

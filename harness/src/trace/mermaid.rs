@@ -229,6 +229,9 @@ fn conn_of(e: &Event) -> Option<u32> {
         | EventKind::FrameNeverLeft { conn, .. }
         | EventKind::ConnClosed { conn, .. }
         | EventKind::Connected { conn, .. }
+        | EventKind::RawPeerClosed { conn, .. }
+        | EventKind::ConnResetSent { conn, .. }
+        | EventKind::FramesUndelivered { conn, .. }
         | EventKind::ProtocolError { conn, .. } => Some(*conn),
         _ => None,
     }
@@ -236,7 +239,7 @@ fn conn_of(e: &Event) -> Option<u32> {
 
 fn frame_arrow(fate: Fate) -> &'static str {
     match fate {
-        Fate::Passed | Fate::Behind { .. } => "->>",
+        Fate::Passed | Fate::Behind { .. } | Fate::ReadAtReceiver => "->>",
         Fate::Injected => "-->>",
         Fate::Dropped | Fate::Lost | Fate::LostBehind => "-x",
         Fate::Held | Fate::Delayed { .. } | Fate::Partitioned | Fate::Paused | Fate::BehindHeld => {
