@@ -157,7 +157,9 @@ fn kind(e: &Event) -> RowKind {
             }
             Fate::Behind { .. } | Fate::BehindHeld => RowKind::BehindFrame,
             Fate::Injected => RowKind::InjectedFrame,
+            Fate::Replaced { .. } | Fate::Swallowed => RowKind::DroppedFrame,
         },
+        EventKind::FrameReplaced { .. } => RowKind::InjectedFrame,
         EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
         EventKind::ConnClosed { .. } => RowKind::Frame,
         EventKind::ConnectStarted { .. }
@@ -185,6 +187,8 @@ fn kind(e: &Event) -> RowKind {
         EventKind::ProtocolError { .. } => RowKind::ProtocolError,
         EventKind::KeepalivePing { .. }
         | EventKind::KeepaliveStrikesReset { .. }
+        | EventKind::KeepaliveDataReset { .. }
+        | EventKind::PolicyClosed { .. }
         | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
         EventKind::Log { .. } => RowKind::Log,
         EventKind::CallRouted { .. } => RowKind::Call,
@@ -201,6 +205,7 @@ fn shown(e: &Event, options: &RenderOptions) -> bool {
         }
         EventKind::FrameReleased { .. }
         | EventKind::FrameNeverLeft { .. }
+        | EventKind::FrameReplaced { .. }
         | EventKind::ProtocolError { .. } => options.frames,
         EventKind::ConnClosed { .. } => options.frames && options.noise,
         // A dial that waited for a partition or a pause says why a call
@@ -515,7 +520,41 @@ fn line(e: &Event) -> (String, String) {
                 Fate::Paused => text.push_str(" [held: paused until resume]"),
                 Fate::Lost => text.push_str(" [lost in the black hole]"),
                 Fate::LostBehind => text.push_str(" [lost behind a frame the black hole dropped]"),
+                Fate::Replaced {
+                    differing,
+                    first_differing,
+                    arrived,
+                } => {
+                    let _ = write!(text, " [replaced: {}", count(*differing, "octet"));
+                    text.push_str(if *differing == 1 {
+                        " differs"
+                    } else {
+                        " differ"
+                    });
+                    if let Some(at) = first_differing {
+                        let _ = write!(text, ", first at octet {at}");
+                    }
+                    let _ = write!(text, "; {} arrived instead]", count(*arrived, "octet"));
+                }
+                Fate::Swallowed => text.push_str(" [swallowed by a connection policy]"),
             }
+            (format!("{host}→{to}"), text)
+        }
+        EventKind::FrameReplaced {
+            conn,
+            to,
+            stream,
+            frame,
+            flags,
+            detail,
+            invalid,
+        } => {
+            let mut text = format!("c{conn} s{stream} {frame}");
+            let detail = words::frame_text(*frame, *flags, detail, invalid.as_deref());
+            if !detail.is_empty() {
+                let _ = write!(text, " {detail}");
+            }
+            text.push_str(" [arrived instead]");
             (format!("{host}→{to}"), text)
         }
         EventKind::FrameReleased {
@@ -653,6 +692,27 @@ fn line(e: &Event) -> (String, String) {
                 format!("g{group} attempt {attempt} {outcome} → {decision}"),
             )
         }
+        EventKind::KeepaliveDataReset {
+            conn,
+            to,
+            cleared,
+            stream,
+        } => (
+            format!("{host}→{to}"),
+            format!(
+                "c{conn} ping strikes reset ({cleared} cleared): the server's WINDOW_UPDATE for \
+                 {to}'s DATA on s{stream}, as C-core writes it (not on the wire)"
+            ),
+        ),
+        EventKind::PolicyClosed {
+            conn,
+            to,
+            policy,
+            reason,
+        } => (
+            format!("{host}→{to}"),
+            format!("c{conn} connection closed by {policy} ({reason})"),
+        ),
         EventKind::KeepaliveClosed { conn, to, reason } => (
             format!("{host}→{to}"),
             format!("c{conn} connection closed by the keepalive policy ({reason})"),
