@@ -102,6 +102,37 @@ pub(crate) struct Judged {
     pub(crate) data_after: Option<u32>,
 }
 
+/// When C-core's window updates for client DATA are written, relative to
+/// the server frame being written ([`KeepaliveConn::window_updates`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Stage {
+    /// A PING ACK, before its PING is judged.
+    Before,
+    /// A PING ACK, after its PING was judged; `data_after` from the
+    /// judgment.
+    After { data_after: Option<u32> },
+    /// Any other server frame.
+    Write,
+}
+
+/// Up to two strike resets of one write, as `(stream, cleared)`; no
+/// allocation.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Resets([Option<(u32, u32)>; 2]);
+
+impl Resets {
+    fn push(&mut self, stream: u32, cleared: u32) {
+        if let Some(slot) = self.0.iter_mut().find(|s| s.is_none()) {
+            *slot = Some((stream, cleared));
+        }
+    }
+
+    /// The resets, in the order written.
+    pub(crate) fn iter(self) -> impl Iterator<Item = (u32, u32)> {
+        self.0.into_iter().flatten()
+    }
+}
+
 /// Keepalive state of one connection.
 pub(crate) struct KeepaliveConn {
     enforcer: Enforcer,
@@ -110,9 +141,13 @@ pub(crate) struct KeepaliveConn {
     in_flight: VecDeque<InFlight>,
     pings: u32,
     reset_since_ping: bool,
-    /// Under [`ResetOn::client_data`](super::ResetOn::client_data): the stream of a client DATA frame
-    /// whose second window update (C-core's `+5` for the next message
-    /// header) goes out with the server's next write.
+    /// Under [`ResetOn::client_data`](super::ResetOn::client_data): the
+    /// stream of a client DATA frame sent before any PING now in flight,
+    /// whose window update the server has not written yet.
+    unwritten: Option<u32>,
+    /// Likewise: the stream of a client DATA frame whose second window
+    /// update (C-core's `+5` for the next message header) goes out with
+    /// the server's next write.
     next_write_resets: Option<u32>,
 }
 
@@ -126,6 +161,7 @@ impl KeepaliveConn {
             in_flight: VecDeque::new(),
             pings: 0,
             reset_since_ping: false,
+            unwritten: None,
             next_write_resets: None,
         }
     }
@@ -136,19 +172,40 @@ impl KeepaliveConn {
         self.highest = self.highest.max(stream);
         let s = self.streams.entry(stream).or_default();
         s.client.ended |= end_stream;
+        if end_stream {
+            self.read_closed(stream);
+        }
         self.prune();
     }
 
     /// Client → server DATA with END_STREAM.
     pub(crate) fn client_ended(&mut self, stream: u32) {
         self.streams.entry(stream).or_default().client.ended = true;
+        self.read_closed(stream);
         self.prune();
     }
 
     /// Client → server RST_STREAM.
     pub(crate) fn client_reset(&mut self, stream: u32) {
         self.streams.entry(stream).or_default().client.reset = true;
+        self.read_closed(stream);
         self.prune();
+    }
+
+    /// The client closed `stream` for the server's reading before the
+    /// server wrote the window update for its DATA: C-core writes none for
+    /// a stream whose read side is closed (`writing.cc`,
+    /// `FlushWindowUpdates`: `if (s_->read_closed) return;`); a unary call's
+    /// message and END_STREAM arrive together.
+    fn read_closed(&mut self, stream: u32) {
+        if self.unwritten == Some(stream) {
+            self.unwritten = None;
+        }
+        for ping in &mut self.in_flight {
+            if ping.data_after == Some(stream) {
+                ping.data_after = None;
+            }
+        }
     }
 
     /// Client → server PING without ACK, on its way.
@@ -168,33 +225,74 @@ impl KeepaliveConn {
     }
 
     /// Client → server DATA without END_STREAM, carrying `len` octets of
-    /// flow-controlled payload, on `stream`. Under [`ResetOn::client_data`](super::ResetOn::client_data)
-    /// (C-core) the server writes a stream and a connection WINDOW_UPDATE
-    /// once it has read it, which resets strikes: at once when no PING is
-    /// in flight (the DATA arrives before any later PING), else once the
-    /// newest PING in flight was read. Returns the strikes cleared now, if
-    /// the reset happened now.
-    pub(crate) fn client_data(&mut self, stream: u32, len: u32) -> Option<u32> {
+    /// flow-controlled payload, on `stream`. Under
+    /// [`ResetOn::client_data`](super::ResetOn::client_data) (C-core) the
+    /// server writes a stream and a connection WINDOW_UPDATE once it has
+    /// read it, unless the stream's END_STREAM comes with it: noted here,
+    /// written (and strikes reset) by [`KeepaliveConn::window_updates`] when
+    /// the server next writes, in the server's order of reads: before the
+    /// next PING it reads when no PING is in flight now, else right after
+    /// the newest PING in flight.
+    pub(crate) fn client_data(&mut self, stream: u32, len: u32) {
         let open = self
             .streams
             .get(&stream)
             .is_some_and(|s| !s.client.reset && !s.server_reset && !s.client.ended);
         if !self.enforcer.policy().reset_on.client_data || len == 0 || !open {
-            return None;
+            return;
         }
-        if let Some(last) = self.in_flight.back_mut() {
-            last.data_after = Some(stream);
-            return None;
+        match self.in_flight.back_mut() {
+            Some(last) => last.data_after = Some(stream),
+            None => self.unwritten = Some(stream),
         }
-        Some(self.window_update_written(stream))
     }
 
-    /// The emulated C-core server wrote a WINDOW_UPDATE for client DATA on
-    /// `stream`: strikes reset, and the next write carries the second
-    /// update. Returns the strikes cleared.
-    fn window_update_written(&mut self, stream: u32) -> u32 {
+    /// The window updates C-core writes with a server frame of type `ty`,
+    /// each as `(stream, strikes cleared)`, in the order written: for a
+    /// PING ACK, `before` are those written before the PING was judged
+    /// (for DATA read before it) and `after` those written with the ACK
+    /// (the second update of earlier DATA, then the first for DATA read
+    /// right after the PING, `data_after`). h2's own SETTINGS and
+    /// WINDOW_UPDATE writes (at connection start, right behind the first
+    /// request) have no C-core counterpart at that moment and carry none.
+    pub(crate) fn window_updates(&mut self, ty: FrameType, stage: Stage) -> Resets {
+        let mut out = Resets::default();
+        if matches!(ty, FrameType::Settings | FrameType::WindowUpdate) {
+            return out;
+        }
+        match stage {
+            Stage::Before => {
+                if let Some(stream) = self.unwritten.take() {
+                    out.push(stream, self.first_update(stream));
+                }
+            }
+            Stage::After { data_after } => {
+                if let Some(stream) = self.next_write_resets.take() {
+                    out.push(stream, self.reset_for_data());
+                }
+                if let Some(stream) = data_after {
+                    out.push(stream, self.first_update(stream));
+                }
+            }
+            Stage::Write => {
+                if let Some(stream) = self.next_write_resets.take() {
+                    out.push(stream, self.reset_for_data());
+                }
+                if let Some(stream) = self.unwritten.take() {
+                    out.push(stream, self.first_update(stream));
+                }
+            }
+        }
+        out
+    }
+
+    /// The first window update for client DATA on `stream`: strikes
+    /// reset, and the next write carries the second. Returns the strikes
+    /// cleared.
+    fn first_update(&mut self, stream: u32) -> u32 {
+        let cleared = self.reset_for_data();
         self.next_write_resets = Some(stream);
-        self.reset_for_data()
+        cleared
     }
 
     fn reset_for_data(&mut self) -> u32 {
@@ -205,21 +303,6 @@ impl KeepaliveConn {
         } else {
             0
         }
-    }
-
-    /// After a server frame (and the PING its ACK judged, if any): the
-    /// resets of C-core's window updates that go out with this write, as
-    /// `(stream, cleared)`.
-    pub(crate) fn data_resets_after_write(
-        &mut self,
-        judged: Option<u32>,
-    ) -> [Option<(u32, u32)>; 2] {
-        let second = self
-            .next_write_resets
-            .take()
-            .map(|stream| (stream, self.reset_for_data()));
-        let first = judged.map(|stream| (stream, self.window_update_written(stream)));
-        [second, first]
     }
 
     /// Server → client frame of type `ty` on `stream`; `end_stream` for DATA
@@ -323,7 +406,7 @@ impl KeepaliveEnforcement {
         }
     }
 
-    fn client_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
+    fn client_frame(&mut self, frame: &FrameView<'_>) {
         // A frame the network lost never reached the server.
         if frame.fate() == Fate::Dropped {
             return;
@@ -334,11 +417,7 @@ impl KeepaliveEnforcement {
         match (frame.frame_type(), frame.detail()) {
             (FrameType::Headers, _) => ka.client_headers(id, end_stream),
             (FrameType::Data, _) if end_stream => ka.client_ended(id),
-            (FrameType::Data, _) => {
-                if let Some(cleared) = ka.client_data(id, frame.len()) {
-                    self.data_reset(id, cleared, fx);
-                }
-            }
+            (FrameType::Data, _) => ka.client_data(id, frame.len()),
             (FrameType::RstStream, _) => ka.client_reset(id),
             (FrameType::Ping, FrameDetail::Ping { payload }) if !frame.ack() => {
                 ka.ping_sent(*payload);
@@ -355,15 +434,27 @@ impl KeepaliveEnforcement {
         let end_stream =
             matches!(ty, FrameType::Data | FrameType::Headers) && frame.flags().end_stream();
         let cleared = ka.server_frame(ty.code(), frame.stream(), end_stream);
-        let judged = match (ty, frame.detail()) {
-            (FrameType::Ping, FrameDetail::Ping { payload }) if frame.ack() => {
-                ka.ping_acked(*payload, fx.now())
-            }
+        let ack = match (ty, frame.detail()) {
+            (FrameType::Ping, FrameDetail::Ping { payload }) if frame.ack() => Some(*payload),
             _ => None,
         };
+        let before = match ack {
+            Some(_) => ka.window_updates(ty, Stage::Before),
+            None => Resets::default(),
+        };
+        let judged = ack.and_then(|payload| ka.ping_acked(payload, fx.now()));
         let allowed = judged
             .as_ref()
             .map(|j| ka.policy().allowed_gap(j.open_calls));
+        let after = match (ack, &judged) {
+            (Some(_), judged) => ka.window_updates(
+                ty,
+                Stage::After {
+                    data_after: judged.as_ref().and_then(|j| j.data_after),
+                },
+            ),
+            (None, _) => ka.window_updates(ty, Stage::Write),
+        };
         if cleared > 0 {
             fx.record(EventKind::KeepaliveStrikesReset {
                 conn: self.conn,
@@ -372,16 +463,13 @@ impl KeepaliveEnforcement {
                 frame: ty,
             });
         }
+        for (stream, cleared) in before.iter() {
+            self.data_reset(stream, cleared, fx);
+        }
         if let Some(judged) = &judged {
             fx.record(self.ping_event(judged, allowed.unwrap_or_default()));
         }
-        let data_after = judged.as_ref().and_then(|j| j.data_after);
-        for (stream, cleared) in self
-            .state
-            .data_resets_after_write(data_after)
-            .into_iter()
-            .flatten()
-        {
+        for (stream, cleared) in after.iter() {
             self.data_reset(stream, cleared, fx);
         }
         if let Some(judged) = judged {
@@ -455,7 +543,7 @@ impl KeepaliveEnforcement {
 impl ConnectionPolicy for KeepaliveEnforcement {
     fn on_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
         match frame.direction() {
-            Direction::ClientToServer => self.client_frame(frame, fx),
+            Direction::ClientToServer => self.client_frame(frame),
             Direction::ServerToClient => self.server_frame(frame, fx),
         }
     }
@@ -548,5 +636,88 @@ mod tests {
         ka.ping_sent(OPAQUE);
         let judged = ka.ping_acked(OPAQUE, secs(30)).expect("in flight");
         assert!(judged.after_reset);
+    }
+
+    /// Pings every 10 s after `data`, returning the verdicts.
+    fn pings_after(ka: &mut KeepaliveConn, n: u64) -> Vec<PingVerdict> {
+        (1..=n)
+            .map(|t| {
+                ka.ping_sent(OPAQUE);
+                let _ = ka.window_updates(FrameType::Ping, Stage::Before);
+                let judged = ka.ping_acked(OPAQUE, secs(10 * t)).expect("in flight");
+                let _ = ka.window_updates(
+                    FrameType::Ping,
+                    Stage::After {
+                        data_after: judged.data_after,
+                    },
+                );
+                judged.verdict
+            })
+            .collect()
+    }
+
+    #[test]
+    fn c_core_writes_window_updates_for_an_upload_not_for_a_unary_call() {
+        // An upload's message: the updates reset strikes before the 1st
+        // PING and with its ACK, so the GOAWAY comes with the 5th PING.
+        let mut upload = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        upload.client_headers(1, false);
+        upload.client_data(1, 9);
+        let v = pings_after(&mut upload, 5);
+        assert!(matches!(v[3], PingVerdict::Strike { n: 2, .. }), "{v:?}");
+        assert!(matches!(v[4], PingVerdict::TooManyPings { .. }), "{v:?}");
+
+        // A unary call's END_STREAM comes with its message: no update.
+        let mut unary = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        unary.client_headers(1, false);
+        unary.client_data(1, 9);
+        unary.client_ended(1);
+        let v = pings_after(&mut unary, 4);
+        assert!(matches!(v[3], PingVerdict::TooManyPings { .. }), "{v:?}");
+
+        // grpc-go writes the same updates, but they do not reset.
+        let mut go = KeepaliveConn::new(KeepalivePolicy::grpc_go(), Duration::ZERO);
+        go.client_headers(1, false);
+        go.client_data(1, 9);
+        let v = pings_after(&mut go, 4);
+        assert!(matches!(v[3], PingVerdict::TooManyPings { .. }), "{v:?}");
+    }
+
+    #[test]
+    fn data_sent_behind_a_ping_resets_after_that_ping_is_judged() {
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        ka.client_headers(1, false);
+        let _ = pings_after(&mut ka, 2);
+        // Strike 1 counted; DATA follows the 3rd PING on the wire.
+        ka.ping_sent(OPAQUE);
+        ka.client_data(1, 9);
+        assert!(ka
+            .window_updates(FrameType::Ping, Stage::Before)
+            .iter()
+            .next()
+            .is_none());
+        let judged = ka.ping_acked(OPAQUE, secs(30)).expect("in flight");
+        assert!(matches!(judged.verdict, PingVerdict::Strike { n: 2, .. }));
+        let resets: Vec<_> = ka
+            .window_updates(
+                FrameType::Ping,
+                Stage::After {
+                    data_after: judged.data_after,
+                },
+            )
+            .iter()
+            .collect();
+        assert_eq!(resets, [(1, 2)]);
+        // h2's own SETTINGS carry no update; the next DATA of the server does.
+        assert!(ka
+            .window_updates(FrameType::Settings, Stage::Write)
+            .iter()
+            .next()
+            .is_none());
+        let second: Vec<_> = ka
+            .window_updates(FrameType::Data, Stage::Write)
+            .iter()
+            .collect();
+        assert_eq!(second, [(1, 0)]);
     }
 }

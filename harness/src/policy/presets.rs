@@ -92,7 +92,7 @@ impl KeepalivePolicy {
             permit_without_calls: false,
             idle_min_time: TWO_HOURS,
             max_strikes: MaxStrikes::c_core(2),
-            reset_on: ResetOn::HEADERS_DATA_OR_WINDOW_UPDATE,
+            reset_on: ResetOn::C_CORE,
             gap_from: GapFrom::PreviousPing,
             on_too_many_pings: OnTooManyPings::TrailersOnlyThenReset {
                 status: UNAVAILABLE,

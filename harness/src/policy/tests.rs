@@ -503,7 +503,7 @@ fn presets_carry_their_documented_numbers() {
         ),
         (FIVE_MIN, false, TWO_HOURS, MaxStrikes::Tolerate(2))
     );
-    assert_eq!(c.reset_on, ResetOn::HEADERS_DATA_OR_WINDOW_UPDATE);
+    assert_eq!(c.reset_on, ResetOn::C_CORE);
     assert_eq!(
         c.on_too_many_pings,
         OnTooManyPings::TrailersOnlyThenReset {
