@@ -1,55 +1,4 @@
-//! Frame rules: the extension point of the wire tap, in the shape of
-//! turmoil-net's packet `Rule` (`crates/turmoil-net/src/rule.rs`: a trait
-//! with one method that sees a packet and returns a verdict, and a blanket
-//! impl so that a closure is a rule).
-//!
-//! A rule sees one HTTP/2 frame as its sender wrote it ([`FrameView`]) and
-//! says what the network does with it ([`Verdict`]). Register it with
-//! [`FrameFault::rule`](super::FrameFault::rule): the filter in front of it
-//! ([`Fault::frames`](super::Fault::frames) and its narrowing methods)
-//! decides which frames it is asked about, so a rule only looks at what
-//! it is for. The built-in actions ([`FrameFault::drop`](super::FrameFault::drop),
-//! [`delay`](super::FrameFault::delay), [`hold_until`](super::FrameFault::hold_until),
-//! [`hold`](super::FrameFault::hold)) are rules too, each with its own
-//! check and its own words in the trace.
-//!
-//! # Order
-//! For each frame the tap asks the frame faults in the order they were
-//! added; the first whose filter matches and whose rule returns something
-//! other than [`Verdict::Pass`] decides, and the later ones are not asked.
-//! A built-in action never passes, so the first built-in whose filter
-//! matches decides, as it always did.
-//!
-//! # Cost
-//! A rule runs in the wire tap, on every frame its filter matches, on the
-//! simulated host's thread. The tap allocates nothing for a frame a rule
-//! passes; keep `on_frame` cheap (no allocation unless it acts), and keep
-//! any state in the rule itself (`&mut self`: one rule instance sees every
-//! matching frame of the run, in the order the tap sees them, which is
-//! deterministic for a seed).
-//!
-//! ```
-//! use grpc_chaos::fault::{FrameView, Verdict};
-//! use grpc_chaos::wire::FrameType;
-//! use grpc_chaos::Fault;
-//! // Flip the last octet of the first DATA frame the player sends.
-//! let mut done = false;
-//! let corrupt = Fault::frames()
-//!     .from("player")
-//!     .kind(FrameType::Data)
-//!     .rule(move |frame: &FrameView<'_>| {
-//!         if done || frame.payload().is_empty() {
-//!             return Verdict::Pass;
-//!         }
-//!         done = true;
-//!         let mut bytes = frame.bytes().to_vec();
-//!         if let Some(last) = bytes.last_mut() {
-//!             *last ^= 0xff;
-//!         }
-//!         Verdict::Replace(bytes.into())
-//!     });
-//! # let _ = corrupt;
-//! ```
+//! The frame-rule trait ([`FrameRule`]), its verdict and the view of a frame it gets.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -102,6 +51,59 @@ pub enum Verdict {
     Replace(Bytes),
 }
 
+/// Frame rules: the extension point of the wire tap, in the shape of
+/// turmoil-net's packet `Rule` (`crates/turmoil-net/src/rule.rs`: a trait
+/// with one method that sees a packet and returns a verdict, and a blanket
+/// impl so that a closure is a rule).
+///
+/// A rule sees one HTTP/2 frame as its sender wrote it ([`FrameView`]) and
+/// says what the network does with it ([`Verdict`]). Register it with
+/// [`FrameFault::rule`](super::FrameFault::rule): the filter in front of it
+/// ([`Fault::frames`](super::Fault::frames) and its narrowing methods)
+/// decides which frames it is asked about, so a rule only looks at what
+/// it is for. The built-in actions ([`FrameFault::drop`](super::FrameFault::drop),
+/// [`delay`](super::FrameFault::delay), [`hold_until`](super::FrameFault::hold_until),
+/// [`hold`](super::FrameFault::hold)) are rules too, each with its own
+/// check and its own words in the trace.
+///
+/// # Order
+/// For each frame the tap asks the frame faults in the order they were
+/// added; the first whose filter matches and whose rule returns something
+/// other than [`Verdict::Pass`] decides, and the later ones are not asked.
+/// A built-in action never passes, so the first built-in whose filter
+/// matches decides, as it always did.
+///
+/// # Cost
+/// A rule runs in the wire tap, on every frame its filter matches, on the
+/// simulated host's thread. The tap allocates nothing for a frame a rule
+/// passes; keep `on_frame` cheap (no allocation unless it acts), and keep
+/// any state in the rule itself (`&mut self`: one rule instance sees every
+/// matching frame of the run, in the order the tap sees them, which is
+/// deterministic for a seed).
+///
+/// ```
+/// use grpc_chaos::fault::{FrameView, Verdict};
+/// use grpc_chaos::wire::FrameType;
+/// use grpc_chaos::Fault;
+/// // Flip the last octet of the first DATA frame the player sends.
+/// let mut done = false;
+/// let corrupt = Fault::frames()
+///     .from("player")
+///     .kind(FrameType::Data)
+///     .rule(move |frame: &FrameView<'_>| {
+///         if done || frame.payload().is_empty() {
+///             return Verdict::Pass;
+///         }
+///         done = true;
+///         let mut bytes = frame.bytes().to_vec();
+///         if let Some(last) = bytes.last_mut() {
+///             *last ^= 0xff;
+///         }
+///         Verdict::Replace(bytes.into())
+///     });
+/// # let _ = corrupt;
+/// ```
+///
 /// A frame fault's action: sees a frame its filter matched, says what
 /// happens to it. A closure `FnMut(&FrameView<'_>) -> Verdict` is a rule.
 ///

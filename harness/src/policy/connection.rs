@@ -1,52 +1,4 @@
-//! Connection policies: code that sits on one connection in the wire tap,
-//! sees every frame both ways, and acts on the connection — the shape of a
-//! server's keepalive enforcement or of a middlebox (a proxy's idle timer,
-//! a box that answers PINGs itself, a lifetime cap, a stream limit).
-//!
-//! The shape is quinn-proto's sans-I/O `Connection` (STYLE.md §14): a
-//! policy does no I/O and reads no clock; the tap hands it each frame
-//! ([`ConnectionPolicy::on_frame`]) and, when the policy asked for one, a
-//! timer callback at a *simulated* instant ([`ConnectionPolicy::on_timer`]);
-//! the policy answers through [`Effects`]: pass the frame (the default),
-//! swallow it, send frames towards either end, close the connection, set
-//! or clear its timer. [`KeepalivePolicy`](super::KeepalivePolicy)
-//! enforcement is one.
-//!
-//! Register one with [`Sim::connection_policy`](crate::Sim::connection_policy):
-//! every connection to that server host gets its own instance, made when
-//! the connection opens.
-//!
-//! # Where it sits, and when it runs
-//! - A frame reaches the policy at its sender's tap, after the frame
-//!   faults ([`FrameView::fate`] says what they did: a frame they dropped
-//!   never reaches the receiver; a policy at the server usually ignores
-//!   client frames with [`Fate::Dropped`](crate::recorder::event::Fate::Dropped)).
-//!   Both directions of a connection reach the same instance, each in the
-//!   order written; the two directions interleave in the order the
-//!   simulated hosts run (deterministic for a seed).
-//! - What it sends into the direction of the frame goes right behind that
-//!   frame; into the other direction, between two whole frames as soon as
-//!   that direction's writer runs (the same instant, or a tick later).
-//! - Its timer runs in the server host's writer task on simulated time:
-//!   the callback comes at the first tick at or after the instant asked
-//!   for (an instant already past: at once). One timer per policy; a
-//!   policy that needs several deadlines (an idle timer per stream) asks
-//!   for the earliest.
-//! - A close ends the connection as a server's close does: what was sent
-//!   before it leaves, then nothing more the server writes does, the client
-//!   reads the end of the stream, and the server's reads end. The trace
-//!   shows `connection closed by <name> (<reason>)`.
-//! - Frames a policy sends are recorded `[injected]`; a frame it swallows
-//!   `[swallowed by a connection policy]`. Policies on one connection see
-//!   each frame in the order they were added; they do not see each other's
-//!   injected frames, so a chain of boxes is not modelled in order.
-//!
-//! # Cost
-//! The tap runs on every frame: a policy's `on_frame` should not allocate
-//! for a frame it passes. [`ConnectionPolicy::alters`] tells the tap which
-//! directions the policy may change; a direction it does not alter is only
-//! watched (its bytes pass as written, and [`FrameView::bytes`] is empty
-//! there unless the run has frame faults).
+//! The connection-policy trait ([`ConnectionPolicy`]) and what a policy can do ([`Effects`]).
 
 use std::time::Duration;
 
@@ -56,8 +8,57 @@ pub use crate::fault::FrameView;
 use crate::recorder::event::EventKind;
 use crate::wire::{encode, BlockKind, Direction, ErrorCode};
 
-/// A policy on one connection. See the [module docs](self) for when each
-/// method runs and what the effects do.
+/// Connection policies: code that sits on one connection in the wire tap,
+/// sees every frame both ways, and acts on the connection — the shape of a
+/// server's keepalive enforcement or of a middlebox (a proxy's idle timer,
+/// a box that answers PINGs itself, a lifetime cap, a stream limit).
+///
+/// The shape is quinn-proto's sans-I/O `Connection` (STYLE.md §14): a
+/// policy does no I/O and reads no clock; the tap hands it each frame
+/// ([`ConnectionPolicy::on_frame`]) and, when the policy asked for one, a
+/// timer callback at a *simulated* instant ([`ConnectionPolicy::on_timer`]);
+/// the policy answers through [`Effects`]: pass the frame (the default),
+/// swallow it, send frames towards either end, close the connection, set
+/// or clear its timer. [`KeepalivePolicy`](super::KeepalivePolicy)
+/// enforcement is one.
+///
+/// Register one with [`Sim::connection_policy`](crate::Sim::connection_policy):
+/// every connection to that server host gets its own instance, made when
+/// the connection opens.
+///
+/// # Where it sits, and when it runs
+/// - A frame reaches the policy at its sender's tap, after the frame
+///   faults ([`FrameView::fate`] says what they did: a frame they dropped
+///   never reaches the receiver; a policy at the server usually ignores
+///   client frames with [`Fate::Dropped`](crate::recorder::event::Fate::Dropped)).
+///   Both directions of a connection reach the same instance, each in the
+///   order written; the two directions interleave in the order the
+///   simulated hosts run (deterministic for a seed).
+/// - What it sends into the direction of the frame goes right behind that
+///   frame; into the other direction, between two whole frames as soon as
+///   that direction's writer runs (the same instant, or a tick later).
+/// - Its timer runs in the server host's writer task on simulated time:
+///   the callback comes at the first tick at or after the instant asked
+///   for (an instant already past: at once). One timer per policy; a
+///   policy that needs several deadlines (an idle timer per stream) asks
+///   for the earliest.
+/// - A close ends the connection as a server's close does: what was sent
+///   before it leaves, then nothing more the server writes does, the client
+///   reads the end of the stream, and the server's reads end. The trace
+///   shows `connection closed by <name> (<reason>)`.
+/// - Frames a policy sends are recorded `[injected]`; a frame it swallows
+///   `[swallowed by a connection policy]`. Policies on one connection see
+///   each frame in the order they were added; they do not see each other's
+///   injected frames, so a chain of boxes is not modelled in order.
+///
+/// # Cost
+/// The tap runs on every frame: a policy's `on_frame` should not allocate
+/// for a frame it passes. [`ConnectionPolicy::alters`] tells the tap which
+/// directions the policy may change; a direction it does not alter is only
+/// watched (its bytes pass as written, and [`FrameView::bytes`] is empty
+/// there unless the run has frame faults).
+///
+/// An example, a box that answers PINGs itself:
 ///
 /// ```
 /// use std::time::Duration;
@@ -68,21 +69,21 @@ use crate::wire::{encode, BlockKind, Direction, ErrorCode};
 /// struct AnswersPings;
 ///
 /// impl ConnectionPolicy for AnswersPings {
-///     fn on_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
-///         if frame.direction() == Direction::ClientToServer
-///             && frame.frame_type() == FrameType::Ping
-///             && !frame.ack()
-///         {
-///             if let grpc_chaos::recorder::event::FrameDetail::Ping { payload } = frame.detail() {
-///                 fx.ping_ack(Direction::ServerToClient, *payload);
-///             }
-///             fx.swallow();
-///         }
-///     }
+///    fn on_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
+///        if frame.direction() == Direction::ClientToServer
+///            && frame.frame_type() == FrameType::Ping
+///            && !frame.ack()
+///        {
+///            if let grpc_chaos::recorder::event::FrameDetail::Ping { payload } = frame.detail() {
+///                fx.ping_ack(Direction::ServerToClient, *payload);
+///            }
+///            fx.swallow();
+///        }
+///    }
 ///
-///     fn name(&self) -> String {
-///         "a PING-answering box".to_owned()
-///     }
+///    fn name(&self) -> String {
+///        "a PING-answering box".to_owned()
+///    }
 /// }
 /// # let _ = AnswersPings;
 /// ```

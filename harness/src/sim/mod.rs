@@ -328,7 +328,7 @@ impl Sim {
     /// its id, its two hosts and the *simulated* time it opened), and the
     /// wire tap shows it every frame of that connection, both ways, and
     /// calls it back on the timer it asks for (see
-    /// [`policy`](crate::policy)'s connection-policy docs for the exact
+    /// [`ConnectionPolicy`]'s docs for the exact
     /// order). Several policies on one host act in the order added, after
     /// the host's [`Sim::keepalive_policy`], if any.
     ///
