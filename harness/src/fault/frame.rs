@@ -17,6 +17,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::{Mutex, MutexGuard};
+
+use super::builtin::{DelayFrame, DropFrame, HoldNamed, HoldUntil};
+use super::rule::{FrameRule, FrameView, RunCheck, Verdict};
 use super::{Fault, FaultKind};
 use crate::error::{Error, Kind};
 use crate::wire::{encode, ErrorCode, FrameType, SettingId};
@@ -37,27 +41,25 @@ pub struct FrameFault {
     pub(crate) window: Option<(Duration, Duration)>,
 }
 
-/// What a frame fault does to the frames it matches.
-#[derive(Debug, Clone)]
-pub(crate) enum FrameAction {
-    Drop,
-    Delay(Duration),
-    HoldUntil(Duration),
-    /// Kept back until the named release ([`Fault::release`],
-    /// [`Host::release`](crate::Host::release)).
-    Hold(Arc<str>),
-}
-
-/// A frame fault as added to the sim; clones share the match counter.
-#[derive(Debug, Clone)]
-pub(crate) struct FrameRule {
+/// A frame fault as added to the sim: its filter and its rule; clones
+/// share the rule and the match counters.
+#[derive(Clone)]
+pub(crate) struct RuleEntry {
     pub(crate) filter: FrameFault,
-    pub(crate) action: FrameAction,
+    rule: Arc<Mutex<dyn FrameRule>>,
+    /// The rule's [`FrameRule::hold_name`], read once.
+    hold: Option<Arc<str>>,
     matched: Arc<AtomicU32>,
     fired: Arc<AtomicU32>,
 }
 
-/// What the tap knows about a frame when it asks the rules.
+impl std::fmt::Debug for RuleEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// What the tap knows about a frame when it asks the filters.
 pub(crate) struct FrameInfo<'a> {
     pub(crate) from: &'a str,
     pub(crate) to: &'a str,
@@ -67,19 +69,41 @@ pub(crate) struct FrameInfo<'a> {
     pub(crate) at: Duration,
 }
 
-impl FrameRule {
-    /// Whether the rule applies to `f`; counts the match for `nth`.
-    pub(crate) fn applies(&self, f: &FrameInfo<'_>) -> bool {
+impl RuleEntry {
+    fn new(filter: FrameFault, rule: impl FrameRule) -> Self {
+        let hold = rule.hold_name().map(Arc::from);
+        Self {
+            filter,
+            rule: Arc::new(Mutex::new(rule)),
+            hold,
+            matched: Arc::default(),
+            fired: Arc::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, dyn FrameRule + 'static> {
+        // A rule that panicked fails the run anyway; its state is still
+        // readable for the end-of-run report.
+        self.rule.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What the rule does with `view`, if its filter matches it (counting
+    /// the match for `nth`) and the rule acts; `None` to ask the next.
+    pub(crate) fn verdict(&self, info: &FrameInfo<'_>, view: &FrameView<'_>) -> Option<Verdict> {
         let r = &self.filter;
-        if !r.matches(f) {
-            return false;
+        if !r.matches(info) {
+            return None;
         }
         let n = self.matched.fetch_add(1, Ordering::Relaxed) + 1;
-        let applies = r.nth.is_none_or(|want| want == n);
-        if applies {
-            self.fired.fetch_add(1, Ordering::Relaxed);
+        if r.nth.is_some_and(|want| want != n) {
+            return None;
         }
-        applies
+        let verdict = self.lock().on_frame(view);
+        if verdict == Verdict::Pass {
+            return None;
+        }
+        self.fired.fetch_add(1, Ordering::Relaxed);
+        Some(verdict)
     }
 
     /// Whether the rule ever acted on a frame.
@@ -87,16 +111,24 @@ impl FrameRule {
         self.fired.load(Ordering::Relaxed) > 0
     }
 
+    /// The named hold the rule uses, if any.
+    pub(crate) fn hold_name(&self) -> Option<&str> {
+        self.hold.as_deref()
+    }
+
+    /// The filter's and the rule's own checks.
+    pub(crate) fn check(&self, run: &RunCheck<'_>) -> Result<(), Error> {
+        self.filter.check("a frame fault", "frame fault", run)?;
+        self.lock().check(run)
+    }
+
     /// The rule in the trace's words, for the "never fired" report.
     pub(crate) fn describe(&self) -> String {
-        let fmt = crate::trace::fmt_duration;
-        let action = match &self.action {
-            FrameAction::Drop => "drop".to_owned(),
-            FrameAction::Delay(d) => format!("delay by {}", fmt(*d)),
-            FrameAction::HoldUntil(t) => format!("hold until {}", fmt(*t)),
-            FrameAction::Hold(name) => format!("hold until release {name:?}"),
-        };
-        format!("frame fault: {action} {}", self.filter.describe())
+        format!(
+            "frame fault: {} {}",
+            self.lock().describe(),
+            self.filter.describe()
+        )
     }
 }
 
@@ -191,7 +223,7 @@ impl FrameFault {
     /// peer's HTTP/2 state depends on (HEADERS, SETTINGS) makes the peer see
     /// a protocol error, as it would on a real network that lost them.
     pub fn drop(self) -> Fault {
-        self.action(FrameAction::Drop)
+        self.rule(DropFrame)
     }
 
     /// Keeps matching frames back for `delay` (*simulated* time); later bytes
@@ -199,14 +231,14 @@ impl FrameFault {
     /// duration is an error from [`Sim::run`](crate::Sim::run): use
     /// [`FrameFault::hold`] to keep frames back for good.
     pub fn delay(self, delay: Duration) -> Fault {
-        self.action(FrameAction::Delay(delay))
+        self.rule(DelayFrame(delay))
     }
 
     /// Keeps matching frames back until `at` (*simulated* time since the
     /// start of the run); later bytes in the same direction wait behind
     /// them. A frame written after `at` passes.
     pub fn hold_until(self, at: Duration) -> Fault {
-        self.action(FrameAction::HoldUntil(at))
+        self.rule(HoldUntil(at))
     }
 
     /// Keeps matching frames back until `name` is released: by
@@ -225,16 +257,47 @@ impl FrameFault {
     /// [`EventKind::FrameNeverLeft`](crate::EventKind::FrameNeverLeft).
     pub fn hold(self, name: impl Into<String>) -> Fault {
         let name: String = name.into();
-        self.action(FrameAction::Hold(name.into()))
+        self.rule(HoldNamed(name.into()))
     }
 
-    fn action(self, action: FrameAction) -> Fault {
-        Fault(FaultKind::Frame(FrameRule {
-            filter: self,
-            action,
-            matched: Arc::default(),
-            fired: Arc::default(),
-        }))
+    /// Lets `rule` decide what happens to the frames this filter matches
+    /// (see [`FrameRule`]: a closure `FnMut(&FrameView<'_>) -> Verdict` is
+    /// one). The rule is asked about every matching frame ([`FrameFault::nth`]:
+    /// only the n-th); one that returns [`Verdict::Pass`] leaves the frame
+    /// to the frame faults added after it. The rule's
+    /// [`check`](FrameRule::check) runs when the run starts; a rule that
+    /// never acted is reported at the end of the trace with its
+    /// [`describe`](FrameRule::describe) words.
+    ///
+    /// ```
+    /// use grpc_chaos::fault::{FrameView, Verdict};
+    /// use grpc_chaos::wire::FrameType;
+    /// use grpc_chaos::Fault;
+    /// // Lose every other PING the player sends.
+    /// let mut n = 0u32;
+    /// let fault = Fault::frames().from("player").kind(FrameType::Ping).ack(false).rule(
+    ///     move |_: &FrameView<'_>| {
+    ///         n += 1;
+    ///         if n % 2 == 0 { Verdict::Drop } else { Verdict::Pass }
+    ///     },
+    /// );
+    /// # let _ = fault;
+    /// ```
+    pub fn rule(self, rule: impl FrameRule) -> Fault {
+        Fault(FaultKind::Frame(RuleEntry::new(self, rule)))
+    }
+
+    /// The filter's own checks: known hosts, a window inside the run, an
+    /// `nth` that can match. `what` names it in an unknown-host error (`a
+    /// frame fault`), `short` in the others (`frame fault`).
+    pub(crate) fn check(&self, what: &str, short: &str, run: &RunCheck<'_>) -> Result<(), Error> {
+        for host in self.from.iter().chain(&self.to) {
+            if !run.is_host(host) {
+                return Err(run.unknown_host(host, what));
+            }
+        }
+        run.window(short, self.window)?;
+        super::rule::check_nth(short, self.nth)
     }
 }
 
@@ -451,15 +514,10 @@ impl InjectAt {
 pub(crate) fn check_release<'a>(
     what: &str,
     name: &str,
-    rules: impl IntoIterator<Item = &'a FrameRule>,
+    rules: impl IntoIterator<Item = &'a RuleEntry>,
 ) -> Result<(), Error> {
-    let holds: std::collections::BTreeSet<&str> = rules
-        .into_iter()
-        .filter_map(|r| match &r.action {
-            FrameAction::Hold(h) => Some(&**h),
-            _ => None,
-        })
-        .collect();
+    let holds: std::collections::BTreeSet<&str> =
+        rules.into_iter().filter_map(RuleEntry::hold_name).collect();
     if holds.contains(name) {
         return Ok(());
     }

@@ -4,24 +4,28 @@
 //! |---|---|---|
 //! | host | turmoil and the wiring: crash, restart, partition (heals like TCP), black hole (turmoil's partition), repair, pause, resume, link latency; the server's graceful shutdown | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::black_hole`], [`Fault::repair`], [`Fault::pause`], [`Fault::resume`], [`Fault::link_latency`], [`Fault::shutdown`] |
 //! | membership | a replica set's service discovery: a replica leaves or joins | [`Fault::leave`], [`Fault::join`] |
-//! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold (until a time or a named release), inject (at a time or after a frame) | [`Fault::frames`], [`Fault::inject`], [`Fault::release`] |
+//! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold (until a time or a named release), a rule of the test's own ([`FrameRule`]: replace the octets, or any verdict), inject (at a time or after a frame) | [`Fault::frames`], [`FrameFault::rule`], [`Fault::inject`], [`Fault::release`] |
 //! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
 //!
 //! Every fault is recorded in the trace when it fires. Times are *simulated*
 //! time since the start of the run.
 
+mod builtin;
 mod frame;
 pub(crate) mod handler;
 mod host;
+mod rule;
 
 use std::time::Duration;
 
 use tonic::Code;
 
-pub(crate) use frame::{check_release, FrameAction, FrameInfo, FrameRule, Injection};
+pub(crate) use frame::{check_release, FrameInfo, Injection, RuleEntry};
 pub use frame::{FrameFault, Inject, InjectAt};
 pub(crate) use handler::{Action, HandlerRule, Reply};
 pub(crate) use host::{HostAction, HostFault};
+pub(crate) use rule::{check_nth, check_window, LONGEST_WAIT};
+pub use rule::{FrameRule, FrameView, RunCheck, Verdict};
 
 /// A fault to inject into a run; add it with [`Sim::fault`](crate::Sim::fault).
 #[derive(Debug, Clone)]
@@ -32,7 +36,7 @@ pub struct Fault(pub(crate) FaultKind);
 pub(crate) enum FaultKind {
     Host(HostFault),
     Handler(HandlerRule),
-    Frame(FrameRule),
+    Frame(RuleEntry),
     Inject(Injection),
 }
 

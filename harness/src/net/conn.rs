@@ -13,7 +13,8 @@ use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
 use super::tap::ends::CloseEnd;
-use super::tap::{reset_error, spawn_writer, DirectionTap, KeepaliveConn, RawRead, Read, Reset};
+use super::tap::{reset_error, spawn_writer, DirectionTap, RawRead, Read, Reset};
+use crate::policy::ConnInfo;
 use crate::sim::{lock_conn, ConnState, Shared, SharedConn};
 use crate::wire::Direction;
 
@@ -55,8 +56,8 @@ pub struct SimConn {
     read: turmoil::net::tcp::OwnedReadHalf,
     write: Write,
     info: PeerInfo,
-    /// Server end of a connection under a keepalive policy: reads end when
-    /// the policy closes the connection.
+    /// Server end of a connection with connection policies: reads end
+    /// when a policy closes the connection.
     policed: Option<SharedConn>,
     /// Held while the connection is open, so a draining server host knows
     /// how many it still has ([`crate::Fault::shutdown`]).
@@ -94,10 +95,18 @@ impl SimConn {
             Direction::ClientToServer => &end.peer,
             Direction::ServerToClient => &end.me,
         };
-        let policy = end.shared.keepalive_policy(server_host);
+        let client_host = match end.direction {
+            Direction::ClientToServer => &end.me,
+            Direction::ServerToClient => &end.peer,
+        };
         let now = end.shared.recorder.now();
-        let (conn, state) = end.shared.conns().open(client, server, || ConnState {
-            keepalive: policy.map(|p| KeepaliveConn::new(p, now)),
+        let (conn, state) = end.shared.conns().open(client, server, |conn| ConnState {
+            policies: end.shared.connection_policies(&ConnInfo {
+                conn,
+                client: client_host,
+                server: server_host,
+                opened_at: now,
+            }),
             tap: Default::default(),
             reset: Default::default(),
             dialled: false,
@@ -122,7 +131,9 @@ impl SimConn {
             Direction::ServerToClient => None,
         };
         let policed = match end.direction {
-            Direction::ServerToClient if policy.is_some() => Some(state.clone()),
+            Direction::ServerToClient if lock_conn(&state).policies.is_some() => {
+                Some(state.clone())
+            }
             _ => None,
         };
         let close = end.shared.wire_tap().then(|| {
@@ -199,13 +210,13 @@ impl AsyncRead for SimConn {
             reset.wake_reader(*direction, cx.waker());
         }
         if let Some(conn) = &self.policed {
-            if let Some(ka) = lock_conn(conn).keepalive.as_mut() {
-                if ka.is_closed() {
-                    // The emulated server closed the connection: its own
+            if let Some(policies) = lock_conn(conn).policies.as_mut() {
+                if policies.is_closed() {
+                    // A policy closed the connection: the server's own
                     // HTTP/2 stack reads the end of the stream.
                     return Poll::Ready(Ok(()));
                 }
-                ka.wake_reader_on_close(cx.waker());
+                policies.wake_reader_on_close(cx.waker());
             }
         }
         let (before, room) = (buf.filled().len(), buf.remaining() > 0);

@@ -19,7 +19,7 @@ use conn::End;
 pub use conn::{PeerInfo, SimConn};
 use dial::Dial;
 pub(crate) use links::{LinkState, Links};
-pub(crate) use tap::{KeepaliveConn, Reset, TapPair, Waiting, Written};
+pub(crate) use tap::{Policies, Reset, TapPair, Waiting, Written};
 
 use crate::sim::Shared;
 use crate::wire::Direction;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::keepalive::{GapFrom, KeepalivePolicy};
+use super::keepalive::{GapFrom, KeepalivePolicy, MaxStrikes};
 
 /// A frame kind the server sent that may reset the strike count
 /// (see [`ResetOn`](super::ResetOn)). Other frame kinds (SETTINGS, PING,
@@ -50,7 +50,7 @@ pub enum PingVerdict {
     Strike {
         /// This strike's number, 1-based.
         n: u32,
-        /// Strikes tolerated ([`KeepalivePolicy::max_strikes`]).
+        /// Strikes tolerated ([`MaxStrikes::Tolerate`]).
         of: u32,
         /// Time since the reference point.
         gap: Duration,
@@ -60,8 +60,19 @@ pub enum PingVerdict {
     /// Too soon, and one strike too many: the server acks this PING and then
     /// sends the GOAWAY and the rest of [`reaction`](super::reaction).
     TooManyPings {
-        /// Strikes counted, this one included (`max_strikes + 1`).
+        /// Strikes counted, this one included (the tolerated count + 1).
         strikes: u32,
+        /// Time since the reference point.
+        gap: Duration,
+        /// The minimum gap that applied.
+        allowed: Duration,
+    },
+    /// Too soon, under a policy without a strike limit
+    /// ([`MaxStrikes::NoLimit`](super::MaxStrikes::NoLimit)): strike `n` is
+    /// counted and nothing follows. Still acked.
+    StrikeWithoutLimit {
+        /// This strike's number, 1-based.
+        n: u32,
         /// Time since the reference point.
         gap: Duration,
         /// The minimum gap that applied.
@@ -162,13 +173,23 @@ impl Enforcer {
 
     fn strike(&mut self, now: Duration, gap: Duration, allowed: Duration) -> PingVerdict {
         self.strikes = self.strikes.saturating_add(1);
-        if self.strikes <= self.policy.max_strikes {
-            return PingVerdict::Strike {
-                n: self.strikes,
-                of: self.policy.max_strikes,
-                gap,
-                allowed,
-            };
+        match self.policy.max_strikes {
+            MaxStrikes::NoLimit => {
+                return PingVerdict::StrikeWithoutLimit {
+                    n: self.strikes,
+                    gap,
+                    allowed,
+                }
+            }
+            MaxStrikes::Tolerate(of) if self.strikes <= of => {
+                return PingVerdict::Strike {
+                    n: self.strikes,
+                    of,
+                    gap,
+                    allowed,
+                };
+            }
+            MaxStrikes::Tolerate(_) => {}
         }
         self.gone_away_at = Some(now);
         PingVerdict::TooManyPings {
@@ -183,6 +204,18 @@ impl Enforcer {
     /// `false` once the GOAWAY has been decided.
     pub fn on_server_frame(&mut self, frame: ServerFrame) -> bool {
         if self.gone_away_at.is_some() || !self.policy.reset_on.resets(frame) {
+            return false;
+        }
+        self.reset_strikes()
+    }
+
+    /// The server wrote something that resets the strike count and the
+    /// reference point whatever [`KeepalivePolicy::reset_on`] lists (C-core's
+    /// WINDOW_UPDATEs for client DATA, which the emulated server does not
+    /// write: see [`ResetOn::client_data`](super::ResetOn::client_data)).
+    /// Returns whether it did: `false` once the GOAWAY has been decided.
+    pub fn reset_strikes(&mut self) -> bool {
+        if self.gone_away_at.is_some() {
             return false;
         }
         self.strikes = 0;

@@ -34,12 +34,12 @@ pub struct KeepalivePolicy {
     /// grpc-go (`defaultPingTimeout`), C-core and grpc-java
     /// (`IMPLICIT_PERMIT_TIME_NANOS`).
     pub idle_min_time: Duration,
-    /// Strikes tolerated; the strike after the `max_strikes`-th triggers the
-    /// GOAWAY. 2 in grpc-go (`maxPingStrikes`), C-core
-    /// (`grpc.http2.max_ping_strikes`) and grpc-java (`MAX_PING_STRIKES`).
-    /// Here 0 means "the first strike triggers it"; C-core reads 0 as "no
-    /// limit", which is `u32::MAX` here.
-    pub max_strikes: u32,
+    /// How many strikes are tolerated before the GOAWAY. 2 in grpc-go
+    /// (`maxPingStrikes`), C-core (`grpc.http2.max_ping_strikes`) and
+    /// grpc-java (`MAX_PING_STRIKES`). To copy a C-core server's channel
+    /// argument, write [`MaxStrikes::c_core`]`(value)`: its 0 means "no
+    /// limit" there and here.
+    pub max_strikes: MaxStrikes,
     /// Which frames *sent by the server* reset the strike count and the
     /// reference point.
     pub reset_on: ResetOn,
@@ -76,6 +76,16 @@ pub struct ResetOn {
     pub data: bool,
     /// A WINDOW_UPDATE frame (stream or connection level).
     pub window_update: bool,
+    /// The WINDOW_UPDATEs a C-core server writes after it consumes client
+    /// DATA, which the emulated server (h2) does not write: client DATA
+    /// without END_STREAM, with payload, on a stream neither side reset
+    /// resets strikes once the server has read it (at once, or after the
+    /// PINGs in flight ahead of it), and again at the server's next write
+    /// (see [`KeepalivePolicy::c_core`] for the source). The trace shows
+    /// each reset that clears strikes (`ping strikes reset (1 cleared): the
+    /// server's WINDOW_UPDATE for player's DATA on s1, as C-core writes it
+    /// (not on the wire)`).
+    pub client_data: bool,
 }
 
 impl ResetOn {
@@ -84,19 +94,33 @@ impl ResetOn {
         headers: true,
         data: true,
         window_update: false,
+        client_data: false,
     };
-    /// HEADERS, DATA or WINDOW_UPDATE: C-core (`grpc_chttp2_reset_ping_clock`
-    /// is called when flushing each of them).
+    /// HEADERS, DATA or WINDOW_UPDATE written by the server, without the
+    /// WINDOW_UPDATEs C-core writes for client DATA ([`ResetOn::C_CORE`]
+    /// has them).
     pub const HEADERS_DATA_OR_WINDOW_UPDATE: ResetOn = ResetOn {
         headers: true,
         data: true,
         window_update: true,
+        client_data: false,
+    };
+    /// C-core: HEADERS, DATA or WINDOW_UPDATE written by the server
+    /// (`grpc_chttp2_reset_ping_clock` is called when flushing each of
+    /// them), and the WINDOW_UPDATEs it writes for client DATA
+    /// ([`ResetOn::client_data`]).
+    pub const C_CORE: ResetOn = ResetOn {
+        headers: true,
+        data: true,
+        window_update: true,
+        client_data: true,
     };
     /// Nothing resets: every early PING counts until the GOAWAY.
     pub const NEVER: ResetOn = ResetOn {
         headers: false,
         data: false,
         window_update: false,
+        client_data: false,
     };
 
     /// Whether the server sending `frame` resets the count.
@@ -105,6 +129,59 @@ impl ResetOn {
             ServerFrame::Headers => self.headers,
             ServerFrame::Data => self.data,
             ServerFrame::WindowUpdate => self.window_update,
+        }
+    }
+}
+
+/// How many ping strikes a server tolerates before its GOAWAY
+/// (GOAWAY(ENHANCE_YOUR_CALM, "too_many_pings") comes with the strike after
+/// the last one tolerated).
+///
+/// Servers spell this differently; copy the server's own setting with the
+/// constructor named after it, so that the number means what it means
+/// there:
+///
+/// | server | setting | here |
+/// |---|---|---|
+/// | grpc-go | `maxPingStrikes` = 2, a constant | [`MaxStrikes::GRPC_GO`] |
+/// | C-core | `grpc.http2.max_ping_strikes` (default 2; **0 = no limit**) | [`MaxStrikes::c_core`]`(value)` |
+/// | grpc-java | `MAX_PING_STRIKES` = 2, a constant | [`MaxStrikes::GRPC_JAVA`] |
+///
+/// ```
+/// use grpc_chaos::policy::MaxStrikes;
+/// assert_eq!(MaxStrikes::c_core(0), MaxStrikes::NoLimit);
+/// assert_eq!(MaxStrikes::c_core(2), MaxStrikes::Tolerate(2));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum MaxStrikes {
+    /// `n` strikes are tolerated; the GOAWAY comes with strike `n + 1`
+    /// (`Tolerate(0)`: with the first strike).
+    Tolerate(u32),
+    /// Strikes are counted (`strike 5, no limit` in the trace) and never
+    /// lead to a GOAWAY.
+    NoLimit,
+}
+
+impl MaxStrikes {
+    /// grpc-go: `maxPingStrikes = 2` (`internal/transport/http2_server.go`;
+    /// not configurable).
+    pub const GRPC_GO: MaxStrikes = MaxStrikes::Tolerate(2);
+    /// grpc-java: `KeepAliveEnforcer.MAX_PING_STRIKES = 2` (not
+    /// configurable).
+    pub const GRPC_JAVA: MaxStrikes = MaxStrikes::Tolerate(2);
+
+    /// A C-core server's `grpc.http2.max_ping_strikes` channel argument,
+    /// read as C-core reads it (grpc `src/core/ext/transport/chttp2/transport/ping_abuse_policy.cc`:
+    /// the value is clamped to at least 0, and `ReceivedOnePing` returns
+    /// `ping_strikes_ > max_ping_strikes_ && max_ping_strikes_ != 0`): 0 —
+    /// or a negative value — means no limit ([`MaxStrikes::NoLimit`]),
+    /// `n` means `n` tolerated. Read in the code, and measured with grpcio
+    /// 1.85 for 0 (FACTS.md).
+    pub const fn c_core(value: i32) -> MaxStrikes {
+        if value <= 0 {
+            MaxStrikes::NoLimit
+        } else {
+            MaxStrikes::Tolerate(value.unsigned_abs())
         }
     }
 }

@@ -1,5 +1,8 @@
-//! Emulation of a strict gRPC server's keepalive enforcement (pure logic, no I/O),
-//! and [`check_keepalive`], which runs it against a real tonic client.
+//! Connection policies ([`ConnectionPolicy`]: a trait for code that sits on
+//! a connection in the wire tap, reacts to frames and timers, and closes or
+//! injects), and their first implementation: emulation of a strict gRPC
+//! server's keepalive enforcement (pure logic, no I/O), with
+//! [`check_keepalive`], which runs it against a real tonic client.
 //!
 //! No Rust server polices client PINGs (h2 acks every one), but grpc-go,
 //! gRPC C-core, grpc-java and etcd servers do. This module is the state
@@ -91,15 +94,19 @@
 //!   from the check and restarts the count (`resetPingStrikes` flag). Only
 //!   the *timing* of the count's reset differs from C-core (grpc-go clears it
 //!   when that next PING arrives); nothing on the wire differs.
-//! - C-core (HEADERS, DATA and WINDOW_UPDATE): `ResetPingStrikes` sets the
-//!   last ping time to the infinite past, so the next PING cannot strike.
+//! - C-core (HEADERS, DATA and WINDOW_UPDATE, and the WINDOW_UPDATEs it
+//!   writes for client DATA, [`ResetOn::client_data`]): `ResetPingStrikes`
+//!   sets the last ping time to the infinite past, so the next PING cannot
+//!   strike.
 //! - grpc-java (HEADERS and DATA): `resetCounters` sets the reference back to
 //!   the connection's open time, so the next PING is checked against it.
 //!
 //! **Strikes.** Each PING sooner than the allowed gap is one strike. While
-//! the count is at most [`KeepalivePolicy::max_strikes`] the PING is only
-//! counted ([`PingVerdict::Strike`]); the strike that exceeds it gives
-//! [`PingVerdict::TooManyPings`]. With the default of 2 that is the 3rd strike,
+//! the count is at most the number [`KeepalivePolicy::max_strikes`]
+//! tolerates the PING is only counted ([`PingVerdict::Strike`]); the strike
+//! that exceeds it gives [`PingVerdict::TooManyPings`]; with
+//! [`MaxStrikes::NoLimit`] (C-core's `grpc.http2.max_ping_strikes = 0`)
+//! none does ([`PingVerdict::StrikeWithoutLimit`]). With the default of 2 that is the 3rd strike,
 //! i.e. the 4th PING of a steady too-fast client under grpc-go and C-core
 //! (the first never strikes) and the 3rd under grpc-java.
 //!
@@ -117,15 +124,21 @@
 //! and no second reaction; server frames change nothing.
 
 mod check;
+mod connection;
+mod enforce;
 mod enforcer;
 mod keepalive;
 mod plan;
 mod presets;
+mod react;
 
 #[cfg(test)]
 mod tests;
 
 pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
+pub(crate) use connection::{Close, TimerChange};
+pub use connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
+pub(crate) use enforce::KeepaliveEnforcement;
 pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
-pub use keepalive::{GapFrom, KeepalivePolicy, OnTooManyPings, ResetOn};
+pub use keepalive::{GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, ResetOn};
 pub use plan::{reaction, Action, OpenStream, TOO_MANY_PINGS, UNAVAILABLE};

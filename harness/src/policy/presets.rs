@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::keepalive::{GapFrom, KeepalivePolicy, OnTooManyPings, ResetOn};
+use super::keepalive::{GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, ResetOn};
 use super::plan::UNAVAILABLE;
 use crate::wire::ErrorCode;
 
@@ -40,7 +40,7 @@ impl KeepalivePolicy {
             min_time: FIVE_MINUTES,
             permit_without_calls: false,
             idle_min_time: TWO_HOURS,
-            max_strikes: 2,
+            max_strikes: MaxStrikes::GRPC_GO,
             reset_on: ResetOn::HEADERS_OR_DATA,
             gap_from: GapFrom::PreviousPing,
             on_too_many_pings: OnTooManyPings::CloseAfterGoAway,
@@ -59,21 +59,40 @@ impl KeepalivePolicy {
     /// | `min_time` | 5 min (`grpc.http2.min_ping_interval_without_data_ms`; measured: a misspelt key is silently ignored) |
     /// | `permit_without_calls` | `false` (`grpc.keepalive_permit_without_calls`) |
     /// | `idle_min_time` | 2 h (measured) |
-    /// | `max_strikes` | 2 (`grpc.http2.max_ping_strikes`; measured: 4th PING → GOAWAY) |
-    /// | `reset_on` | HEADERS, DATA or WINDOW_UPDATE written by the server (code; not measured) |
+    /// | `max_strikes` | `MaxStrikes::c_core(2)` (`grpc.http2.max_ping_strikes`; measured: 4th PING → GOAWAY; 0 = no limit, measured) |
+    /// | `reset_on` | [`ResetOn::C_CORE`]: HEADERS, DATA or WINDOW_UPDATE written by the server (code), and the WINDOW_UPDATEs it writes for client DATA (measured, code) |
     /// | `gap_from` | previous PING (`last_ping_recv_time_`; measured: the first PING never counts) |
     /// | `on_too_many_pings` | per open call trailers-only `grpc-status: 14`, `grpc-message: Too many pings`, then RST_STREAM(NO_ERROR); then close (measured) |
     ///
     /// The GOAWAY's last-stream-id is the last stream the server accepted
-    /// (measured). C-core reads `max_ping_strikes = 0` as "never GOAWAY";
-    /// write `u32::MAX` here for that.
+    /// (measured). To copy a server whose `grpc.http2.max_ping_strikes` is
+    /// set, write `max_strikes: MaxStrikes::c_core(value)` (0 there means
+    /// "never GOAWAY", and so it does here).
+    ///
+    /// **Client DATA resets strikes.** C-core resets its ping strikes
+    /// (`grpc_chttp2_reset_ping_clock` → `Chttp2PingAbusePolicy::ResetPingStrikes`)
+    /// whenever it *writes* HEADERS, DATA or a WINDOW_UPDATE (grpc
+    /// `src/core/ext/transport/chttp2/transport/writing.cc`:
+    /// `FlushInitialMetadata`, `FlushWindowUpdates` of the stream and of
+    /// the transport, `FlushData`, `FlushTrailingMetadata`; read in the
+    /// code), and after it consumes a client message it writes a stream
+    /// and a connection WINDOW_UPDATE (+9 for a 4-octet message), then +5
+    /// for the next message header with its next write, which can be a PING
+    /// ACK (measured, grpcio 1.85, FACTS.md). h2 writes no such small
+    /// updates, so [`ResetOn::client_data`] models them: a client-streaming
+    /// call whose client sends every 15 s under a 10 s keepalive is never
+    /// cut, and a silent upload is cut after its 5th PING, not its 4th, as
+    /// measured. DATA with END_STREAM closes the stream's read side, and
+    /// C-core then writes no stream update (`if (s_->read_closed) return;`),
+    /// so a unary call's DATA resets nothing (measured: with a unary call
+    /// open, the 4th PING gets the GOAWAY).
     pub fn c_core() -> Self {
         KeepalivePolicy {
             min_time: FIVE_MINUTES,
             permit_without_calls: false,
             idle_min_time: TWO_HOURS,
-            max_strikes: 2,
-            reset_on: ResetOn::HEADERS_DATA_OR_WINDOW_UPDATE,
+            max_strikes: MaxStrikes::c_core(2),
+            reset_on: ResetOn::C_CORE,
             gap_from: GapFrom::PreviousPing,
             on_too_many_pings: OnTooManyPings::TrailersOnlyThenReset {
                 status: UNAVAILABLE,
@@ -112,7 +131,7 @@ impl KeepalivePolicy {
             min_time: FIVE_MINUTES,
             permit_without_calls: false,
             idle_min_time: TWO_HOURS,
-            max_strikes: 2,
+            max_strikes: MaxStrikes::GRPC_JAVA,
             reset_on: ResetOn::HEADERS_OR_DATA,
             gap_from: GapFrom::LastAcceptedPing,
             on_too_many_pings: OnTooManyPings::ResetStreamsThenClose {

@@ -412,9 +412,9 @@ fn allowed_gap_depends_on_open_calls_and_permission() {
 }
 
 #[test]
-fn zero_max_strikes_goes_away_on_the_first_strike_and_max_never_does() {
+fn tolerating_zero_goes_away_on_the_first_strike_and_no_limit_never_does() {
     let mut eager = Enforcer::new(KeepalivePolicy {
-        max_strikes: 0,
+        max_strikes: MaxStrikes::Tolerate(0),
         ..KeepalivePolicy::c_core()
     });
     let verdicts = steady_pings(&mut eager, secs(1), 2, 1);
@@ -424,13 +424,48 @@ fn zero_max_strikes_goes_away_on_the_first_strike_and_max_never_does() {
     ));
 
     let mut patient = Enforcer::new(KeepalivePolicy {
-        max_strikes: u32::MAX,
+        max_strikes: MaxStrikes::NoLimit,
         ..KeepalivePolicy::c_core()
     });
     let verdicts = steady_pings(&mut patient, secs(1), 1000, 1);
     assert!(verdicts
         .iter()
         .all(|v| !matches!(v, PingVerdict::TooManyPings { .. })));
+    assert!(matches!(
+        verdicts[999],
+        PingVerdict::StrikeWithoutLimit { n: 999, .. }
+    ));
+    assert_eq!(patient.strikes(), 999);
+}
+
+/// C-core's `grpc.http2.max_ping_strikes = 0` is "no limit"
+/// (`ping_abuse_policy.cc`: `ping_strikes_ > max_ping_strikes_ &&
+/// max_ping_strikes_ != 0`), and copying it literally gives that.
+#[test]
+fn c_core_max_ping_strikes_zero_never_goes_away() {
+    let mut copied = Enforcer::new(KeepalivePolicy {
+        max_strikes: MaxStrikes::c_core(0),
+        ..KeepalivePolicy::c_core()
+    });
+    let verdicts = steady_pings(&mut copied, secs(1), 100, 1);
+    assert!(verdicts
+        .iter()
+        .all(|v| !matches!(v, PingVerdict::TooManyPings { .. })));
+    assert_eq!(MaxStrikes::c_core(-3), MaxStrikes::NoLimit);
+    assert_eq!(MaxStrikes::c_core(1), MaxStrikes::Tolerate(1));
+    let mut one = Enforcer::new(KeepalivePolicy {
+        max_strikes: MaxStrikes::c_core(1),
+        ..KeepalivePolicy::c_core()
+    });
+    let verdicts = steady_pings(&mut one, secs(1), 3, 1);
+    assert!(matches!(
+        verdicts[1],
+        PingVerdict::Strike { n: 1, of: 1, .. }
+    ));
+    assert!(matches!(
+        verdicts[2],
+        PingVerdict::TooManyPings { strikes: 2, .. }
+    ));
 }
 
 #[test]
@@ -453,7 +488,7 @@ fn presets_carry_their_documented_numbers() {
             go.idle_min_time,
             go.max_strikes
         ),
-        (FIVE_MIN, false, TWO_HOURS, 2)
+        (FIVE_MIN, false, TWO_HOURS, MaxStrikes::Tolerate(2))
     );
     assert_eq!(go.reset_on, ResetOn::HEADERS_OR_DATA);
     assert_eq!(go.gap_from, GapFrom::PreviousPing);
@@ -466,8 +501,9 @@ fn presets_carry_their_documented_numbers() {
             c.idle_min_time,
             c.max_strikes
         ),
-        (FIVE_MIN, false, TWO_HOURS, 2)
+        (FIVE_MIN, false, TWO_HOURS, MaxStrikes::Tolerate(2))
     );
+    assert_eq!(c.reset_on, ResetOn::C_CORE);
     assert_eq!(
         c.on_too_many_pings,
         OnTooManyPings::TrailersOnlyThenReset {
@@ -477,7 +513,10 @@ fn presets_carry_their_documented_numbers() {
     );
 
     let java = KeepalivePolicy::grpc_java_netty();
-    assert_eq!((java.min_time, java.max_strikes), (FIVE_MIN, 2));
+    assert_eq!(
+        (java.min_time, java.max_strikes),
+        (FIVE_MIN, MaxStrikes::Tolerate(2))
+    );
     assert_eq!(java.gap_from, GapFrom::LastAcceptedPing);
 
     let etcd = KeepalivePolicy::etcd();

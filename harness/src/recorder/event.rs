@@ -149,6 +149,24 @@ pub enum Fate {
     /// [`Host::raw_connect`](crate::Host::raw_connect) instead to have it
     /// recorded at the sender, like any other.
     ReadAtReceiver,
+    /// A frame rule replaced its octets ([`Verdict::Replace`](crate::fault::Verdict::Replace)):
+    /// it never reached the receiver as written; what arrived instead is
+    /// recorded right after it, one
+    /// [`EventKind::FrameReplaced`] per frame.
+    Replaced {
+        /// Octets that differ between what was sent and what arrived
+        /// (compared position by position; a length difference counts
+        /// each missing or extra octet).
+        differing: u32,
+        /// The first octet that differs, counted from the frame's first
+        /// header octet (0); none when nothing differs.
+        first_differing: Option<u32>,
+        /// Octets that arrived instead.
+        arrived: u32,
+    },
+    /// A connection policy ([`crate::policy::ConnectionPolicy`]) took the
+    /// frame and did not forward it (a box that answers PINGs itself).
+    Swallowed,
 }
 
 /// Why frames a host wrote never left it ([`EventKind::FramesUndelivered`]):
@@ -731,6 +749,59 @@ pub enum EventKind {
         /// The GOAWAY debug text, `too_many_pings`.
         reason: String,
     },
+    /// What arrived in place of a frame a rule replaced (the frame before
+    /// it, [`Fate::Replaced`]): one of the frames of the replacement,
+    /// decoded on its own. Recorded at the sender, right after the frame
+    /// it replaced.
+    FrameReplaced {
+        /// The connection.
+        #[serde(serialize_with = "conn_id")]
+        conn: u32,
+        /// The receiving host.
+        to: String,
+        /// The stream id.
+        stream: u32,
+        /// The frame type; JSON: its RFC 9113 name.
+        #[serde(serialize_with = "frame_type")]
+        frame: FrameType,
+        /// The flags that matter.
+        flags: FrameFlags,
+        /// The decoded payload.
+        detail: FrameDetail,
+        /// The RFC 9113 rule it breaks, if it breaks one. JSON: absent
+        /// when none.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        invalid: Option<Box<str>>,
+    },
+    /// A connection policy ([`crate::policy::ConnectionPolicy`]) closed
+    /// the connection. Recorded at the server host once what the policy
+    /// sent before the close left.
+    PolicyClosed {
+        /// The connection.
+        #[serde(serialize_with = "conn_id")]
+        conn: u32,
+        /// The client host.
+        to: String,
+        /// The policy, by its [`name`](crate::policy::ConnectionPolicy::name).
+        policy: String,
+        /// Why, in the policy's words.
+        reason: String,
+    },
+    /// A C-core server's WINDOW_UPDATE for client DATA reset a
+    /// connection's ping strikes ([`ResetOn::client_data`](crate::policy::ResetOn::client_data)):
+    /// a write the real server makes and the emulated one (h2) does not,
+    /// so no frame of it is on the wire. Recorded on the server.
+    KeepaliveDataReset {
+        /// The connection.
+        #[serde(serialize_with = "conn_id")]
+        conn: u32,
+        /// The client host.
+        to: String,
+        /// Strikes cleared.
+        cleared: u32,
+        /// The stream whose DATA the update is for.
+        stream: u32,
+    },
     /// A retry layer (gRFC A6, [`crate::retry`]) on a channel made by
     /// [`Host::retry_channel`](crate::Host::retry_channel) is about to send
     /// an attempt. Recorded on the calling host immediately before the
@@ -884,6 +955,7 @@ impl EventKind {
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. } => (1, call.0),
             Self::Frame { conn, .. }
+            | Self::FrameReplaced { conn, .. }
             | Self::ConnClosed { conn, .. }
             | Self::RawPeerClosed { conn, .. }
             | Self::ConnResetSent { conn, .. }

@@ -417,8 +417,8 @@ pub enum LinkHold {
 /// [`crate::policy::PingVerdict`] for the rule behind each.
 ///
 /// In JSON, beside the event's other fields: `"verdict": "ok"`,
-/// `"verdict": "strike", "n": 1, "of": 2`, `"verdict": "too_many_pings"`
-/// or `"verdict": "going_away"`.
+/// `"verdict": "strike", "n": 1, "of": 2`, `"verdict": "too_many_pings"`,
+/// `"verdict": "going_away"` or `"verdict": "strike_without_limit", "n": 5`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -437,6 +437,12 @@ pub enum KeepaliveVerdict {
     TooManyPings,
     /// A PING after the GOAWAY was decided.
     GoingAway,
+    /// Too soon: strike `n`, under a policy that tolerates any number
+    /// ([`MaxStrikes::NoLimit`](crate::policy::MaxStrikes::NoLimit)).
+    StrikeWithoutLimit {
+        /// This strike's number, 1-based.
+        n: u32,
+    },
 }
 
 #[cfg(test)]

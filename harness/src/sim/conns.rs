@@ -1,14 +1,14 @@
 //! Connection ids: both ends of a simulated TCP connection must agree on its
 //! id (`c1, c2, …`, in order of first appearance), whichever end sees it
 //! first. Next to the id, the registry keeps the state both ends' writer
-//! tasks share (keepalive enforcement, `net/tap/keepalive.rs`; SETTINGS in
+//! tasks share (connection policies, `net/tap/policy.rs`; SETTINGS in
 //! flight, injections and kept-back frames, `net/tap/pair.rs`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::net::{KeepaliveConn, Reset, TapPair, Written};
+use crate::net::{Policies, Reset, TapPair, Written};
 use crate::wire::Direction;
 
 /// A connection's (client address, server address).
@@ -18,8 +18,9 @@ type Pair = (SocketAddr, SocketAddr);
 /// the test's thread, so the lock is never contended.
 #[derive(Default)]
 pub(crate) struct ConnState {
-    /// Keepalive enforcement, when the server host has a policy.
-    pub(crate) keepalive: Option<KeepaliveConn>,
+    /// Connection policies (keepalive enforcement among them), when the
+    /// server host has any.
+    pub(crate) policies: Option<Policies>,
     /// What the two directions' taps tell each other.
     pub(crate) tap: TapPair,
     /// Set when a partition's `reset_after` resets the connection.
@@ -60,20 +61,20 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// The id and shared state of the connection from `client` to `server`;
-    /// the id is assigned, and `init` makes the state, when this is the
-    /// first end to see it. Ephemeral ports are not reused within a run, so
+    /// the id is assigned, and `init` makes the state from it, when this is
+    /// the first end to see it. Ephemeral ports are not reused within a run, so
     /// the pair is unique.
     pub(crate) fn open(
         &self,
         client: SocketAddr,
         server: SocketAddr,
-        init: impl FnOnce() -> ConnState,
+        init: impl FnOnce(u32) -> ConnState,
     ) -> (u32, SharedConn) {
         let mut guard = self.ids.lock().unwrap_or_else(|p| p.into_inner());
         let (next, ids) = &mut *guard;
         let (id, state) = ids.entry((client, server)).or_insert_with(|| {
             *next += 1;
-            (*next, Arc::new(Mutex::new(init())))
+            (*next, Arc::new(Mutex::new(init(*next))))
         });
         (*id, state.clone())
     }

@@ -7,14 +7,8 @@ use std::time::Duration;
 
 use super::Sim;
 use crate::error::{Error, Kind};
-use crate::fault::{Action, FaultKind, FrameAction, HostAction, HostFault};
+use crate::fault::{Action, FaultKind, HostAction, HostFault, LONGEST_WAIT};
 use crate::trace::fmt_duration;
-
-/// The longest single wait (tick, latency, delay) a run takes: one
-/// simulated year. Sim time is added to `Instant`s, which overflow near
-/// `Duration::MAX`; a run's *duration* may still be `Duration::MAX`
-/// ("until the clients are done").
-const LONGEST_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 impl Sim {
     /// Tick, duration, latency and jitter fit the run; link latencies and
@@ -97,7 +91,8 @@ impl Sim {
         }
     }
 
-    /// The waits the faults add: link latencies and frame delays.
+    /// The waits the host faults add: link latencies (a frame delay checks
+    /// itself, `fault/builtin.rs`).
     fn fault_waits(&self) -> impl Iterator<Item = (&'static str, Duration)> + '_ {
         self.faults.iter().filter_map(|f| long_wait(&f.0))
     }
@@ -169,10 +164,6 @@ fn long_wait(fault: &FaultKind) -> Option<(&'static str, Duration)> {
     match fault {
         FaultKind::Host(h) => match &h.action {
             HostAction::Latency(_, _, d) => Some(("Fault::link_latency", *d)),
-            _ => None,
-        },
-        FaultKind::Frame(rule) => match &rule.action {
-            FrameAction::Delay(d) => Some(("frame fault delay", *d)),
             _ => None,
         },
         _ => None,

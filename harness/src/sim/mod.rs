@@ -27,7 +27,7 @@ pub use serve_host::ServeHost;
 pub(crate) use shared::{Rules, Shared};
 
 use crate::fault::Fault;
-use crate::policy::KeepalivePolicy;
+use crate::policy::{ConnInfo, ConnectionPolicy, KeepalivePolicy};
 
 /// What a client body returns: `Ok(())`, or any error (`?` works on
 /// `tonic::Status` and most others). An error fails the run.
@@ -95,6 +95,8 @@ pub struct Sim {
     clients: Vec<(String, ClientBody)>,
     faults: Vec<Fault>,
     keepalive: Vec<(String, KeepalivePolicy)>,
+    /// Connection policies per server host ([`Sim::connection_policy`]).
+    policies: Vec<(String, PolicyFactory)>,
     /// Replica sets added with [`Sim::servers`]; their replicas are in
     /// `servers` too.
     replica_sets: Vec<ReplicaSet>,
@@ -117,6 +119,7 @@ impl Sim {
             clients: Vec::new(),
             faults: Vec::new(),
             keepalive: Vec::new(),
+            policies: Vec::new(),
             replica_sets: Vec::new(),
             serve_fns: Vec::new(),
         }
@@ -319,4 +322,55 @@ impl Sim {
         self.keepalive.push((host.into(), policy));
         self
     }
+
+    /// Puts a [`ConnectionPolicy`] on every connection to server host
+    /// `host`: `make` builds one for each connection when it opens (with
+    /// its id, its two hosts and the *simulated* time it opened), and the
+    /// wire tap shows it every frame of that connection, both ways, and
+    /// calls it back on the timer it asks for (see
+    /// [`ConnectionPolicy`]'s docs for the exact
+    /// order). Several policies on one host act in the order added, after
+    /// the host's [`Sim::keepalive_policy`], if any.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::policy::{ConnectionPolicy, Effects, FrameView};
+    /// use grpc_chaos::wire::FrameType;
+    ///
+    /// /// Closes a connection that carries no DATA for `idle` (simulated).
+    /// struct IdleTimer { idle: Duration }
+    ///
+    /// impl ConnectionPolicy for IdleTimer {
+    ///     fn on_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
+    ///         if frame.frame_type() == FrameType::Data {
+    ///             fx.timer_at(frame.now() + self.idle);
+    ///         }
+    ///     }
+    ///     fn on_timer(&mut self, fx: &mut Effects) {
+    ///         fx.close("idle");
+    ///     }
+    /// }
+    ///
+    /// # let mut sim = grpc_chaos::Sim::builder().build();
+    /// # sim.server("store", |s| s);
+    /// sim.connection_policy("store", |_conn| IdleTimer { idle: Duration::from_secs(1) });
+    /// ```
+    ///
+    /// An unknown `host`, a client host, or a run with
+    /// [`SimBuilder::wire_tap`]`(false)` is an error from [`Sim::run`].
+    pub fn connection_policy<P, F>(&mut self, host: impl Into<String>, make: F) -> &mut Self
+    where
+        P: ConnectionPolicy,
+        F: Fn(&ConnInfo<'_>) -> P + Send + Sync + 'static,
+    {
+        let make: PolicyFactory = std::sync::Arc::new(move |info: &ConnInfo<'_>| {
+            Box::new(make(info)) as Box<dyn ConnectionPolicy>
+        });
+        self.policies.push((host.into(), make));
+        self
+    }
 }
+
+/// Makes a connection's policy when it opens ([`Sim::connection_policy`]).
+pub(crate) type PolicyFactory =
+    std::sync::Arc<dyn Fn(&ConnInfo<'_>) -> Box<dyn ConnectionPolicy> + Send + Sync>;

@@ -37,12 +37,14 @@ impl Sim {
             clients,
             faults,
             keepalive,
+            policies,
             replica_sets,
             problem: _,
             serve_fns: _,
         } = self;
         let mut rules = Rules {
             keepalive,
+            policies,
             ..Rules::default()
         };
         let mut host_faults = Vec::new();

@@ -9,8 +9,9 @@ use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
 use crate::error::{Error, Kind};
-use crate::fault::{FrameAction, FrameInfo, FrameRule, HandlerRule, Injection};
-use crate::policy::KeepalivePolicy;
+use crate::fault::{FrameInfo, FrameView, HandlerRule, Injection, RuleEntry, Verdict};
+use crate::net::Policies;
+use crate::policy::{ConnInfo, ConnectionPolicy, KeepaliveEnforcement, KeepalivePolicy};
 use crate::recorder::event::EventKind;
 use crate::recorder::Recorder;
 
@@ -18,12 +19,17 @@ use crate::recorder::Recorder;
 #[derive(Default)]
 pub(crate) struct Rules {
     pub(crate) handler: Vec<HandlerRule>,
-    pub(crate) frame: Vec<FrameRule>,
+    pub(crate) frame: Vec<RuleEntry>,
     pub(crate) inject: Vec<Injection>,
     /// Keepalive enforcement per server host ([`Sim::keepalive_policy`]).
     ///
     /// [`Sim::keepalive_policy`]: super::Sim::keepalive_policy
     pub(crate) keepalive: Vec<(String, KeepalivePolicy)>,
+    /// Connection policies per server host ([`Sim::connection_policy`]),
+    /// in the order added.
+    ///
+    /// [`Sim::connection_policy`]: super::Sim::connection_policy
+    pub(crate) policies: Vec<(String, super::PolicyFactory)>,
 }
 
 pub(crate) struct Shared {
@@ -239,13 +245,14 @@ impl Shared {
         unused
     }
 
-    /// What the first matching frame fault does with a frame, if any.
-    pub(crate) fn frame_action(&self, frame: &FrameInfo<'_>) -> Option<&FrameAction> {
-        self.rules
-            .frame
-            .iter()
-            .find(|r| r.applies(frame))
-            .map(|r| &r.action)
+    /// What the frame faults do with a frame: the verdict of the first
+    /// whose filter matches and whose rule acts, if any.
+    pub(crate) fn frame_verdict(
+        &self,
+        info: &FrameInfo<'_>,
+        view: &FrameView<'_>,
+    ) -> Option<Verdict> {
+        self.rules.frame.iter().find_map(|r| r.verdict(info, view))
     }
 
     /// Whether any frame fault exists (the tap then cuts the byte stream at
@@ -281,7 +288,7 @@ impl Shared {
             .collect()
     }
 
-    /// Releases the frames held under `name` ([`FrameAction::Hold`]) and
+    /// Releases the frames held under `name` ([`Verdict::Hold`]) and
     /// wakes every writer task waiting on one. `by` names the host whose
     /// code asked (`None`: a timed [`Fault::release`](crate::Fault::release));
     /// a name no hold uses is recorded as a misconfiguration.
@@ -299,12 +306,12 @@ impl Shared {
         // A timed release has no host of its own: it is shown at the host
         // whose frames the hold keeps back, or else at the one they go to,
         // when the hold names one.
-        let holder = self.rules.frame.iter().find_map(|r| match &r.action {
-            FrameAction::Hold(h) if &**h == name => {
-                r.filter.from.as_deref().or(r.filter.to.as_deref())
-            }
-            _ => None,
-        });
+        let holder = self
+            .rules
+            .frame
+            .iter()
+            .filter(|r| r.hold_name() == Some(name))
+            .find_map(|r| r.filter.from.as_deref().or(r.filter.to.as_deref()));
         self.recorder.push(
             by.or(holder).unwrap_or_default(),
             EventKind::HoldReleased {
@@ -329,13 +336,27 @@ impl Shared {
         self.release_notify.notified()
     }
 
-    /// The keepalive policy server host `host` enforces, if any.
-    pub(crate) fn keepalive_policy(&self, host: &str) -> Option<KeepalivePolicy> {
-        self.rules
+    /// The policies of the connection `info` describes: keepalive
+    /// enforcement first, then the connection policies of its server host
+    /// in the order added; `None` when it has none.
+    pub(crate) fn connection_policies(&self, info: &ConnInfo<'_>) -> Option<Policies> {
+        let server = info.server();
+        let keepalive = self
+            .rules
             .keepalive
             .iter()
-            .find(|(h, _)| h == host)
-            .map(|(_, p)| *p)
+            .filter(|(h, _)| h == server)
+            .map(|(_, p)| {
+                Box::new(KeepaliveEnforcement::new(*p, info)) as Box<dyn ConnectionPolicy>
+            });
+        let others = self
+            .rules
+            .policies
+            .iter()
+            .filter(|(h, _)| h == server)
+            .map(|(_, make)| make(info));
+        let list: Vec<Box<dyn ConnectionPolicy>> = keepalive.chain(others).collect();
+        (!list.is_empty()).then(|| Policies::new(list))
     }
 
     /// The connection registry (ids shared by both ends).

@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 
 use super::Sim;
 use crate::error::{Error, Kind};
-use crate::fault::{Action, FaultKind, FrameAction, HostAction, HostFault, Injection};
+use crate::fault::{
+    check_nth, check_window, Action, FaultKind, HostAction, HostFault, Injection, RunCheck,
+};
 
 impl Sim {
     /// Every check that does not need the run itself.
@@ -48,28 +50,15 @@ impl Sim {
                 known: known.clone(),
             }),
         };
+        let run = RunCheck {
+            duration: self.config.duration,
+            hosts: &names,
+            unknown: &unknown,
+        };
         for fault in &self.faults {
             match &fault.0 {
                 FaultKind::Host(h) => self.check_host_fault(h, &names, &unknown)?,
-                FaultKind::Frame(rule) => {
-                    let f = &rule.filter;
-                    for host in f.from.iter().chain(&f.to) {
-                        if !names.contains(host.as_str()) {
-                            return Err(unknown(host, "a frame fault".to_owned()));
-                        }
-                    }
-                    self.check_window("frame fault", f.window)?;
-                    check_nth("frame fault", f.nth)?;
-                    if let FrameAction::HoldUntil(at) = rule.action {
-                        if at > self.config.duration {
-                            return Err(Error::new(Kind::FaultAfterEnd {
-                                fault: "frame fault hold_until".to_owned(),
-                                at,
-                                duration: self.config.duration,
-                            }));
-                        }
-                    }
-                }
+                FaultKind::Frame(rule) => rule.check(&run)?,
                 FaultKind::Inject(i) => self.check_injection(i, &names, &unknown)?,
                 FaultKind::Handler(rule) => {
                     if !self.servers.iter().any(|(n, _)| *n == rule.host) {
@@ -113,6 +102,7 @@ impl Sim {
             }
         }
         self.check_keepalive(&unknown)?;
+        self.check_connection_policies(&unknown)?;
         self.check_membership()?;
         self.check_host_schedule()?;
         self.check_wire_tap()
@@ -282,7 +272,9 @@ impl Sim {
             FaultKind::Inject(_) => Some("an injected frame"),
             _ => None,
         });
-        let needs_tap = needs_tap.or(self.keepalive.first().map(|_| "a keepalive policy"));
+        let needs_tap = needs_tap
+            .or(self.keepalive.first().map(|_| "a keepalive policy"))
+            .or(self.policies.first().map(|_| "a connection policy"));
         match needs_tap {
             None => Ok(()),
             Some(what) => Err(Error::new(Kind::Misconfigured(format!(
@@ -290,6 +282,25 @@ impl Sim {
                  remove one of the two"
             )))),
         }
+    }
+
+    /// Each connection policy names a server host.
+    fn check_connection_policies(
+        &self,
+        unknown: &dyn Fn(&str, String) -> Error,
+    ) -> Result<(), Error> {
+        for (host, _) in &self.policies {
+            if !self.servers.iter().any(|(n, _)| n == host) {
+                if self.clients.iter().any(|(n, _)| n == host) {
+                    return Err(Error::new(Kind::Misconfigured(format!(
+                        "Sim::connection_policy({host:?}): `{host}` is a client host; a connection \
+                         policy sits on the connections to a server host, so name the server"
+                    ))));
+                }
+                return Err(unknown(host, "a connection policy".to_owned()));
+            }
+        }
+        Ok(())
     }
 
     /// Each keepalive policy names one server host, once.
@@ -434,36 +445,8 @@ impl Sim {
         what: &str,
         window: Option<(std::time::Duration, std::time::Duration)>,
     ) -> Result<(), Error> {
-        let Some((from, until)) = window else {
-            return Ok(());
-        };
-        let fmt = crate::trace::fmt_duration;
-        if from >= until {
-            return Err(Error::new(Kind::Misconfigured(format!(
-                "{what} window [{}, {}) is empty; `during(from, until)` needs from < until",
-                fmt(from),
-                fmt(until)
-            ))));
-        }
-        if from > self.config.duration {
-            return Err(Error::new(Kind::FaultAfterEnd {
-                fault: format!("{what} window"),
-                at: from,
-                duration: self.config.duration,
-            }));
-        }
-        Ok(())
+        check_window(what, window, self.config.duration)
     }
-}
-
-/// `nth(0)` would never match: frames are counted from 1.
-fn check_nth(what: &str, nth: Option<u32>) -> Result<(), Error> {
-    if nth == Some(0) {
-        return Err(Error::new(Kind::Misconfigured(format!(
-            "{what} with nth(0) never matches: frames are counted from 1"
-        ))));
-    }
-    Ok(())
 }
 
 /// Whether `other` is the crash (for a restart) or the restart (for a

@@ -32,8 +32,9 @@ impl Trace {
     /// message, or `None` when the trace has no such call or connection.
     ///
     /// Arrows: `->>` a request or a frame that passed, `-->>` an answer
-    /// (or a frame the harness injected), `--x` an answer other than OK, a
-    /// frame dropped or lost `-x`, kept back (held, delayed, partitioned,
+    /// (or a frame the harness injected, or one a frame rule put in place
+    /// of the frame sent), `--x` an answer other than OK, a frame dropped,
+    /// lost, replaced or swallowed by a connection policy `-x`, kept back (held, delayed, partitioned,
     /// paused) `-)`; handler runs are activations with notes. Text is
     /// escaped for Mermaid (`#59;` for `;` and so on), so a peer's
     /// message cannot break the diagram.
@@ -124,6 +125,9 @@ impl Lines {
             }
             (Lines::Connection, EventKind::Frame { to, fate, .. }) => {
                 d.arrow(&e.host, frame_arrow(*fate), to, &text);
+            }
+            (Lines::Connection, EventKind::FrameReplaced { to, .. }) => {
+                d.arrow(&e.host, "-->>", to, &text);
             }
             (
                 Lines::Connection,
@@ -229,6 +233,7 @@ fn conn_of(e: &Event) -> Option<u32> {
         | EventKind::FrameNeverLeft { conn, .. }
         | EventKind::ConnClosed { conn, .. }
         | EventKind::Connected { conn, .. }
+        | EventKind::FrameReplaced { conn, .. }
         | EventKind::RawPeerClosed { conn, .. }
         | EventKind::ConnResetSent { conn, .. }
         | EventKind::FramesUndelivered { conn, .. }
@@ -241,7 +246,10 @@ fn frame_arrow(fate: Fate) -> &'static str {
     match fate {
         Fate::Passed | Fate::Behind { .. } | Fate::ReadAtReceiver => "->>",
         Fate::Injected => "-->>",
-        Fate::Dropped | Fate::Lost | Fate::LostBehind => "-x",
+        // Replaced: what arrived instead follows as its own arrow.
+        Fate::Dropped | Fate::Lost | Fate::LostBehind | Fate::Replaced { .. } | Fate::Swallowed => {
+            "-x"
+        }
         Fate::Held | Fate::Delayed { .. } | Fate::Partitioned | Fate::Paused | Fate::BehindHeld => {
             "-)"
         }

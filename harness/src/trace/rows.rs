@@ -170,7 +170,9 @@ fn kind(e: &Event) -> RowKind {
             }
             Fate::Behind { .. } | Fate::BehindHeld => RowKind::BehindFrame,
             Fate::Injected => RowKind::InjectedFrame,
+            Fate::Replaced { .. } | Fate::Swallowed => RowKind::DroppedFrame,
         },
+        EventKind::FrameReplaced { .. } => RowKind::InjectedFrame,
         EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
         EventKind::ConnClosed { .. } | EventKind::RawPeerClosed { .. } => RowKind::Frame,
         EventKind::ConnResetSent { .. } => RowKind::Connection,
@@ -200,6 +202,8 @@ fn kind(e: &Event) -> RowKind {
         EventKind::ProtocolError { .. } => RowKind::ProtocolError,
         EventKind::KeepalivePing { .. }
         | EventKind::KeepaliveStrikesReset { .. }
+        | EventKind::KeepaliveDataReset { .. }
+        | EventKind::PolicyClosed { .. }
         | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
         EventKind::Log { .. } => RowKind::Log,
         EventKind::CallRouted { .. } => RowKind::Call,
@@ -218,6 +222,7 @@ fn shown(e: &Event, options: &RenderOptions) -> bool {
         }
         EventKind::FrameReleased { .. }
         | EventKind::FrameNeverLeft { .. }
+        | EventKind::FrameReplaced { .. }
         | EventKind::ProtocolError { .. } => options.frames,
         EventKind::ConnClosed { .. }
         | EventKind::RawPeerClosed { .. }
@@ -538,7 +543,41 @@ fn line(e: &Event) -> (String, String) {
                 Fate::ReadAtReceiver => {
                     let _ = write!(text, " [raw peer: recorded when {to} read it]");
                 }
+                Fate::Replaced {
+                    differing,
+                    first_differing,
+                    arrived,
+                } => {
+                    let _ = write!(text, " [replaced: {}", count(*differing, "octet"));
+                    text.push_str(if *differing == 1 {
+                        " differs"
+                    } else {
+                        " differ"
+                    });
+                    if let Some(at) = first_differing {
+                        let _ = write!(text, ", first at octet {at}");
+                    }
+                    let _ = write!(text, "; {} arrived instead]", count(*arrived, "octet"));
+                }
+                Fate::Swallowed => text.push_str(" [swallowed by a connection policy]"),
             }
+            (format!("{host}→{to}"), text)
+        }
+        EventKind::FrameReplaced {
+            conn,
+            to,
+            stream,
+            frame,
+            flags,
+            detail,
+            invalid,
+        } => {
+            let mut text = format!("c{conn} s{stream} {frame}");
+            let detail = words::frame_text(*frame, *flags, detail, invalid.as_deref());
+            if !detail.is_empty() {
+                let _ = write!(text, " {detail}");
+            }
+            text.push_str(" [arrived instead]");
             (format!("{host}→{to}"), text)
         }
         EventKind::FrameReleased {
@@ -715,6 +754,27 @@ fn line(e: &Event) -> (String, String) {
                 format!("g{group} attempt {attempt} {outcome} → {decision}"),
             )
         }
+        EventKind::KeepaliveDataReset {
+            conn,
+            to,
+            cleared,
+            stream,
+        } => (
+            format!("{host}→{to}"),
+            format!(
+                "c{conn} ping strikes reset ({cleared} cleared): the server's WINDOW_UPDATE for \
+                 {to}'s DATA on s{stream}, as C-core writes it (not on the wire)"
+            ),
+        ),
+        EventKind::PolicyClosed {
+            conn,
+            to,
+            policy,
+            reason,
+        } => (
+            format!("{host}→{to}"),
+            format!("c{conn} connection closed by {policy} ({reason})"),
+        ),
         EventKind::KeepaliveClosed { conn, to, reason } => (
             format!("{host}→{to}"),
             format!("c{conn} connection closed by the keepalive policy ({reason})"),

@@ -247,7 +247,7 @@ fn replay(trace: &Trace) -> Vec<Stall> {
         let left = clock.entry(me.clone()).or_insert(Some(Duration::ZERO));
         let left_at = match fate {
             // Never reaches the receiver.
-            Fate::Dropped | Fate::Lost | Fate::LostBehind => continue,
+            Fate::Dropped | Fate::Lost | Fate::LostBehind | Fate::Swallowed => continue,
             Fate::Delayed { .. }
             | Fate::Held
             | Fate::Behind { .. }
@@ -270,8 +270,12 @@ fn replay(trace: &Trace) -> Vec<Stall> {
                 }
                 *left
             }
-            // A raw peer's frame: known only once read, so no earlier.
-            Fate::Passed | Fate::Injected | Fate::ReadAtReceiver => left.map(|l| l.max(e.at)),
+            // A raw peer's frame: known only once read, so no earlier. A
+            // replaced frame counts as the frame sent: the flow control of
+            // what arrived instead is not followed.
+            Fate::Passed | Fate::Injected | Fate::ReadAtReceiver | Fate::Replaced { .. } => {
+                left.map(|l| l.max(e.at))
+            }
         };
         let (seq, stream) = (i * 2, *stream);
         match detail {

@@ -43,7 +43,10 @@ impl Trace {
                     fate,
                     ..
                 } if receiver == to
-                    && !matches!(fate, Fate::Dropped | Fate::Lost | Fate::LostBehind) =>
+                    && !matches!(
+                        fate,
+                        Fate::Dropped | Fate::Lost | Fate::LostBehind | Fate::Swallowed
+                    ) =>
                 {
                     block
                         .request_path()

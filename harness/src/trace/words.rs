@@ -266,6 +266,7 @@ impl fmt::Display for KeepaliveVerdict {
             Self::Strike { n, of } => write!(f, "strike {n}/{of}"),
             Self::TooManyPings => f.write_str("too_many_pings"),
             Self::GoingAway => f.write_str("going_away"),
+            Self::StrikeWithoutLimit { n } => write!(f, "strike {n}, no limit"),
         }
     }
 }

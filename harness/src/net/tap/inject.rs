@@ -30,8 +30,8 @@ impl DirectionTap {
         self.put_injected(bytes, None, release, out);
     }
 
-    /// Records a frame the harness wrote (an injection, a keepalive
-    /// policy's reaction; `kind` overrides the block kind of HEADERS) and
+    /// Records a frame the harness wrote (an injection, a connection
+    /// policy's frame; `kind` overrides the block kind of HEADERS) and
     /// queues it behind what is there. Queued behind a kept-back frame, it
     /// waits too (TCP keeps order), and the trace says when it left.
     pub(super) fn put_injected(
@@ -69,7 +69,7 @@ impl DirectionTap {
         release: Option<Duration>,
         out: &mut VecDeque<Out>,
     ) {
-        if self.triggers.is_empty() || self.closing {
+        if self.triggers.is_empty() || self.closing() {
             return;
         }
         let info = self.frame_info(frame, ack, now);
@@ -98,8 +98,10 @@ impl DirectionTap {
     }
 
     /// Queues what the other direction's frames set off for this one.
+    /// Queues what the other direction's frames set off for this one, and
+    /// what a connection policy sent into it from there.
     pub(crate) fn take_posted(&mut self, out: &mut VecDeque<Out>) {
-        if self.closing {
+        if self.closing() {
             return;
         }
         let direction = self.decoder.direction();
@@ -107,6 +109,7 @@ impl DirectionTap {
         for injection in &posted {
             self.inject(injection, None, out);
         }
+        self.take_policy_posted(out);
     }
 
     /// What wakes this direction's writer when the other direction posts

@@ -7,11 +7,12 @@
 //! can be dropped, kept back, or have an injected frame put before it; a
 //! partial frame waits for its remaining bytes.
 //!
-//! On connections to a server host with a keepalive policy, both directions
-//! also feed the connection's [`KeepaliveConn`] (see [`keepalive`] for the
-//! exact rules), and the server→client direction is cut at frame boundaries
-//! so that the policy's reaction goes out right after the PING ACK that
-//! triggered it, and nothing the server writes after it does.
+//! On connections to a server host with connection policies (keepalive
+//! enforcement is one), both directions also show every frame to the
+//! connection's [`Policies`] (see [`policy`]), and each direction a policy
+//! may alter is cut at frame boundaries, so that what a policy sends goes
+//! out right behind the frame that set it off, and after a close nothing
+//! the server writes does.
 //!
 //! While the link between the two hosts holds bytes (a TCP-like
 //! partition, a paused host: `net/links.rs`), every frame written waits in
@@ -33,10 +34,9 @@
 
 pub(crate) mod ends;
 mod inject;
-pub(crate) mod keepalive;
 mod pair;
+mod policy;
 mod raw;
-mod react;
 mod reset;
 mod summary;
 mod writer;
@@ -48,25 +48,24 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 
 pub(crate) use ends::Written;
-pub(crate) use keepalive::KeepaliveConn;
 pub(crate) use pair::{TapPair, Until, Waiting};
+pub(crate) use policy::Policies;
 pub(crate) use raw::{RawRead, Read};
 pub(crate) use reset::{reset_error, Reset};
 pub(crate) use writer::spawn_writer;
 
-use crate::fault::{FrameAction, FrameInfo, Injection};
+use crate::fault::{FrameInfo, FrameView, Injection, Verdict};
 use crate::net::LinkState;
-use crate::policy::{Action, PingVerdict, TOO_MANY_PINGS};
-use crate::recorder::event::{EventKind, Fate, FrameDetail, KeepaliveVerdict, UndeliveredCause};
+use crate::policy::Close;
+use crate::recorder::event::{EventKind, Fate, FrameDetail, UndeliveredCause};
 use crate::sim::{lock_conn, Shared, SharedConn};
 use crate::wire::{self, BlockKind, Decoder, Detail, Direction, Frame, FrameType, SettingId};
-use keepalive::Judged;
 
 /// Bytes ready to leave, and when (*simulated* time; `None`: now).
 pub(crate) struct Out {
     pub(crate) bytes: Bytes,
     pub(crate) release: Option<Duration>,
-    /// A named hold ([`FrameAction::Hold`]): not due before its release,
+    /// A named hold ([`Verdict::Hold`]): not due before its release,
     /// whatever `release` says.
     pub(crate) hold: Option<Arc<str>>,
     /// For a kept-back frame: what to record when it leaves.
@@ -118,16 +117,18 @@ pub(crate) struct DirectionTap {
     events: Vec<wire::Event>,
     /// The connection's state, shared with the other direction's tap.
     conn_state: SharedConn,
-    /// Whether the server host enforces a keepalive policy: every frame
-    /// then feeds `conn_state.keepalive`.
+    /// Whether the connection has policies: every frame then reaches
+    /// `conn_state.policies`.
     policed: bool,
     /// `.after` injections that may fire on this connection, with their
     /// index among the run's injections.
     triggers: Vec<(usize, Injection)>,
-    /// Set once the keepalive policy's reaction is queued: everything the
-    /// sender writes from then on is dropped, and the writer closes the
-    /// connection once the queue is out.
-    closing: bool,
+    /// Set once a policy's close is queued (on the server → client
+    /// direction): everything the sender writes from then on is dropped,
+    /// and the writer closes the connection once the queue is out.
+    closing: Option<Close>,
+    /// The policies' buffers, reused from frame to frame.
+    scratch: policy::Scratch,
     /// The wire tap is off, but the run has link faults: record nothing,
     /// only keep bytes back while the link holds them.
     silent: bool,
@@ -146,11 +147,14 @@ impl DirectionTap {
         to: Arc<str>,
         conn_state: SharedConn,
     ) -> Self {
-        let (policed, written) = {
+        let (policed, reacts, written) = {
             let state = lock_conn(&conn_state);
-            (state.keepalive.is_some(), state.written.clone())
+            let (policed, reacts) = match &state.policies {
+                Some(p) => (true, p.alters(direction)),
+                None => (false, false),
+            };
+            (policed, reacts, state.written.clone())
         };
-        let reacts = policed && direction == Direction::ServerToClient;
         Self {
             decoder: Decoder::new(direction),
             // Cut at frame boundaries under link faults too, so that each
@@ -167,16 +171,17 @@ impl DirectionTap {
             events: Vec::new(),
             conn_state,
             policed,
-            closing: false,
+            closing: None,
+            scratch: policy::Scratch::default(),
             in_flight: ends::InFlight::default(),
             written,
         }
     }
 
-    /// Whether the keepalive policy's reaction is queued: take no more
-    /// bytes; close once the queue is out ([`DirectionTap::close`]).
+    /// Whether a policy's close is queued: take no more bytes; close once
+    /// the queue is out ([`DirectionTap::close`]).
     pub(crate) fn closing(&self) -> bool {
-        self.closing
+        self.closing.is_some()
     }
 
     pub(crate) fn from(&self) -> &str {
@@ -197,7 +202,7 @@ impl DirectionTap {
     /// as written, without a copy: this runs on every write of every
     /// connection.
     pub(crate) fn on_bytes(&mut self, chunk: Bytes, out: &mut VecDeque<Out>) {
-        if self.closing {
+        if self.closing() {
             return;
         }
         if self.silent {
@@ -218,12 +223,12 @@ impl DirectionTap {
         let mut rest: &[u8] = &chunk;
         // An event at a time: a SETTINGS ACK moves the frame-size limit
         // for the frames right behind it (RFC 9113 §6.5.3).
-        while !rest.is_empty() && !self.closing {
+        while !rest.is_empty() && !self.closing() {
             let taken = self.decoder.feed_until_event(rest, &mut self.events);
             rest = &rest[taken..];
             let events = std::mem::take(&mut self.events);
             for event in &events {
-                if self.closing {
+                if self.closing() {
                     break;
                 }
                 // Watching, `pending` stays empty and the emits are no-ops.
@@ -232,7 +237,7 @@ impl DirectionTap {
             self.events = events;
             self.events.clear();
         }
-        if self.closing {
+        if self.closing() {
             // The policy closed the connection: the rest never leaves.
             self.pending.clear();
             return;
@@ -279,20 +284,41 @@ impl DirectionTap {
     }
 
     fn on_frame(&mut self, frame: &Frame, out: &mut VecDeque<Out>) {
+        // `now` is read once: reading the simulated clock costs a lookup
+        // in the world, and this runs for every frame.
         let now = self.shared.recorder.now();
-        let ack = matches!(
-            frame.detail,
-            Detail::Ping { ack: true, .. } | Detail::Settings { ack: true, .. }
-        );
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let summary = summary::summarize(frame);
+        let ack = summary.flags.ack();
         let info = self.frame_info(frame, ack, now);
-        let action = self.shared.frame_action(&info).cloned();
-        let keep = self.keep(action.as_ref(), now, out);
-        let lost = self.lost(action.as_ref());
+        let end = frame.offset + frame.wire_len();
+        // The frame's octets, when the tap keeps them (it cuts the stream).
+        let start = usize::try_from(frame.offset.saturating_sub(self.base)).unwrap_or(usize::MAX);
+        let stop = usize::try_from(end.saturating_sub(self.base)).unwrap_or(usize::MAX);
+        let bytes = self.pending.get(start..stop).unwrap_or_default();
+        let mut view = FrameView {
+            from: &self.from,
+            to: &self.to,
+            direction: self.decoder.direction(),
+            conn: self.conn,
+            frame: frame.ty,
+            flags: summary.flags,
+            stream: frame.stream_id,
+            len: frame.len,
+            detail: &summary.detail,
+            bytes,
+            now,
+            fate: Fate::Passed,
+        };
+        let verdict = self.shared.frame_verdict(&info, &view);
+        let keep = self.keep(verdict.as_ref(), now, out);
+        let lost = self.lost(verdict.as_ref());
         // A frame the rule kept back says so; one that only waits behind
         // a kept-back frame says that instead, so a reader does not take it
         // for a match of the rule.
-        let fate = lost.unwrap_or(match (&action, &keep.until, keep.own) {
-            (Some(FrameAction::Drop), ..) => Fate::Dropped,
+        let fate = lost.unwrap_or(match (&verdict, &keep.until, keep.own) {
+            (Some(Verdict::Drop), ..) => Fate::Dropped,
+            (Some(Verdict::Replace(with)), ..) => replaced(bytes, with),
             (_, Some(Until::Link { paused: true }), _) => Fate::Paused,
             (_, Some(Until::Link { paused: false }), _) => Fate::Partitioned,
             (_, Some(Until::At(until)), true) => Fate::Delayed { until: *until },
@@ -301,9 +327,11 @@ impl DirectionTap {
             (_, Some(Until::Released(_)), false) => Fate::BehindHeld,
             (_, None, _) => Fate::Passed,
         });
-        let summary = summary::summarize(frame);
-        // `now` was read above: reading the simulated clock costs a lookup
-        // in the world, and this runs for every frame.
+        view.fate = fate;
+        let asked = self.policy_frame(&view, &mut scratch);
+        let swallowed = asked.as_ref().is_some_and(|a| a.swallow)
+            && matches!(fate, Fate::Passed | Fate::Behind { .. } | Fate::BehindHeld);
+        let fate = if swallowed { Fate::Swallowed } else { fate };
         self.shared.recorder.push_at(
             now,
             &self.from,
@@ -319,13 +347,37 @@ impl DirectionTap {
                 noise: summary.noise,
             },
         );
+        let replacement = match verdict {
+            Some(Verdict::Replace(with)) if !matches!(fate, Fate::Lost | Fate::LostBehind) => {
+                self.record_replacement(&with);
+                Some(with)
+            }
+            _ => None,
+        };
         if frame.ty == FrameType::Settings {
             self.track_settings(&frame.detail, fate);
         }
-        let judged = self.keepalive_frame(frame, fate, now);
-        let end = frame.offset + frame.wire_len();
-        match fate {
-            Fate::Dropped => self.discard(end),
+        self.policy_records(&mut scratch);
+        self.scratch = scratch;
+        match (fate, replacement) {
+            (Fate::Dropped | Fate::Swallowed, _) => self.discard(end),
+            (_, Some(with)) => {
+                self.discard(end);
+                let kept = keep
+                    .until
+                    .map(|until| self.kept(frame.stream_id, frame.ty, now, until));
+                // What arrives instead stands where the frame stood in the
+                // sender's stream: it is on the wire once these bytes are.
+                self.in_flight.queued(end, frame.stream_id, frame.ty);
+                out.push_back(Out {
+                    bytes: with,
+                    release: keep.release,
+                    hold: keep.hold,
+                    kept,
+                    link_since: keep.link_since,
+                    end,
+                });
+            }
             _ => {
                 self.in_flight.queued(end, frame.stream_id, frame.ty);
                 let kept = keep
@@ -335,22 +387,22 @@ impl DirectionTap {
             }
         }
         self.fire_triggers(frame, ack, now, keep.release, out);
-        if let Some(judged) = judged {
-            self.react(judged, out);
+        if let Some(asked) = asked {
+            self.policy_act(asked, out);
         }
     }
 
     /// How a frame waits: for its own action, and behind what queues ahead
     /// of it (TCP keeps order: it leaves no earlier, and the trace must say
     /// so).
-    fn keep(&self, action: Option<&FrameAction>, now: Duration, out: &VecDeque<Out>) -> Keep {
-        let own = match action {
-            Some(FrameAction::Delay(d)) => Some(now.saturating_add(*d)),
-            Some(FrameAction::HoldUntil(t)) if *t > now => Some(*t),
+    fn keep(&self, verdict: Option<&Verdict>, now: Duration, out: &VecDeque<Out>) -> Keep {
+        let own = match verdict {
+            Some(Verdict::Delay(d)) => Some(now.saturating_add(*d)),
+            Some(Verdict::HoldUntil(t)) if *t > now => Some(*t),
             _ => None,
         };
-        let hold = match action {
-            Some(FrameAction::Hold(name)) if !self.shared.is_released(name) => Some(name.clone()),
+        let hold = match verdict {
+            Some(Verdict::Hold(name)) if !self.shared.is_released(name) => Some(name.clone()),
             _ => None,
         };
         let ahead = out
@@ -397,8 +449,8 @@ impl DirectionTap {
     /// ([`Fate::LostBehind`]): turmoil delivers in sequence and never
     /// retransmits. Decided when the frame is written; a frame a fault
     /// drops is not on the wire at all.
-    fn lost(&self, action: Option<&FrameAction>) -> Option<Fate> {
-        if !self.shared.links().active() || matches!(action, Some(FrameAction::Drop)) {
+    fn lost(&self, verdict: Option<&Verdict>) -> Option<Fate> {
+        if !self.shared.links().active() || matches!(verdict, Some(Verdict::Drop)) {
             return None;
         }
         let direction = self.decoder.direction();
@@ -462,133 +514,10 @@ impl DirectionTap {
                 drop(state);
                 self.decoder.set_max_frame_size(size);
             }
-        } else if fate != Fate::Dropped {
+        } else if !matches!(fate, Fate::Dropped | Fate::Swallowed) {
             // A SETTINGS frame the network lost is never acked.
             state.tap.settings_sent(direction, max_frame_size(values));
         }
-    }
-
-    /// Feeds a frame to the connection's keepalive state; for a PING ACK
-    /// from the server, records how the PING was judged and returns that.
-    fn keepalive_frame(&mut self, frame: &Frame, fate: Fate, now: Duration) -> Option<Judged> {
-        if !self.policed {
-            return None;
-        }
-        let id = frame.stream_id;
-        let mut state = lock_conn(&self.conn_state);
-        let ka = state.keepalive.as_mut()?;
-        match self.decoder.direction() {
-            Direction::ClientToServer => {
-                // A frame the network lost never reached the server.
-                if fate == Fate::Dropped {
-                    return None;
-                }
-                match &frame.detail {
-                    Detail::Headers { end_stream, .. } => ka.client_headers(id, *end_stream),
-                    Detail::Data {
-                        end_stream: true, ..
-                    } => ka.client_ended(id),
-                    Detail::RstStream { .. } => ka.client_reset(id),
-                    Detail::Ping { ack: false, opaque } => ka.ping_sent(*opaque),
-                    _ => {}
-                }
-                None
-            }
-            Direction::ServerToClient => {
-                // The server wrote it, whatever the network then does: its
-                // own state (strikes, streams) moved on.
-                let end_stream = matches!(
-                    frame.detail,
-                    Detail::Data {
-                        end_stream: true,
-                        ..
-                    } | Detail::Headers {
-                        end_stream: true,
-                        ..
-                    }
-                );
-                let cleared = ka.server_frame(frame.ty.code(), id, end_stream);
-                let judged = match &frame.detail {
-                    Detail::Ping { ack: true, opaque } => ka.ping_acked(*opaque, now),
-                    _ => None,
-                };
-                let allowed = judged
-                    .as_ref()
-                    .map(|j| ka.policy().allowed_gap(j.open_calls));
-                drop(state);
-                if cleared > 0 {
-                    self.record(EventKind::KeepaliveStrikesReset {
-                        conn: self.conn,
-                        to: self.to.to_string(),
-                        cleared,
-                        frame: frame.ty,
-                    });
-                }
-                let judged = judged?;
-                self.record_ping(&judged, allowed.unwrap_or_default());
-                Some(judged)
-            }
-        }
-    }
-
-    fn record_ping(&self, judged: &Judged, allowed: Duration) {
-        let (verdict, gap, allowed) = match judged.verdict {
-            PingVerdict::Ok { gap } => (KeepaliveVerdict::Ok, gap, allowed),
-            PingVerdict::Strike {
-                n,
-                of,
-                gap,
-                allowed,
-            } => (KeepaliveVerdict::Strike { n, of }, Some(gap), allowed),
-            PingVerdict::TooManyPings { gap, allowed, .. } => {
-                (KeepaliveVerdict::TooManyPings, Some(gap), allowed)
-            }
-            PingVerdict::AlreadyGoingAway { .. } => (KeepaliveVerdict::GoingAway, None, allowed),
-        };
-        self.record(EventKind::KeepalivePing {
-            conn: self.conn,
-            from: self.to.to_string(),
-            verdict,
-            strikes: judged.strikes,
-            gap,
-            allowed,
-            open_calls: judged.open_calls,
-            after_reset: judged.after_reset,
-        });
-    }
-
-    /// Queues the policy's reaction behind the PING ACK that triggered it
-    /// and stops taking the server's bytes.
-    fn react(&mut self, judged: Judged, out: &mut VecDeque<Out>) {
-        if judged.reaction.is_empty() {
-            return;
-        }
-        for action in &judged.reaction {
-            let Some(bytes) = react::encode_action(action) else {
-                continue;
-            };
-            // The block kind the client sees; a decoder of the injected
-            // frame alone cannot know the response headers went out.
-            let kind = match action {
-                Action::SendTrailers { .. } => Some(BlockKind::Trailers),
-                _ => None,
-            };
-            self.put_injected(Bytes::from(bytes), kind, None, out);
-        }
-        self.closing = true;
-    }
-
-    /// Closes the connection after the policy's reaction went out: the
-    /// server's reads end, and the close is recorded.
-    pub(crate) fn close(&self) {
-        if let Some(ka) = lock_conn(&self.conn_state).keepalive.as_mut() {
-            ka.close();
-        }
-        self.record(EventKind::KeepaliveClosed {
-            conn: self.conn,
-            to: self.to.to_string(),
-            reason: String::from_utf8_lossy(TOO_MANY_PINGS).into_owned(),
-        });
     }
 
     /// The connection's reset flag, shared with both ends.
@@ -721,11 +650,41 @@ impl DirectionTap {
         kind: Option<BlockKind>,
     ) -> Option<(u32, FrameType)> {
         let mut head = None;
+        let direction = self.decoder.direction();
+        for (frame, broken) in self.decode_alone(bytes) {
+            if let (Detail::Settings { ack: false, values }, None) = (&frame.detail, &broken) {
+                lock_conn(&self.conn_state)
+                    .tap
+                    .settings_sent(direction, max_frame_size(values));
+            }
+            let mut summary = summary::summarize(&frame);
+            if let (Some(kind), FrameDetail::Headers(block)) = (kind, &mut summary.detail) {
+                block.set_kind(kind);
+            }
+            self.record(EventKind::Frame {
+                conn: self.conn,
+                to: self.to.to_string(),
+                stream: frame.stream_id,
+                frame: frame.ty,
+                flags: summary.flags,
+                detail: summary.detail,
+                invalid: broken.map(String::into_boxed_str),
+                fate: Fate::Injected,
+                noise: summary.noise,
+            });
+            head = Some((frame.stream_id, frame.ty));
+        }
+        head
+    }
+
+    /// `bytes` (frames the harness writes) decoded on their own, each with
+    /// the RFC 9113 rule it breaks, if any.
+    fn decode_alone(&self, bytes: &[u8]) -> Vec<(Frame, Option<String>)> {
         let mut events = Vec::new();
         let direction = self.decoder.direction();
         let mut decoder = Decoder::new(direction);
-        // The injected frame is decoded on its own: give the decoder the
-        // preface and the SETTINGS frame it expects first (RFC 9113 §3.4).
+        // The frame is decoded on its own: give the decoder the preface and
+        // the SETTINGS frame it expects first (RFC 9113 §3.4).
         if direction == Direction::ClientToServer {
             decoder.feed(wire::frame::PREFACE, &mut events);
         }
@@ -733,32 +692,27 @@ impl DirectionTap {
         events.clear();
         let fed = decoder.bytes_fed();
         decoder.feed(bytes, &mut events);
-        for e in events {
-            if let Some((frame, broken)) = inject::injected_frame(e, bytes, fed) {
-                if let (Detail::Settings { ack: false, values }, None) = (&frame.detail, &broken) {
-                    lock_conn(&self.conn_state)
-                        .tap
-                        .settings_sent(direction, max_frame_size(values));
-                }
-                let mut summary = summary::summarize(&frame);
-                if let (Some(kind), FrameDetail::Headers(block)) = (kind, &mut summary.detail) {
-                    block.set_kind(kind);
-                }
-                self.record(EventKind::Frame {
-                    conn: self.conn,
-                    to: self.to.to_string(),
-                    stream: frame.stream_id,
-                    frame: frame.ty,
-                    flags: summary.flags,
-                    detail: summary.detail,
-                    invalid: broken.map(String::into_boxed_str),
-                    fate: Fate::Injected,
-                    noise: summary.noise,
-                });
-                head = Some((frame.stream_id, frame.ty));
-            }
+        events
+            .into_iter()
+            .filter_map(|e| inject::injected_frame(e, bytes, fed))
+            .collect()
+    }
+
+    /// Records what arrived in place of a replaced frame: one
+    /// `FrameReplaced` per frame of `with`.
+    fn record_replacement(&self, with: &[u8]) {
+        for (frame, broken) in self.decode_alone(with) {
+            let summary = summary::summarize(&frame);
+            self.record(EventKind::FrameReplaced {
+                conn: self.conn,
+                to: self.to.to_string(),
+                stream: frame.stream_id,
+                frame: frame.ty,
+                flags: summary.flags,
+                detail: summary.detail,
+                invalid: broken.map(String::into_boxed_str),
+            });
         }
-        head
     }
 
     /// Records that a kept-back frame left.
@@ -841,6 +795,27 @@ impl DirectionTap {
         }
         self.base += n as u64;
         Some(self.pending.split_to(n).freeze())
+    }
+}
+
+/// The fate of a frame `sent` whose octets a rule replaced `with`: how
+/// many octets differ, position by position (a length difference counts
+/// each octet missing or extra), and where the first is.
+fn replaced(sent: &[u8], with: &[u8]) -> Fate {
+    let common = sent.len().min(with.len());
+    let mut differing = sent.len().max(with.len()) - common;
+    let mut first = (differing > 0).then_some(common);
+    for (i, (a, b)) in sent.iter().zip(with).enumerate() {
+        if a != b {
+            differing += 1;
+            first = Some(first.map_or(i, |f| f.min(i)));
+        }
+    }
+    let octets = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Fate::Replaced {
+        differing: octets(differing),
+        first_differing: first.map(octets),
+        arrived: octets(with.len()),
     }
 }
 

@@ -105,9 +105,9 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
             return;
         }
         if tap.closing() && queue.is_empty() {
-            // The keepalive policy's reaction is out: close the connection
-            // as the emulated server does. Dropping `rx` makes the server's
-            // later writes fail, as on a closed socket.
+            // What the policy sent before its close is out: close the
+            // connection as the emulated server does. Dropping `rx` makes
+            // the server's later writes fail, as on a closed socket.
             let _ = socket.shutdown().await;
             tap.close();
             return;
@@ -120,6 +120,8 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
             .front()
             .and_then(Injection::at)
             .map(|at| at.saturating_sub(now));
+        // A connection policy's timer (server → client writer only).
+        let policy_timer = tap.policy_timer().map(|at| at.saturating_sub(now));
         tokio::select! {
             biased;
             () = sleep(next_injection), if !tap.closing() => {
@@ -128,6 +130,7 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
                 }
             }
             () = posted.notified() => tap.take_posted(&mut queue),
+            () = sleep(policy_timer), if !tap.closing() => tap.on_policy_timer(&mut queue),
             () = was_reset => {}
             () = sleep(reset_due.map(|(_, at)| at.saturating_sub(now))) => {
                 if let Some((since, _)) = reset_due {
