@@ -10,6 +10,7 @@ use pin_project_lite::pin_project;
 use tonic::body::Body;
 
 use super::CallGuard;
+use crate::wire::grpc_frame::Framing;
 
 pin_project! {
     /// A tonic response body that records how the call ended.
@@ -20,6 +21,33 @@ pin_project! {
         // The response's HTTP status: what tonic maps to a gRPC code when
         // no `grpc-status` comes.
         http: http::StatusCode,
+        // The gRPC framing of the DATA passed on, and whether the last
+        // poll passed DATA on (rather than waiting): see `PinnedDrop`.
+        framing: Framing,
+        last_was_data: bool,
+    }
+
+    impl PinnedDrop for RecordedBody {
+        /// Dropped without its status right after a DATA frame that left
+        /// tonic's decoder inside a message whose header it had read: the
+        /// decoder stopped at that header. tonic's `Streaming` reads on
+        /// until a message is whole (it polls the body again, or waits),
+        /// and hands no partial message to the caller, so only its header
+        /// checks stop there: the size limit (`max_decoding_message_size`)
+        /// and the Compressed-Flag (`codec/decode.rs`). A caller dropping
+        /// the call later (a timeout while it waits) is not "right after":
+        /// the body was left waiting first.
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if !*this.last_was_data {
+                return;
+            }
+            if let (Some(guard), Some((header, received))) =
+                (this.guard.as_mut(), this.framing.inside())
+            {
+                guard.stopped_reading(header.len, received, header.flag);
+            }
+        }
     }
 }
 
@@ -29,6 +57,8 @@ impl RecordedBody {
             inner,
             guard: Some(guard),
             http,
+            framing: Framing::default(),
+            last_was_data: false,
         }
     }
 
@@ -37,6 +67,8 @@ impl RecordedBody {
             inner,
             guard: None,
             http: http::StatusCode::OK,
+            framing: Framing::default(),
+            last_was_data: false,
         }
     }
 }
@@ -87,16 +119,25 @@ impl HttpBody for RecordedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.project();
+        *this.last_was_data = false;
         let frame = ready!(this.inner.poll_frame(cx));
         if let Some(guard) = this.guard.as_mut() {
             match &frame {
                 Some(Ok(f)) => {
                     if let Some(trailers) = f.trailers_ref() {
-                        guard.finish(&inferred_status(Some(trailers), *this.http));
+                        let status = inferred_status(Some(trailers), *this.http);
+                        if tonic::Status::from_header_map(trailers).is_some() {
+                            guard.finish(&status);
+                        } else {
+                            guard.finish_inferred(&status, *this.http);
+                        }
+                    } else if let Some(data) = f.data_ref() {
+                        this.framing.feed(data);
+                        *this.last_was_data = true;
                     }
                 }
                 Some(Err(status)) => guard.finish(status),
-                None => guard.finish(&inferred_status(None, *this.http)),
+                None => guard.finish_inferred(&inferred_status(None, *this.http), *this.http),
             }
         }
         Poll::Ready(frame)

@@ -6,8 +6,10 @@
 
 use std::fmt::Write as _;
 
+use std::collections::HashSet;
+
 use super::{fmt_duration, words, RenderOptions};
-use crate::recorder::event::{ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome};
+use crate::recorder::event::{ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome, RunId};
 
 /// The timeline's column headings.
 pub(crate) const COLUMNS: [&str; 3] = ["t(ms)", "where", "event"];
@@ -71,15 +73,35 @@ impl RowKind {
     }
 }
 
+/// What a row needs to know beyond its own event: which handler runs tonic
+/// rejected before the handler (their `HandlerStarted` is an arrival).
+#[derive(Default)]
+struct Context {
+    rejected: HashSet<RunId>,
+}
+
+impl Context {
+    fn of(events: &[Event]) -> Self {
+        let mut cx = Self::default();
+        for e in events {
+            if let EventKind::HandlerRejected { run, .. } = &e.kind {
+                cx.rejected.insert(*run);
+            }
+        }
+        cx
+    }
+}
+
 /// The rows `options` shows, in time order.
 pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
     let default = RenderOptions::default();
+    let cx = Context::of(events);
     let visible: Vec<&Event> = events.iter().filter(|e| shown(e, options)).collect();
     let mut out = Vec::with_capacity(visible.len());
     let mut at = 0;
     while at < visible.len() {
         let e = visible[at];
-        let (place, mut text) = line(e);
+        let (place, mut text) = line(e, &cx);
         let mut taken = 1;
         if options.fold_data {
             if let Some(run) = super::fold::data_run(&visible[at..]) {
@@ -138,6 +160,8 @@ fn kind(e: &Event) -> RowKind {
         EventKind::CallEnded { outcome, .. } if outcome.code != outcome.spec_code => {
             RowKind::CallDiffers
         }
+        // tonic's OUT_OF_RANGE where the spec says RESOURCE_EXHAUSTED.
+        EventKind::CallStoppedReading { .. } => RowKind::CallDiffers,
         EventKind::CallStarted { .. }
         | EventKind::CallEnded { .. }
         | EventKind::CallDropped { .. } => RowKind::Call,
@@ -146,6 +170,10 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::HandlerFinished { .. }
         | EventKind::HandlerDropped { .. }
         | EventKind::HandlerPanicked { .. } => RowKind::Handler,
+        EventKind::HandlerRejected { outcome, .. } if outcome.code != outcome.spec_code => {
+            RowKind::CallDiffers
+        }
+        EventKind::HandlerRejected { .. } => RowKind::Handler,
         EventKind::RetryAttempt { .. }
         | EventKind::RetryArrived { .. }
         | EventKind::RetryDecision { .. } => RowKind::Retry,
@@ -216,7 +244,7 @@ fn shown(e: &Event, options: &RenderOptions) -> bool {
 }
 
 /// The `where` column and the event text of one event.
-fn line(e: &Event) -> (String, String) {
+fn line(e: &Event, cx: &Context) -> (String, String) {
     let host = e.host.clone();
     match &e.kind {
         EventKind::HostCrashed => (host, "host crashed".into()),
@@ -423,6 +451,19 @@ fn line(e: &Event) -> (String, String) {
         EventKind::CallDropped { call, path } => {
             (host, format!("{call} call {path} dropped by the caller"))
         }
+        EventKind::CallStoppedReading {
+            call,
+            path,
+            message_len,
+            received,
+            flag,
+        } => (
+            host,
+            format!(
+                "{call} call {path} {}",
+                words::stopped_reading(*message_len, *received, *flag)
+            ),
+        ),
         EventKind::HandlerStarted {
             run,
             path,
@@ -440,11 +481,30 @@ fn line(e: &Event) -> (String, String) {
                 about.push(format!("grpc-timeout={}", fmt_duration(*t)));
             }
             about.push(format!("#{nth}"));
+            let what = if cx.rejected.contains(run) {
+                "request arrived"
+            } else {
+                "started"
+            };
             (
                 host,
-                format!("{run} handler {path} started ({})", about.join(", ")),
+                format!("{run} handler {path} {what} ({})", about.join(", ")),
             )
         }
+        EventKind::HandlerRejected {
+            run,
+            path,
+            outcome,
+            why,
+            ran,
+        } => (
+            host,
+            format!(
+                "{run} handler {path} never ran: tonic answered {} after {}: {why}",
+                answered(outcome),
+                fmt_duration(*ran)
+            ),
+        ),
         EventKind::HandlerDequeued { run, path, queued } => (
             host,
             format!(
@@ -464,10 +524,20 @@ fn line(e: &Event) -> (String, String) {
             } else {
                 format!(" {message:?}")
             };
+            // What the server's own stack made of it (its encoder's limit):
+            // the spec's code, as for a call.
+            let code = crate::spec::code_from_name(code)
+                .map(|c| crate::spec::classify_server(c, message).0)
+                .map(crate::spec::code_name)
+                .filter(|spec| spec != code)
+                .map_or_else(
+                    || format!("{code}{msg}"),
+                    |spec| format!("{spec} (tonic said {code}{msg})"),
+                );
             (
                 host,
                 format!(
-                    "{run} handler {path} finished {code}{msg} after {}",
+                    "{run} handler {path} finished {code} after {}",
                     fmt_duration(*ran)
                 ),
             )
@@ -681,6 +751,16 @@ fn status(o: &Outcome) -> String {
         said
     } else {
         format!("{} (tonic said {said})", o.spec_code)
+    }
+}
+
+/// What tonic answered, then the spec's code when it differs:
+/// `OUT_OF_RANGE "…" (spec RESOURCE_EXHAUSTED)`.
+fn answered(o: &Outcome) -> String {
+    if o.code == o.spec_code {
+        said(o)
+    } else {
+        format!("{} (spec {})", said(o), o.spec_code)
     }
 }
 
