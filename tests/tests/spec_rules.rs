@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use grpc_chaos::trace::{CallEnd, RenderOptions, RunEnd};
 use grpc_chaos::wire::ErrorCode;
-use grpc_chaos::{spec, Fault, Sim, Trace};
+use grpc_chaos::{spec, EventKind, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::store_server::StoreServer;
@@ -318,4 +318,68 @@ fn responses_without_grpc_status_map_as_the_http_table_says() {
             "HTTP {http}"
         );
     }
+}
+
+/// A server-streaming call runs past its deadline (tonic bounds only the
+/// wait for response headers): the render says so when the deadline
+/// passes, and its end line says by how much.
+#[test]
+fn a_stream_past_its_deadline_says_so_when_it_passes_and_at_its_end() {
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.server("gateway", |s| {
+        let store = s.channel("store");
+        s.add_service(
+            Gateway::new(store, DeadlineMode::Propagate, Duration::ZERO)
+                .with_watch_interval(ms(100))
+                .into_server(),
+        )
+    });
+    sim.client("player", |c| async move {
+        let mut req = tonic::Request::new(WatchRequest {
+            match_id: "m1".into(),
+            count: 5,
+            padding: 0,
+        });
+        req.set_timeout(ms(250));
+        let mut stream = ScoreboardClient::new(c.channel("gateway"))
+            .watch(req)
+            .await?
+            .into_inner();
+        while stream.message().await?.is_some() {}
+        Ok(())
+    });
+    let trace = sim.run().expect("the run");
+    let rows = rpc_rows(&trace);
+    let passed = rows
+        .lines()
+        .find(|l| l.contains("still open at its deadline"))
+        .unwrap_or_else(|| panic!("{rows}"));
+    assert!(passed.trim_start().starts_with("250.000"), "{passed}");
+    assert!(
+        passed.ends_with(
+            "r1 call /tt.v1.Scoreboard/Watch still open at its deadline (grpc-timeout=250ms)"
+        ),
+        "{passed}"
+    );
+    let end = rows
+        .lines()
+        .find(|l| l.contains("ended OK"))
+        .unwrap_or_else(|| panic!("{rows}"));
+    let over = trace.calls()[0].overran_deadline().expect("ended late");
+    assert!(
+        end.ends_with(&format!(
+            "ended OK, {} past its deadline",
+            grpc_chaos::fmt_duration(over)
+        )),
+        "{end}"
+    );
+    // Every row stays in time order.
+    let times: Vec<f64> = rows
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{rows}");
+    let _ = EventKind::HostCrashed;
 }

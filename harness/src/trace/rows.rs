@@ -6,10 +6,13 @@
 
 use std::fmt::Write as _;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use super::{fmt_duration, words, RenderOptions};
-use crate::recorder::event::{ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome, RunId};
+use crate::recorder::event::{
+    CallId, ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome, RunId,
+};
 
 /// The timeline's column headings.
 pub(crate) const COLUMNS: [&str; 3] = ["t(ms)", "where", "event"];
@@ -74,33 +77,59 @@ impl RowKind {
 }
 
 /// What a row needs to know beyond its own event: which handler runs tonic
-/// rejected before the handler (their `HandlerStarted` is an arrival).
+/// rejected before the handler (their `HandlerStarted` is an arrival), and
+/// each call's deadline (for its overrun).
 #[derive(Default)]
 struct Context {
     rejected: HashSet<RunId>,
+    deadlines: HashMap<CallId, Duration>,
 }
 
 impl Context {
     fn of(events: &[Event]) -> Self {
         let mut cx = Self::default();
         for e in events {
-            if let EventKind::HandlerRejected { run, .. } = &e.kind {
-                cx.rejected.insert(*run);
+            match &e.kind {
+                EventKind::HandlerRejected { run, .. } => {
+                    cx.rejected.insert(*run);
+                }
+                EventKind::CallStarted {
+                    call,
+                    timeout: Some(t),
+                    ..
+                } => {
+                    cx.deadlines.insert(*call, e.at + *t);
+                }
+                _ => {}
             }
         }
         cx
     }
+
+    /// How long past its deadline `call` ended at `at`, when more than a
+    /// tick ([`super::TICK_TOLERANCE`]: tonic's timer fires at the first
+    /// tick at or after its instant).
+    fn overrun(&self, call: CallId, at: Duration) -> Option<Duration> {
+        let deadline = *self.deadlines.get(&call)?;
+        let over = at.checked_sub(deadline)?;
+        (over > super::TICK_TOLERANCE).then_some(over)
+    }
 }
 
-/// The rows `options` shows, in time order.
-pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
+/// The rows `options` shows, in time order; `ended` is when the run ended
+/// (*simulated* time), for the calls still open then.
+pub(crate) fn rows(events: &[Event], options: &RenderOptions, ended: Duration) -> Vec<Row> {
     let default = RenderOptions::default();
     let cx = Context::of(events);
     let visible: Vec<&Event> = events.iter().filter(|e| shown(e, options)).collect();
+    let mut passed = deadlines_passed(events, &cx, ended).into_iter().peekable();
     let mut out = Vec::with_capacity(visible.len());
     let mut at = 0;
     while at < visible.len() {
         let e = visible[at];
+        while let Some(row) = passed.next_if(|(when, _)| *when < e.at) {
+            out.push(row.1);
+        }
         let (place, mut text) = line(e, &cx);
         let mut taken = 1;
         if options.fold_data {
@@ -118,6 +147,58 @@ pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
         });
         at += taken;
     }
+    out.extend(passed.map(|(_, row)| row));
+    out
+}
+
+/// A row at each deadline that passed with its call still open (it ended
+/// more than a tick later, or never): `r1 call /tt.v1.Scoreboard/Watch
+/// still open at its deadline (grpc-timeout=500ms)`. tonic's timer bounds
+/// only the wait for response headers (`transport/service/grpc_timeout.rs`)
+/// and starts once the channel is ready, so a streaming response, or a call
+/// that waited for a connection, runs on past it.
+fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Duration, Row)> {
+    let mut ends: HashMap<CallId, Duration> = HashMap::new();
+    let mut started: Vec<(CallId, &str, &str, Duration)> = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::CallStarted {
+                call,
+                path,
+                timeout: Some(t),
+                ..
+            } => started.push((*call, &e.host, path, *t)),
+            EventKind::CallEnded { call, .. }
+            | EventKind::CallDropped { call, .. }
+            | EventKind::CallStoppedReading { call, .. } => {
+                ends.insert(*call, e.at);
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<(Duration, Row)> = started
+        .into_iter()
+        .filter_map(|(call, host, path, timeout)| {
+            let deadline = *cx.deadlines.get(&call)?;
+            let end = ends.get(&call).copied().unwrap_or(ended);
+            let open = end.checked_sub(deadline)? > super::TICK_TOLERANCE;
+            (open && deadline <= ended).then(|| {
+                let text = format!(
+                    "{call} call {path} still open at its deadline (grpc-timeout={})",
+                    fmt_duration(timeout)
+                );
+                let row = Row {
+                    ms: fmt_ms(deadline),
+                    place: one_line(host.to_owned()),
+                    text: one_line(text),
+                    kind: RowKind::Call,
+                    quiet: false,
+                };
+                (deadline, row)
+            })
+        })
+        .collect();
+    out.sort_by_key(|(at, _)| *at);
     out
 }
 
@@ -444,10 +525,13 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             call,
             path,
             outcome,
-        } => (
-            host,
-            format!("{call} call {path} ended {}", status(outcome)),
-        ),
+        } => {
+            let mut text = format!("{call} call {path} ended {}", status(outcome));
+            if let Some(over) = cx.overrun(*call, e.at) {
+                let _ = write!(text, ", {} past its deadline", fmt_duration(over));
+            }
+            (host, text)
+        }
         EventKind::CallDropped { call, path } => {
             (host, format!("{call} call {path} dropped by the caller"))
         }
