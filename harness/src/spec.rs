@@ -34,19 +34,19 @@
 //! | statuscodes: deadline expires before the server returns status | client | CANCELLED "Timeout expired" | mapped: [`rules::DEADLINE`] |
 //! | statuscodes: deadline expires before the server returns status | server | tonic's server timeout answers CANCELLED "Timeout expired" outside the handler layer | the run shows as dropped; the answer is on the wire (trailers-only `grpc-status=1`), and the caller's row shows it as sent. Not mapped: it is the peer's status |
 //! | statuscodes: method not found at the server | server | UNIMPLEMENTED (router fallback, or the generated server's unknown method) | agrees; recorded as rejected before the handler |
-//! | statuscodes: server shutting down | server | tonic stops accepting streams (GOAWAY) | agrees (UNAVAILABLE at the client for a stream above last-stream-id: [`rules::GOAWAY`]) |
+//! | statuscodes: server shutting down | server | tonic sends GOAWAY; the client reports INTERNAL for a stream above its last-stream-id | mapped at the client: [`rules::GOAWAY`] (tests/tests/frame_faults.rs, the injected-resets story) |
 //! | statuscodes: application throws / returns no status | server | a panic: the harness answers INTERNAL (tonic would reset the stream) | not observed as tonic: the handler layer catches the panic |
 //! | statuscodes: some data transmitted before the connection breaks | client | UNKNOWN (I/O error on an open stream) | mapped: [`rules::CONNECTION`] |
-//! | statuscodes: could not decompress, algorithm supported | both | INTERNAL "Error decompressing: …" | agrees (the reference services send no compressed messages: not exercised) |
-//! | statuscodes: compression algorithm not supported by the server | server | UNIMPLEMENTED "Content is compressed with …" | agrees; recorded as rejected before the handler |
+//! | statuscodes: could not decompress, algorithm supported | both | INTERNAL "Error decompressing: …" | agrees (read in `codec/decode.rs`; not exercised: the reference services send no compressed messages) |
+//! | statuscodes: compression algorithm not supported by the server | server | UNIMPLEMENTED "Content is compressed with …" | agrees (read in `codec/compression.rs`); recorded as rejected before the handler (unit test only) |
 //! | statuscodes: server out of resources (flow-control limits) | server | — (h2 applies back-pressure; no status) | not observed as a status: a stall ([`crate::Trace::stalls`]) |
 //! | statuscodes: client lacks memory for the response | client | — | not observed (no memory limit in the sim) |
-//! | statuscodes: flow-control protocol violation | both | INTERNAL (h2 FLOW_CONTROL_ERROR) | agrees |
-//! | statuscodes: error parsing the returned status | client | UNKNOWN "Error deserializing status message header" | agrees |
-//! | statuscodes: incorrect auth metadata | both | UNAUTHENTICATED from the user's interceptor | agrees (the library generates none itself) |
-//! | statuscodes: request cardinality violation (unary without a message) | server | INTERNAL "Missing request message." | mapped: [`rules::CARDINALITY`]; recorded as rejected before the handler |
+//! | statuscodes: flow-control protocol violation | both | INTERNAL (h2 FLOW_CONTROL_ERROR) | agrees for a reset with that code (the RST_STREAM table test) |
+//! | statuscodes: error parsing the returned status | client | UNKNOWN "Error deserializing status message header" | agrees (read in `status.rs`; not exercised) |
+//! | statuscodes: incorrect auth metadata | both | UNAUTHENTICATED from the user's interceptor | agrees (the library generates none itself; tests/tests/server_config.rs) |
+//! | statuscodes: request cardinality violation (unary without a message) | server | INTERNAL "Missing request message." (read in `server/grpc.rs`) | mapped: [`rules::CARDINALITY`]; recorded as rejected before the handler (unit tests only: the reference clients always send a message) |
 //! | statuscodes: response cardinality violation | client | INTERNAL "Missing response message." | not observed: tonic's codec decides above the recorded channel |
-//! | statuscodes: error parsing the request proto | server | INTERNAL "failed to decode Protobuf message: …" | agrees; recorded as rejected before the handler |
+//! | statuscodes: error parsing the request proto | server | INTERNAL "failed to decode Protobuf message: …" | agrees (read in tonic-prost); recorded as rejected before the handler (unit test only) |
 //! | statuscodes: error parsing the response proto | client | INTERNAL | not observed as a status (decided above the recorded channel; the call shows where the caller stopped reading) |
 //! | statuscodes: message over the configured limit, received | server | OUT_OF_RANGE "Error, decoded message length too large: …" | mapped: [`rules::DECODE_LIMIT`]; recorded as rejected before the handler |
 //! | statuscodes: message over the configured limit, received | client | OUT_OF_RANGE, made by tonic's codec above the recorded channel | not mapped in [`classify`] (the status has no source, like a peer's); the trace shows the caller's decoder stopping at the message ([`EventKind::CallStoppedReading`](crate::EventKind::CallStoppedReading)) |
