@@ -10,6 +10,7 @@ use pin_project_lite::pin_project;
 use tonic::body::Body;
 
 use super::CallGuard;
+use crate::wire::grpc_frame::Framing;
 
 pin_project! {
     /// A tonic response body that records how the call ended.
@@ -20,51 +21,33 @@ pin_project! {
         // The response's HTTP status: what tonic maps to a gRPC code when
         // no `grpc-status` comes.
         http: http::StatusCode,
-        // Where the DATA so far stands in gRPC's length-prefixed messages.
-        messages: Messages,
+        // The gRPC framing of the DATA passed on, and whether the last
+        // poll passed DATA on (rather than waiting): see `PinnedDrop`.
+        framing: Framing,
+        last_was_data: bool,
     }
-}
 
-/// Where a response's DATA stands in gRPC's Length-Prefixed-Messages
-/// (`PROTOCOL-HTTP2.md`: a flag octet, a 4-octet length, the message):
-/// tonic's decoder reports a body that ends inside one as INTERNAL
-/// "Unexpected EOF decoding stream." (tonic 0.14.9 `codec/decode.rs`),
-/// before it looks for trailers, so the recorded end must say that too.
-#[derive(Debug, Default)]
-struct Messages {
-    /// Octets of the current prefix seen (0..5), and the prefix so far.
-    prefix: usize,
-    len: [u8; 4],
-    /// Octets of the current message still to come.
-    body: u64,
-}
-
-impl Messages {
-    fn feed(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
-            if self.body > 0 {
-                let take = data
-                    .len()
-                    .min(usize::try_from(self.body).unwrap_or(usize::MAX));
-                self.body -= take as u64;
-                data = &data[take..];
-                continue;
+    impl PinnedDrop for RecordedBody {
+        /// Dropped without its status right after a DATA frame that left
+        /// tonic's decoder inside a message whose header it had read: the
+        /// decoder stopped at that header. tonic's `Streaming` reads on
+        /// until a message is whole (it polls the body again, or waits),
+        /// and hands no partial message to the caller, so only its header
+        /// checks stop there: the size limit (`max_decoding_message_size`)
+        /// and the Compressed-Flag (`codec/decode.rs`). A caller dropping
+        /// the call later (a timeout while it waits) is not "right after":
+        /// the body was left waiting first.
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if !*this.last_was_data {
+                return;
             }
-            if self.prefix > 0 {
-                self.len[self.prefix - 1] = data[0];
-            }
-            self.prefix += 1;
-            data = &data[1..];
-            if self.prefix == 5 {
-                self.prefix = 0;
-                self.body = u64::from(u32::from_be_bytes(self.len));
+            if let (Some(guard), Some((header, received))) =
+                (this.guard.as_mut(), this.framing.inside())
+            {
+                guard.stopped_reading(header.len, received, header.flag);
             }
         }
-    }
-
-    /// Whether the DATA ended inside a message (its prefix or its body).
-    fn inside(&self) -> bool {
-        self.prefix > 0 || self.body > 0
     }
 }
 
@@ -74,7 +57,8 @@ impl RecordedBody {
             inner,
             guard: Some(guard),
             http,
-            messages: Messages::default(),
+            framing: Framing::default(),
+            last_was_data: false,
         }
     }
 
@@ -83,7 +67,8 @@ impl RecordedBody {
             inner,
             guard: None,
             http: http::StatusCode::OK,
-            messages: Messages::default(),
+            framing: Framing::default(),
+            last_was_data: false,
         }
     }
 }
@@ -134,23 +119,31 @@ impl HttpBody for RecordedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.project();
+        *this.last_was_data = false;
         let frame = ready!(this.inner.poll_frame(cx));
         if let Some(guard) = this.guard.as_mut() {
             match &frame {
                 Some(Ok(f)) => {
-                    if let Some(data) = f.data_ref() {
-                        this.messages.feed(data);
-                    }
                     if let Some(trailers) = f.trailers_ref() {
-                        guard.finish(&inferred_status(Some(trailers), *this.http));
+                        let status = inferred_status(Some(trailers), *this.http);
+                        if tonic::Status::from_header_map(trailers).is_some() {
+                            guard.finish(&status);
+                        } else {
+                            guard.finish_inferred(&status, *this.http);
+                        }
+                    } else if let Some(data) = f.data_ref() {
+                        this.framing.feed(data);
+                        *this.last_was_data = true;
                     }
                 }
                 Some(Err(status)) => guard.finish(status),
-                // tonic's decoder fails a body cut inside a message first.
-                None if this.messages.inside() => {
+                // tonic's decoder fails a body cut inside a message first
+                // (tonic 0.14.9 `codec/decode.rs`), before it looks for
+                // trailers.
+                None if this.framing.ends_inside() => {
                     guard.finish(&tonic::Status::internal("Unexpected EOF decoding stream."));
                 }
-                None => guard.finish(&inferred_status(None, *this.http)),
+                None => guard.finish_inferred(&inferred_status(None, *this.http), *this.http),
             }
         }
         Poll::Ready(frame)
@@ -162,29 +155,5 @@ impl HttpBody for RecordedBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Messages;
-
-    #[test]
-    fn a_body_cut_inside_a_message_is_told_from_one_cut_between() {
-        let mut m = Messages::default();
-        m.feed(&[0, 0, 0, 0, 2, 8]);
-        assert!(m.inside(), "one octet of two");
-        m.feed(&[7]);
-        assert!(!m.inside(), "whole");
-        m.feed(&[0, 0]);
-        assert!(m.inside(), "inside the next prefix");
-        m.feed(&[0, 0, 0]);
-        assert!(!m.inside(), "an empty message is whole at its prefix");
-        // Split anywhere, the same answer.
-        let mut split = Messages::default();
-        for b in [0u8, 0, 0, 1, 0, 9, 9] {
-            split.feed(&[b]);
-        }
-        assert!(split.inside(), "256-octet message, 2 seen");
     }
 }

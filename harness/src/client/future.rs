@@ -85,7 +85,7 @@ impl Future for ResponseFuture {
                     // Headers that end the stream without a grpc-status (an
                     // HTTP error from a proxy, or from hyper itself): tonic
                     // maps the HTTP status without reading the body.
-                    guard.finish(&inferred_status(None, http));
+                    guard.finish_inferred(&inferred_status(None, http), http);
                 }
                 Ok(response.map(|body| RecordedBody::new(body, guard, http)))
             }

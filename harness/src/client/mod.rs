@@ -3,6 +3,7 @@
 
 mod body;
 mod future;
+mod request;
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -117,6 +118,8 @@ impl tower::Service<http::Request<Body>> for Channel {
         // it to the HPACK table would only evict the fields that repeat.
         v.set_sensitive(true);
         req.headers_mut().insert(CALL_ID_HEADER, v);
+        let request_error = request::RequestError::default();
+        let req = req.map(|b| Body::new(request::WatchedRequest::new(b, request_error.clone())));
         recorder.push(
             &self.call.from,
             EventKind::CallStarted {
@@ -132,6 +135,7 @@ impl tower::Service<http::Request<Body>> for Channel {
             id,
             path,
             done: false,
+            request_error,
         };
         match &mut self.inner {
             Transport::Single(channel) => ResponseFuture::new(channel.call(req), guard),
@@ -146,10 +150,36 @@ pub(crate) struct CallGuard {
     id: CallId,
     path: String,
     done: bool,
+    /// What tonic's encoder ended the request body with, if it did.
+    request_error: request::RequestError,
 }
 
 impl CallGuard {
     pub(crate) fn finish(&mut self, status: &tonic::Status) {
+        let mut outcome = outcome(status);
+        if let Some((spec, rule)) = self.encoder_failed(status) {
+            outcome.spec_code = crate::spec::code_name(spec);
+            outcome.rule = Some(rule);
+        }
+        self.end_with(outcome);
+    }
+
+    /// Records a status tonic inferred from the HTTP status of a response
+    /// without `grpc-status` (see [`body::inferred_status`]): generated
+    /// locally by construction, so mapped by `http-grpc-status-mapping.md`
+    /// where tonic's table differs from it.
+    pub(crate) fn finish_inferred(&mut self, status: &tonic::Status, http: http::StatusCode) {
+        let mut outcome = outcome(status);
+        if let Some((spec, rule)) = crate::spec::classify_http(http) {
+            if spec != status.code() {
+                outcome.spec_code = crate::spec::code_name(spec);
+                outcome.rule = Some(rule);
+            }
+        }
+        self.end_with(outcome);
+    }
+
+    fn end_with(&mut self, outcome: Outcome) {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
@@ -158,7 +188,43 @@ impl CallGuard {
             EventKind::CallEnded {
                 call: self.id,
                 path: self.path.clone(),
-                outcome: outcome(status),
+                outcome,
+            },
+        );
+    }
+
+    /// The spec's code when `status` is tonic's INTERNAL for a stream it
+    /// reset because its own encoder failed on a message over
+    /// `max_encoding_message_size` (the request body ended with that error,
+    /// seen here; see [`crate::spec::rules::ENCODE_LIMIT`]).
+    fn encoder_failed(&self, status: &tonic::Status) -> Option<(tonic::Code, &'static str)> {
+        if status.code() != tonic::Code::Internal || std::error::Error::source(status).is_none() {
+            return None;
+        }
+        let seen = self.request_error.lock().unwrap_or_else(|p| p.into_inner());
+        let failed = seen.as_ref()?;
+        let (code, message) = (failed.code(), failed.message());
+        (code == tonic::Code::OutOfRange && message.starts_with(crate::spec::ENCODE_LIMIT_WORDS))
+            .then_some((
+                tonic::Code::ResourceExhausted,
+                crate::spec::rules::ENCODE_LIMIT,
+            ))
+    }
+
+    /// Records that the caller's decoder stopped reading the response at a
+    /// message header (see [`EventKind::CallStoppedReading`]).
+    pub(crate) fn stopped_reading(&mut self, len: u32, received: u64, flag: u8) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        self.site.shared.recorder.push(
+            &self.site.from,
+            EventKind::CallStoppedReading {
+                call: self.id,
+                path: std::mem::take(&mut self.path),
+                message_len: len,
+                received,
+                flag,
             },
         );
     }

@@ -470,6 +470,31 @@ pub enum EventKind {
         /// The method path.
         path: String,
     },
+    /// The caller's tonic stopped reading a response right after a
+    /// message header arrived, before the message was whole, and ended the
+    /// call without its status: its decoder refused the header (recorded
+    /// by the recorded channel, below tonic's codec, which does not pass
+    /// its status down). With a Compressed-Flag of 0 or 1 that is the size
+    /// limit: tonic says OUT_OF_RANGE "Error, decoded message length too
+    /// large: found `message_len` bytes, the limit is: … bytes" (its
+    /// `max_decoding_message_size`, default 4 MiB), the spec
+    /// RESOURCE_EXHAUSTED ([`crate::spec::rules::DECODE_LIMIT`]); another
+    /// flag is INTERNAL. A message that was already whole when the call was
+    /// dropped is not recorded so (tonic's decoder refusing it cannot be
+    /// told from a caller that stops after a message): that is a
+    /// `CallDropped`.
+    CallStoppedReading {
+        /// The call.
+        call: CallId,
+        /// The method path.
+        path: String,
+        /// The message's Message-Length, octets.
+        message_len: u32,
+        /// Octets of the message that had arrived.
+        received: u64,
+        /// Its Compressed-Flag octet.
+        flag: u8,
+    },
     /// A request reached a handler's queue (before any concurrency limit).
     HandlerStarted {
         /// The handler run.
@@ -511,6 +536,28 @@ pub enum EventKind {
         /// The status message.
         message: String,
         /// From start to finish, *simulated* time.
+        #[serde(rename = "ran_us", serialize_with = "micros")]
+        ran: Duration,
+    },
+    /// tonic's server answered the request before the user's handler got
+    /// it: an unknown service or method, a message over its
+    /// `max_decoding_message_size`, a message it could not decode, a
+    /// unary request without a message, a request body that failed (see
+    /// the handler layer's `seen` module for how the harness tells). The
+    /// run's `HandlerStarted` is then the request's arrival in the handler
+    /// layer, not a handler that started. A client-streaming or bidi
+    /// handler that passes on such an error from its request stream at
+    /// once (tonic calls it before reading anything) is recorded so too.
+    HandlerRejected {
+        /// The handler run.
+        run: RunId,
+        /// The method path.
+        path: String,
+        /// What tonic answered, and the code the spec requires.
+        outcome: Outcome,
+        /// Why, in the trace's words.
+        why: &'static str,
+        /// From arrival to the answer, *simulated* time.
         #[serde(rename = "ran_us", serialize_with = "micros")]
         ran: Duration,
     },
@@ -949,11 +996,13 @@ impl EventKind {
             | Self::HandlerFinished { run, .. }
             | Self::HandlerDropped { run, .. }
             | Self::HandlerPanicked { run, .. }
+            | Self::HandlerRejected { run, .. }
             | Self::FaultFired { run, .. }
             | Self::GrpcTimeoutInvalid { run, .. } => (0, run.0),
             Self::CallStarted { call, .. }
             | Self::CallEnded { call, .. }
-            | Self::CallDropped { call, .. } => (1, call.0),
+            | Self::CallDropped { call, .. }
+            | Self::CallStoppedReading { call, .. } => (1, call.0),
             Self::Frame { conn, .. }
             | Self::FrameReplaced { conn, .. }
             | Self::ConnClosed { conn, .. }

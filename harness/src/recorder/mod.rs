@@ -131,10 +131,12 @@ impl Recorder {
     }
 
     /// The events so far, in time order (stable for events at the same
-    /// instant: hosts run in a fixed order within a tick).
+    /// instant: hosts run in a fixed order within a tick), each handler's
+    /// end after the frames it produced ([`after_its_frames`]).
     pub(crate) fn events(&self) -> Vec<Event> {
         let mut events = self.state().events.clone();
         events.sort_by_key(|e| e.at);
+        after_its_frames(&mut events);
         events
     }
 
@@ -145,7 +147,42 @@ impl Recorder {
     pub(crate) fn take_events(&self) -> Vec<Event> {
         let mut events = std::mem::take(&mut self.state().events);
         events.sort_by_key(|e| e.at);
+        after_its_frames(&mut events);
         events
+    }
+}
+
+/// Puts each handler's end (`HandlerFinished`, `HandlerRejected`) after the
+/// frames its host wrote at the same instant. The handler layer records the
+/// end when the response's last part leaves the handler (its trailers, or
+/// its trailers-only headers); hyper hands it to h2, and the wire tap
+/// records the frames when the connection task writes them, later in the
+/// same tick. A render that said "finished" before the HEADERS and DATA
+/// the handler produced would put the effect before its cause. Frames of
+/// other streams written at that instant move ahead of it too (the tap
+/// does not know which stream a run is on); nothing moves across instants.
+fn after_its_frames(events: &mut [Event]) {
+    // From the last event back, so that two ends at one instant keep
+    // their order: the later one has already moved when the earlier moves
+    // to just before it.
+    for i in (0..events.len()).rev() {
+        if !matches!(
+            events[i].kind,
+            EventKind::HandlerFinished { .. } | EventKind::HandlerRejected { .. }
+        ) {
+            continue;
+        }
+        let (at, host) = (events[i].at, &events[i].host);
+        let last = events[i + 1..]
+            .iter()
+            .take_while(|e| e.at == at)
+            .enumerate()
+            .filter(|(_, e)| &e.host == host && matches!(e.kind, EventKind::Frame { .. }))
+            .map(|(k, _)| i + 1 + k)
+            .last();
+        if let Some(j) = last {
+            events[i..=j].rotate_left(1);
+        }
     }
 }
 
@@ -172,6 +209,73 @@ mod tests {
             path: "/p.S/M".into(),
             ran: Duration::ZERO,
         }
+    }
+
+    /// A handler's end comes after the frames its host wrote at that
+    /// instant; an event of a later instant does not move.
+    #[test]
+    fn a_handler_ends_after_the_frames_it_produced() {
+        use super::event::{Fate, FrameDetail, FrameFlags};
+        use crate::wire::FrameType;
+        let rec = Recorder::default();
+        let frame = |stream| EventKind::Frame {
+            conn: 1,
+            to: "player".into(),
+            stream,
+            frame: FrameType::Data,
+            flags: FrameFlags::NONE,
+            detail: FrameDetail::Data { len: 7 },
+            invalid: None,
+            fate: Fate::Passed,
+            noise: false,
+        };
+        let finished = EventKind::HandlerFinished {
+            run: RunId(1),
+            path: "/p.S/M".into(),
+            code: "OK",
+            message: String::new(),
+            ran: Duration::ZERO,
+        };
+        let at = Duration::from_millis(2);
+        let second = EventKind::HandlerFinished {
+            run: RunId(2),
+            path: "/p.S/M".into(),
+            code: "OK",
+            message: String::new(),
+            ran: Duration::ZERO,
+        };
+        rec.push_at(at, "store", finished);
+        rec.push_at(at, "store", second);
+        rec.push_at(at, "store", frame(1));
+        rec.push_at(at, "player", EventKind::HostPaused);
+        rec.push_at(at, "store", frame(3));
+        rec.push_at(at + Duration::from_millis(1), "store", frame(1));
+        let order: Vec<(u128, &str)> = rec
+            .events()
+            .iter()
+            .map(|e| {
+                let what = match &e.kind {
+                    EventKind::HandlerFinished { run, .. } if run.0 == 1 => "h1 finished",
+                    EventKind::HandlerFinished { .. } => "h2 finished",
+                    EventKind::Frame { .. } => "frame",
+                    _ => "other",
+                };
+                (e.at.as_millis(), what)
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (2, "frame"),
+                (2, "other"),
+                (2, "frame"),
+                (2, "h1 finished"),
+                (2, "h2 finished"),
+                (3, "frame")
+            ]
+        );
     }
 
     /// What a crash records comes out in run order, whatever order tokio

@@ -109,7 +109,7 @@ fn timeline(page: &mut Page, trace: &Trace, options: &RenderOptions) {
         .markup("<table class=\"timeline\">\n")
         .head_row(&COLUMNS)
         .markup("<tbody>\n");
-    for row in rows(trace.events(), options) {
+    for row in rows(trace.events(), options, trace.ended_at()) {
         page.markup("<tr class=\"").markup(row.kind.class());
         if row.quiet {
             page.markup(" quiet");

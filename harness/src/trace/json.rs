@@ -34,7 +34,12 @@ impl<'a> Document<'a> {
             hosts: trace.hosts(),
             calls: trace.calls().iter().map(JsonCall::of).collect(),
             handler_runs: trace.handler_runs().iter().map(JsonRun::of).collect(),
-            findings: trace.calls().iter().filter_map(Finding::of).collect(),
+            findings: trace
+                .calls()
+                .iter()
+                .filter_map(Finding::of_call)
+                .chain(trace.handler_runs().iter().filter_map(Finding::of_run))
+                .collect(),
             faults_never_fired: never_fired(trace.events()),
             stalls: trace
                 .stalls(Duration::ZERO)
@@ -62,8 +67,12 @@ struct JsonCall<'a> {
     parent: Option<RunId>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     parent_inferred: bool,
-    /// `status`, `dropped` or `open`.
+    /// `status`, `dropped`, `stopped_reading` or `open`.
     end: &'static str,
+    /// For `stopped_reading`: the header of the message the caller's
+    /// decoder stopped at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_at_message: Option<StoppedAt>,
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<&'a Outcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,10 +84,17 @@ struct JsonCall<'a> {
 
 impl<'a> JsonCall<'a> {
     fn of(c: &'a Call) -> Self {
-        let end = match &c.end {
-            CallEnd::Status(_) => "status",
-            CallEnd::Dropped => "dropped",
-            CallEnd::Open => "open",
+        let (end, stopped_at_message) = match &c.end {
+            CallEnd::Status(_) => ("status", None),
+            CallEnd::Dropped => ("dropped", None),
+            CallEnd::StoppedReading { message_len, flag } => (
+                "stopped_reading",
+                Some(StoppedAt {
+                    message_len: *message_len,
+                    flag: *flag,
+                }),
+            ),
+            CallEnd::Open => ("open", None),
         };
         Self {
             id: c.id,
@@ -91,11 +107,19 @@ impl<'a> JsonCall<'a> {
             parent: c.parent,
             parent_inferred: c.parent_inferred,
             end,
+            stopped_at_message,
             outcome: c.outcome(),
             ended_us: c.ended_at.map(micros),
             overran_us: c.overran_deadline().map(micros),
         }
     }
+}
+
+/// A gRPC message header: its length in octets and its Compressed-Flag.
+#[derive(Serialize)]
+struct StoppedAt {
+    message_len: u32,
+    flag: u8,
 }
 
 /// A [`HandlerRun`], its times in *simulated* µs since the start of the run.
@@ -113,12 +137,19 @@ struct JsonRun<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout_us: Option<u64>,
     nth: u32,
-    /// `finished`, `dropped`, `panicked` or `running`.
+    /// `finished`, `rejected` (tonic answered before the handler ran),
+    /// `dropped`, `panicked` or `running`.
     end: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
+    /// For `rejected`: the spec's code for tonic's answer, and why tonic
+    /// answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ended_us: Option<u64>,
 }
@@ -127,9 +158,16 @@ impl<'a> JsonRun<'a> {
     fn of(r: &'a HandlerRun) -> Self {
         let (end, code, message) = match &r.end {
             RunEnd::Finished { code, message } => ("finished", Some(*code), Some(message)),
+            RunEnd::Rejected { outcome, .. } => {
+                ("rejected", Some(outcome.code), Some(&outcome.message))
+            }
             RunEnd::Dropped => ("dropped", None, None),
             RunEnd::Panicked(message) => ("panicked", None, Some(message)),
             RunEnd::Running => ("running", None, None),
+        };
+        let (spec_code, why) = match &r.end {
+            RunEnd::Rejected { outcome, why } => (Some(outcome.spec_code), Some(*why)),
+            _ => (None, None),
         };
         Self {
             id: r.id,
@@ -144,16 +182,22 @@ impl<'a> JsonRun<'a> {
             end,
             code,
             message: message.map(String::as_str),
+            spec_code,
+            why,
             ended_us: r.ended_at.map(micros),
         }
     }
 }
 
 /// A call that ended with a code other than the one the gRPC
-/// specification requires (the page's and the text's "findings").
+/// specification requires, or a request tonic's server answered before
+/// the handler with such a code (the page's and the text's "findings").
 #[derive(Serialize)]
 struct Finding<'a> {
-    call: CallId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call: Option<CallId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<RunId>,
     /// What tonic reported.
     code: &'static str,
     message: &'a str,
@@ -164,10 +208,27 @@ struct Finding<'a> {
 }
 
 impl<'a> Finding<'a> {
-    fn of(c: &'a Call) -> Option<Self> {
+    fn of_call(c: &'a Call) -> Option<Self> {
         let o = c.outcome().filter(|o| o.code != o.spec_code)?;
         Some(Self {
-            call: c.id,
+            call: Some(c.id),
+            run: None,
+            code: o.code,
+            message: &o.message,
+            spec_code: o.spec_code,
+            rule: o.rule,
+        })
+    }
+}
+
+impl<'a> Finding<'a> {
+    fn of_run(r: &'a HandlerRun) -> Option<Self> {
+        let RunEnd::Rejected { outcome: o, .. } = &r.end else {
+            return None;
+        };
+        (o.code != o.spec_code).then(|| Self {
+            call: None,
+            run: Some(r.id),
             code: o.code,
             message: &o.message,
             spec_code: o.spec_code,

@@ -67,7 +67,7 @@ impl Trace {
             }
         };
         let fold = matches!(lines, Lines::Connection);
-        let rows = rows_of(&chosen, fold);
+        let rows = rows_of(self.events(), &chosen, fold);
         let mut diagram = Diagram::default();
         // The dialer first: the server's SETTINGS can be recorded before
         // the dialer's `connected`, at the same instant.

@@ -44,7 +44,7 @@ pub(super) fn document(trace: &Trace) -> Value {
         .iter()
         .filter(|e| !is_slice_edge(e))
         .collect();
-    for (e, row) in rows_of(&instants, false) {
+    for (e, row) in rows_of(trace.events(), &instants, false) {
         out.push(instant(hosts.pid(&e.host), e, &row));
     }
     json!({ "traceEvents": out, "displayTimeUnit": "ms" })
@@ -232,6 +232,13 @@ fn run_slice(r: &HandlerRun, run_end_ns: u128) -> Slice<'_> {
     let end = match &r.end {
         RunEnd::Finished { code, message } if message.is_empty() => (*code).to_owned(),
         RunEnd::Finished { code, message } => format!("{code} {message:?}"),
+        RunEnd::Rejected { outcome, why } => {
+            format!(
+                "never ran: tonic answered {} (spec {}): {why}",
+                super::rows::said(outcome),
+                outcome.spec_code
+            )
+        }
         RunEnd::Dropped => "dropped".to_owned(),
         RunEnd::Panicked(message) => format!("panicked: {message:?}"),
         RunEnd::Running => "running when the run ended".to_owned(),
@@ -255,6 +262,9 @@ fn call_slice(c: &Call, run_end_ns: u128) -> Slice<'_> {
         CallEnd::Status(o) if o.code == o.spec_code => super::rows::said(o),
         CallEnd::Status(o) => format!("{} (spec: {})", super::rows::said(o), o.spec_code),
         CallEnd::Dropped => "dropped by the caller".to_owned(),
+        CallEnd::StoppedReading { message_len, .. } => {
+            format!("stopped reading at a {message_len}-octet message")
+        }
         CallEnd::Open => "open when the run ended".to_owned(),
     };
     Slice {

@@ -88,7 +88,7 @@ impl Trace {
     pub fn render_with(&self, options: &RenderOptions) -> String {
         let [t, place, event] = COLUMNS;
         let mut out = format!("{t:>10}  {place:<20} {event}\n");
-        for row in rows(&self.events, options) {
+        for row in rows(&self.events, options, self.ended) {
             let _ = writeln!(out, "{:>10}  {:<20} {}", row.ms, row.place, row.text);
         }
         out

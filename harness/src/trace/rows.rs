@@ -6,8 +6,13 @@
 
 use std::fmt::Write as _;
 
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
 use super::{fmt_duration, words, RenderOptions};
-use crate::recorder::event::{ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome};
+use crate::recorder::event::{
+    CallId, ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome, RunId,
+};
 
 /// The timeline's column headings.
 pub(crate) const COLUMNS: [&str; 3] = ["t(ms)", "where", "event"];
@@ -71,26 +76,83 @@ impl RowKind {
     }
 }
 
-/// The rows `options` shows, in time order.
-pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
-    let visible: Vec<&Event> = events.iter().filter(|e| shown(e, options)).collect();
-    rows_of(&visible, options.fold_data)
-        .into_iter()
-        .map(|(_, row)| row)
-        .collect()
+/// What a row needs to know beyond its own event: which handler runs tonic
+/// rejected before the handler (their `HandlerStarted` is an arrival), and
+/// each call's deadline (for its overrun).
+#[derive(Default)]
+struct Context {
+    rejected: HashSet<RunId>,
+    deadlines: HashMap<CallId, Duration>,
 }
 
-/// The rows of events a caller has already chosen, in their order, each
-/// with the event it starts at (an export places a row by its event's
-/// host and connection); with `fold_data`, runs of plain DATA among them
-/// fold into one row as in [`rows`].
-pub(crate) fn rows_of<'a>(visible: &[&'a Event], fold_data: bool) -> Vec<(&'a Event, Row)> {
+impl Context {
+    fn of(events: &[Event]) -> Self {
+        let mut cx = Self::default();
+        for e in events {
+            match &e.kind {
+                EventKind::HandlerRejected { run, .. } => {
+                    cx.rejected.insert(*run);
+                }
+                EventKind::CallStarted {
+                    call,
+                    timeout: Some(t),
+                    ..
+                } => {
+                    cx.deadlines.insert(*call, e.at + *t);
+                }
+                _ => {}
+            }
+        }
+        cx
+    }
+
+    /// How long past its deadline `call` ended at `at`, when more than a
+    /// tick ([`super::TICK_TOLERANCE`]: tonic's timer fires at the first
+    /// tick at or after its instant).
+    fn overrun(&self, call: CallId, at: Duration) -> Option<Duration> {
+        let deadline = *self.deadlines.get(&call)?;
+        let over = at.checked_sub(deadline)?;
+        (over > super::TICK_TOLERANCE).then_some(over)
+    }
+}
+
+/// The rows `options` shows, in time order; `ended` is when the run ended
+/// (*simulated* time), for the calls still open then.
+pub(crate) fn rows(events: &[Event], options: &RenderOptions, ended: Duration) -> Vec<Row> {
+    let cx = Context::of(events);
+    let visible: Vec<&Event> = events.iter().filter(|e| shown(e, options)).collect();
+    let mut passed = deadlines_passed(events, &cx, ended).into_iter().peekable();
+    let mut out = Vec::with_capacity(visible.len());
+    for (e, row) in rows_in(&cx, &visible, options.fold_data) {
+        while let Some((_, deadline)) = passed.next_if(|(when, _)| *when < e.at) {
+            out.push(deadline);
+        }
+        out.push(row);
+    }
+    out.extend(passed.map(|(_, row)| row));
+    out
+}
+
+/// The rows of events a caller has already chosen from `events`, in their
+/// order, each with the event it starts at (an export places a row by its
+/// event's host and connection); with `fold_data`, runs of plain DATA
+/// among them fold into one row as in [`rows`]. Rows for deadlines that
+/// passed are not among them: they belong to no event.
+pub(crate) fn rows_of<'a>(
+    events: &[Event],
+    visible: &[&'a Event],
+    fold_data: bool,
+) -> Vec<(&'a Event, Row)> {
+    rows_in(&Context::of(events), visible, fold_data)
+}
+
+fn rows_in<'a>(cx: &Context, visible: &[&'a Event], fold_data: bool) -> Vec<(&'a Event, Row)> {
     let default = RenderOptions::default();
     let mut out = Vec::with_capacity(visible.len());
     let mut at = 0;
     while at < visible.len() {
         let e = visible[at];
-        let (place, mut text) = line(e);
+        let (place, mut text) = line(e, cx);
         let mut taken = 1;
         if fold_data {
             if let Some(run) = super::fold::data_run(&visible[at..]) {
@@ -108,6 +170,57 @@ pub(crate) fn rows_of<'a>(visible: &[&'a Event], fold_data: bool) -> Vec<(&'a Ev
         out.push((e, row));
         at += taken;
     }
+    out
+}
+
+/// A row at each deadline that passed with its call still open (it ended
+/// more than a tick later, or never): `r1 call /tt.v1.Scoreboard/Watch
+/// still open at its deadline (grpc-timeout=500ms)`. tonic's timer bounds
+/// only the wait for response headers (`transport/service/grpc_timeout.rs`)
+/// and starts once the channel is ready, so a streaming response, or a call
+/// that waited for a connection, runs on past it.
+fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Duration, Row)> {
+    let mut ends: HashMap<CallId, Duration> = HashMap::new();
+    let mut started: Vec<(CallId, &str, &str, Duration)> = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::CallStarted {
+                call,
+                path,
+                timeout: Some(t),
+                ..
+            } => started.push((*call, &e.host, path, *t)),
+            EventKind::CallEnded { call, .. }
+            | EventKind::CallDropped { call, .. }
+            | EventKind::CallStoppedReading { call, .. } => {
+                ends.insert(*call, e.at);
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<(Duration, Row)> = started
+        .into_iter()
+        .filter_map(|(call, host, path, timeout)| {
+            let deadline = *cx.deadlines.get(&call)?;
+            let end = ends.get(&call).copied().unwrap_or(ended);
+            let open = end.checked_sub(deadline)? > super::TICK_TOLERANCE;
+            (open && deadline <= ended).then(|| {
+                let text = format!(
+                    "{call} call {path} still open at its deadline (grpc-timeout={})",
+                    fmt_duration(timeout)
+                );
+                let row = Row {
+                    ms: fmt_ms(deadline),
+                    place: one_line(host.to_owned()),
+                    text: one_line(text),
+                    kind: RowKind::Call,
+                    quiet: false,
+                };
+                (deadline, row)
+            })
+        })
+        .collect();
+    out.sort_by_key(|(at, _)| *at);
     out
 }
 
@@ -150,6 +263,8 @@ fn kind(e: &Event) -> RowKind {
         EventKind::CallEnded { outcome, .. } if outcome.code != outcome.spec_code => {
             RowKind::CallDiffers
         }
+        // tonic's OUT_OF_RANGE where the spec says RESOURCE_EXHAUSTED.
+        EventKind::CallStoppedReading { .. } => RowKind::CallDiffers,
         EventKind::CallStarted { .. }
         | EventKind::CallEnded { .. }
         | EventKind::CallDropped { .. } => RowKind::Call,
@@ -159,6 +274,10 @@ fn kind(e: &Event) -> RowKind {
         | EventKind::HandlerDropped { .. }
         | EventKind::HandlerPanicked { .. } => RowKind::Handler,
         EventKind::GrpcTimeoutInvalid { .. } => RowKind::Handler,
+        EventKind::HandlerRejected { outcome, .. } if outcome.code != outcome.spec_code => {
+            RowKind::CallDiffers
+        }
+        EventKind::HandlerRejected { .. } => RowKind::Handler,
         EventKind::RetryAttempt { .. }
         | EventKind::RetryArrived { .. }
         | EventKind::RetryDecision { .. } => RowKind::Retry,
@@ -240,7 +359,7 @@ fn shown(e: &Event, options: &RenderOptions) -> bool {
 }
 
 /// The `where` column and the event text of one event.
-fn line(e: &Event) -> (String, String) {
+fn line(e: &Event, cx: &Context) -> (String, String) {
     let host = e.host.clone();
     match &e.kind {
         EventKind::HostCrashed => (host, "host crashed".into()),
@@ -440,13 +559,29 @@ fn line(e: &Event) -> (String, String) {
             call,
             path,
             outcome,
-        } => (
-            host,
-            format!("{call} call {path} ended {}", status(outcome)),
-        ),
+        } => {
+            let mut text = format!("{call} call {path} ended {}", status(outcome));
+            if let Some(over) = cx.overrun(*call, e.at) {
+                let _ = write!(text, ", {} past its deadline", fmt_duration(over));
+            }
+            (host, text)
+        }
         EventKind::CallDropped { call, path } => {
             (host, format!("{call} call {path} dropped by the caller"))
         }
+        EventKind::CallStoppedReading {
+            call,
+            path,
+            message_len,
+            received,
+            flag,
+        } => (
+            host,
+            format!(
+                "{call} call {path} {}",
+                words::stopped_reading(*message_len, *received, *flag)
+            ),
+        ),
         EventKind::HandlerStarted {
             run,
             path,
@@ -464,11 +599,30 @@ fn line(e: &Event) -> (String, String) {
                 about.push(format!("grpc-timeout={}", fmt_duration(*t)));
             }
             about.push(format!("#{nth}"));
+            let what = if cx.rejected.contains(run) {
+                "request arrived"
+            } else {
+                "started"
+            };
             (
                 host,
-                format!("{run} handler {path} started ({})", about.join(", ")),
+                format!("{run} handler {path} {what} ({})", about.join(", ")),
             )
         }
+        EventKind::HandlerRejected {
+            run,
+            path,
+            outcome,
+            why,
+            ran,
+        } => (
+            host,
+            format!(
+                "{run} handler {path} never ran: tonic answered {} after {}: {why}",
+                answered(outcome),
+                fmt_duration(*ran)
+            ),
+        ),
         EventKind::HandlerDequeued { run, path, queued } => (
             host,
             format!(
@@ -488,10 +642,20 @@ fn line(e: &Event) -> (String, String) {
             } else {
                 format!(" {}", words::quoted(message))
             };
+            // What the server's own stack made of it (its encoder's limit):
+            // the spec's code, as for a call.
+            let code = crate::spec::code_from_name(code)
+                .map(|c| crate::spec::classify_server(c, message).0)
+                .map(crate::spec::code_name)
+                .filter(|spec| spec != code)
+                .map_or_else(
+                    || format!("{code}{msg}"),
+                    |spec| format!("{spec} (tonic said {code}{msg})"),
+                );
             (
                 host,
                 format!(
-                    "{run} handler {path} finished {code}{msg} after {}",
+                    "{run} handler {path} finished {code} after {}",
                     fmt_duration(*ran)
                 ),
             )
@@ -803,6 +967,16 @@ fn status(o: &Outcome) -> String {
         said
     } else {
         format!("{} (tonic said {said})", o.spec_code)
+    }
+}
+
+/// What tonic answered, then the spec's code when it differs:
+/// `OUT_OF_RANGE "…" (spec RESOURCE_EXHAUSTED)`.
+fn answered(o: &Outcome) -> String {
+    if o.code == o.spec_code {
+        said(o)
+    } else {
+        format!("{} (spec {})", said(o), o.spec_code)
     }
 }
 

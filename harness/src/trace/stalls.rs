@@ -70,6 +70,25 @@ pub struct Stall {
     /// WINDOW_UPDATEs for this stream or its connection that the receiver
     /// wrote and a frame fault kept back during the stall.
     pub held_updates: usize,
+    /// For a *starved* stream (see below): the other streams of the
+    /// connection that held its window when the starvation began, with the
+    /// DATA octets each had sent and not yet had back, by stream id; empty
+    /// for a stall of the stream's own sending.
+    ///
+    /// **Starved.** A stream is starved when it is open in the sender's
+    /// direction (its HEADERS sent, no END_STREAM yet), its own window is
+    /// open, and it sends nothing because *other* streams used up the
+    /// connection window (RFC 9113 §6.9.1: DATA needs both windows). It is
+    /// reported from the later of its opening and the connection window
+    /// running out, until credit reopens the connection window, if the
+    /// stream then sends DATA (it had something to send); a starvation
+    /// still going when the run ended is reported too ([`StallEnd::Open`]),
+    /// though the stream may have had nothing to send. One that ends with
+    /// the stream closing without DATA is not: it needed no window. The
+    /// octets a stream holds are its DATA minus the connection credit, the
+    /// credit given back in the order the DATA was sent (as a receiver
+    /// that reads in order does).
+    pub held_by: Vec<(u32, u64)>,
 }
 
 /// How a [`Stall`] ended.
@@ -103,8 +122,32 @@ impl Stall {
 
 impl fmt::Display for Stall {
     /// `gateway→player c1 s1 stalled 9877ms (123ms–10000ms): stream window
-    /// used up after 2097152 bytes, 1 WINDOW_UPDATE held`
+    /// used up after 2097152 bytes, 1 WINDOW_UPDATE held`; a starved one:
+    /// `gateway→player c1 s3 starved 195ms (5ms–200ms): other streams hold
+    /// the connection window (s1 65535 bytes), s3 had sent 0 bytes`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.held_by.is_empty() {
+            let held: Vec<String> = self
+                .held_by
+                .iter()
+                .map(|(stream, octets)| format!("s{stream} {octets} bytes"))
+                .collect();
+            write!(
+                f,
+                "{}→{} c{} s{} starved {} ({}–{}): other streams hold the connection window ({}), s{} had sent {} bytes",
+                self.sender,
+                self.receiver,
+                self.conn,
+                self.stream,
+                fmt_duration(self.duration()),
+                fmt_duration(self.since),
+                fmt_duration(self.until),
+                held.join(", "),
+                self.stream,
+                self.sent,
+            )?;
+            return self.fmt_tail(f);
+        }
         write!(
             f,
             "{}→{} c{} s{} stalled {} ({}–{}): {} window used up after {} bytes",
@@ -121,6 +164,13 @@ impl fmt::Display for Stall {
             },
             self.sent,
         )?;
+        self.fmt_tail(f)
+    }
+}
+
+impl Stall {
+    /// The held updates and how it ended, after the main words.
+    fn fmt_tail(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.held_updates {
             0 => {}
             1 => f.write_str(", 1 WINDOW_UPDATE held")?,
@@ -166,6 +216,8 @@ type DirKey = (u32, String);
 enum Step {
     /// The sender wrote DATA.
     Data { stream: u32, len: i64, end: bool },
+    /// The sender wrote HEADERS that leave the stream open.
+    Opened { stream: u32 },
     /// The stream closed in this direction.
     Closed { stream: u32 },
     /// The receiver's WINDOW_UPDATE reached the sender.
@@ -186,7 +238,14 @@ struct Stream {
     window: i64,
     sent: u64,
     closed: bool,
+    /// Its HEADERS went out in this direction (it may send DATA).
+    opened: bool,
     stall: Option<(Duration, Window, u64)>,
+    /// Starved since, with who held the connection window then.
+    starved: Option<(Duration, Vec<(u32, u64)>)>,
+    /// Starvations that ended with credit, waiting for this stream's DATA
+    /// to show it had something to send.
+    unproven: Vec<Stall>,
 }
 
 struct Dir {
@@ -195,6 +254,9 @@ struct Dir {
     initial: i64,
     streams: BTreeMap<u32, Stream>,
     held: Vec<Held>,
+    /// DATA octets not yet given back by connection credit, by stream, in
+    /// the order sent.
+    in_flight: VecDeque<(u32, i64)>,
 }
 
 impl Dir {
@@ -205,7 +267,35 @@ impl Dir {
             initial: DEFAULT_WINDOW,
             streams: BTreeMap::new(),
             held: Vec::new(),
+            in_flight: VecDeque::new(),
         }
+    }
+
+    /// Gives `increment` octets of connection credit back, oldest DATA
+    /// first.
+    fn give_back(&mut self, mut increment: i64) {
+        while increment > 0 {
+            let Some(front) = self.in_flight.front_mut() else {
+                return;
+            };
+            let take = front.1.min(increment);
+            front.1 -= take;
+            increment -= take;
+            if front.1 == 0 {
+                self.in_flight.pop_front();
+            }
+        }
+    }
+
+    /// Octets held per stream other than `except`, by stream id.
+    fn holders(&self, except: u32) -> Vec<(u32, u64)> {
+        let mut by: BTreeMap<u32, u64> = BTreeMap::new();
+        for (stream, octets) in &self.in_flight {
+            if *stream != except {
+                *by.entry(*stream).or_default() += u64::try_from(*octets).unwrap_or(0);
+            }
+        }
+        by.into_iter().collect()
     }
 
     fn stream(&mut self, id: u32) -> &mut Stream {
@@ -286,6 +376,9 @@ fn replay(trace: &Trace) -> Vec<Stall> {
             FrameDetail::Headers(_) if flags.end_stream() => {
                 steps.push((e.at, seq, me, Step::Closed { stream }));
             }
+            FrameDetail::Headers(_) => {
+                steps.push((e.at, seq, me, Step::Opened { stream }));
+            }
             FrameDetail::RstStream { .. } => {
                 steps.push((e.at, seq, me, Step::Closed { stream }));
                 if let Some(at) = left_at {
@@ -321,6 +414,18 @@ fn replay(trace: &Trace) -> Vec<Stall> {
     }
     for (key, dir) in &mut dirs {
         for (id, s) in &mut dir.streams {
+            if let (Some((since, held_by)), false) = (s.starved.take(), s.closed) {
+                let mut open = stall(
+                    key,
+                    &dir.receiver,
+                    *id,
+                    (since, Window::Connection, s.sent),
+                    trace.ended_at(),
+                    StallEnd::Open,
+                );
+                open.held_by = held_by;
+                stalls.push(open);
+            }
             if let Some(open) = s.stall.take() {
                 stalls.push(stall(
                     key,
@@ -365,14 +470,73 @@ fn release_times(trace: &Trace) -> HashMap<DirKey, VecDeque<Duration>> {
 }
 
 fn apply(dir: &mut Dir, key: &DirKey, at: Duration, step: Step, stalls: &mut Vec<Stall>) {
+    apply_own(dir, key, at, step, stalls);
+    starve(dir, key, at);
+}
+
+/// Starts the starvation of every open stream that other streams keep
+/// from sending (see [`Stall::held_by`]), and ends them when the
+/// connection window is open again.
+fn starve(dir: &mut Dir, key: &DirKey, at: Duration) {
+    let ids: Vec<u32> = dir.streams.keys().copied().collect();
+    if dir.conn_window > 0 {
+        for id in ids {
+            let receiver = dir.receiver.clone();
+            let s = dir.stream(id);
+            if let Some((since, held_by)) = s.starved.take() {
+                let mut ended = stall(
+                    key,
+                    &receiver,
+                    id,
+                    (since, Window::Connection, s.sent),
+                    at,
+                    StallEnd::Reopened,
+                );
+                ended.held_by = held_by;
+                s.unproven.push(ended);
+            }
+        }
+        return;
+    }
+    for id in ids {
+        let held_by = dir.holders(id);
+        let s = dir.stream(id);
+        let waiting = s.opened && !s.closed && s.window > 0;
+        if waiting && s.stall.is_none() && s.starved.is_none() && !held_by.is_empty() {
+            s.starved = Some((at, held_by));
+        }
+    }
+}
+
+fn apply_own(dir: &mut Dir, key: &DirKey, at: Duration, step: Step, stalls: &mut Vec<Stall>) {
     let receiver = dir.receiver.clone();
     match step {
+        Step::Opened { stream } => {
+            dir.stream(stream).opened = true;
+        }
         Step::Data { stream, len, end } => {
             let conn_window = {
                 dir.conn_window -= len;
                 dir.conn_window
             };
+            if len > 0 {
+                dir.in_flight.push_back((stream, len));
+            }
             let s = dir.stream(stream);
+            // It sent: the starvations before are proven (it had data).
+            stalls.append(&mut s.unproven);
+            if let Some((since, held_by)) = s.starved.take() {
+                let mut ended = stall(
+                    key,
+                    &receiver,
+                    stream,
+                    (since, Window::Connection, s.sent),
+                    at,
+                    StallEnd::Reopened,
+                );
+                ended.held_by = held_by;
+                stalls.push(ended);
+            }
             if let Some(open) = s.stall.take() {
                 // DATA went out, so the window was open after all.
                 stalls.push(stall(key, &receiver, stream, open, at, StallEnd::Reopened));
@@ -393,6 +557,9 @@ fn apply(dir: &mut Dir, key: &DirKey, at: Duration, step: Step, stalls: &mut Vec
         Step::Closed { stream } => {
             let s = dir.stream(stream);
             s.closed = true;
+            // Closed without DATA: it needed no window.
+            s.starved = None;
+            s.unproven.clear();
             if let Some(open) = s.stall.take() {
                 stalls.push(stall(key, &receiver, stream, open, at, StallEnd::Closed));
             }
@@ -402,6 +569,7 @@ fn apply(dir: &mut Dir, key: &DirKey, at: Duration, step: Step, stalls: &mut Vec
             increment,
         } => {
             dir.conn_window += increment;
+            dir.give_back(increment);
             reopen(dir, key, at, stalls);
         }
         Step::Credit { stream, increment } => {
@@ -453,6 +621,7 @@ fn stall(
         window,
         sent,
         held_updates: 0,
+        held_by: Vec::new(),
     }
 }
 
@@ -628,6 +797,7 @@ mod tests {
                 window: Window::Stream,
                 sent: 65_535,
                 held_updates: 1,
+                held_by: Vec::new(),
             }]
         );
         assert_eq!(stalls[0].duration(), ms(497));
@@ -771,6 +941,84 @@ mod tests {
         let stalls = open.stalls(Duration::ZERO);
         assert_eq!(stalls.len(), 1, "{stalls:?}");
         assert_eq!((stalls[0].until, stalls[0].end), (ms(300), StallEnd::Open));
+    }
+
+    /// Stream 1 uses up the connection window (its own is 1 MiB); stream
+    /// 3, opened after, sends nothing until the connection credit comes,
+    /// then sends at once: it was starved, held off by stream 1's 65,535
+    /// octets.
+    #[test]
+    fn a_stream_kept_off_by_the_connection_window_is_starved() {
+        let open = || headers(BlockKind::Response, (ShownHeader::Status, "200"));
+        let trace = fill(Script::new().frame(
+            0,
+            C,
+            0,
+            settings(&[(SettingId::InitialWindowSize, 1_048_576)]),
+            Fate::Passed,
+        ))
+        .frame(
+            4,
+            C,
+            3,
+            headers(BlockKind::Request, (ShownHeader::Path, "/w")),
+            Fate::Passed,
+        )
+        .frame(5, S, 3, open(), Fate::Passed)
+        .update(200, 0, 70_000, Fate::Passed)
+        .data(201, 3, 100)
+        .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        let starved: Vec<&Stall> = stalls.iter().filter(|s| s.stream == 3).collect();
+        assert_eq!(starved.len(), 1, "{stalls:?}");
+        let s3 = starved[0];
+        assert_eq!(
+            (s3.since, s3.until, s3.end),
+            (ms(5), ms(200), StallEnd::Reopened)
+        );
+        assert_eq!(s3.held_by, vec![(1, 65_535)]);
+        assert_eq!(
+            s3.to_string(),
+            "server→client c1 s3 starved 195ms (5ms–200ms): other streams hold the connection window (s1 65535 bytes), s3 had sent 0 bytes"
+        );
+        // Stream 1's own stall is the connection window too, held by no one else.
+        let s1: Vec<&Stall> = stalls.iter().filter(|s| s.stream == 1).collect();
+        assert_eq!(s1.len(), 1, "{stalls:?}");
+        assert!(s1[0].held_by.is_empty());
+    }
+
+    /// A stream that closes without DATA needed no window: not starved.
+    #[test]
+    fn a_stream_with_nothing_to_send_is_not_starved() {
+        let trace = fill(Script::new().frame(
+            0,
+            C,
+            0,
+            settings(&[(SettingId::InitialWindowSize, 1_048_576)]),
+            Fate::Passed,
+        ))
+        .frame(
+            5,
+            S,
+            3,
+            headers(BlockKind::Response, (ShownHeader::Status, "200")),
+            Fate::Passed,
+        )
+        .update(200, 0, 70_000, Fate::Passed)
+        .frame(
+            201,
+            S,
+            3,
+            {
+                let (frame, flags, detail) =
+                    headers(BlockKind::Trailers, (ShownHeader::GrpcStatus, "0"));
+                (frame, flags.with(FrameFlags::END_STREAM, true), detail)
+            },
+            Fate::Passed,
+        )
+        .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert!(stalls.iter().all(|s| s.stream != 3), "{stalls:?}");
     }
 
     #[test]

@@ -49,6 +49,18 @@ pub enum CallEnd {
     Status(Outcome),
     /// The caller dropped it before it ended.
     Dropped,
+    /// The caller's decoder stopped at the header of a response message of
+    /// `message_len` octets before the message was whole (see
+    /// [`EventKind::CallStoppedReading`](crate::EventKind::CallStoppedReading)):
+    /// tonic ended the call with OUT_OF_RANGE for a message over its
+    /// `max_decoding_message_size`, RESOURCE_EXHAUSTED by the spec (with a
+    /// Compressed-Flag other than 0 and 1: INTERNAL, as the spec says).
+    StoppedReading {
+        /// The message's length, octets.
+        message_len: u32,
+        /// The message's Compressed-Flag octet.
+        flag: u8,
+    },
     /// Still open when the run ended.
     Open,
 }
@@ -136,6 +148,14 @@ pub enum RunEnd {
         /// The status message.
         message: String,
     },
+    /// tonic's server answered before the user's handler got the request
+    /// (see [`EventKind::HandlerRejected`](crate::EventKind::HandlerRejected)).
+    Rejected {
+        /// What tonic answered, and the spec's code.
+        outcome: Outcome,
+        /// Why, in the trace's words.
+        why: &'static str,
+    },
     /// hyper dropped it before it finished.
     Dropped,
     /// It panicked.
@@ -203,6 +223,20 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     c.replica = Some(replica.clone());
                 }
             }
+            EventKind::CallStoppedReading {
+                call,
+                message_len,
+                flag,
+                ..
+            } => {
+                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+                    c.end = CallEnd::StoppedReading {
+                        message_len: *message_len,
+                        flag: *flag,
+                    };
+                    c.ended_at = Some(e.at);
+                }
+            }
             EventKind::CallDropped { call, .. } => {
                 if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
                     c.end = CallEnd::Dropped;
@@ -250,6 +284,15 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                         message: message.clone(),
                     },
                 );
+            }
+            EventKind::HandlerRejected {
+                run, outcome, why, ..
+            } => {
+                let end = RunEnd::Rejected {
+                    outcome: outcome.clone(),
+                    why,
+                };
+                end_run(&mut runs, &run_ix, *run, e.at, end);
             }
             EventKind::HandlerDropped { run, .. } => {
                 end_run(&mut runs, &run_ix, *run, e.at, RunEnd::Dropped);

@@ -159,6 +159,24 @@ impl fmt::Display for HeaderFields {
     }
 }
 
+/// What a call whose decoder stopped at a message header ended with:
+/// `stopped by its decoder at a 20000-byte response message (16379 bytes
+/// in): over tonic's max_decoding_message_size, tonic says OUT_OF_RANGE,
+/// spec RESOURCE_EXHAUSTED`; for a Compressed-Flag other than 0 and 1,
+/// tonic's INTERNAL (which the spec agrees with).
+pub(crate) fn stopped_reading(message_len: u32, received: u64, flag: u8) -> String {
+    let at = format!(
+        "stopped by its decoder at a {message_len}-byte response message ({received} bytes in)"
+    );
+    if flag > 1 {
+        format!("{at}: Compressed-Flag {flag}, tonic says INTERNAL")
+    } else {
+        format!(
+            "{at}: over tonic's max_decoding_message_size, tonic says OUT_OF_RANGE, spec RESOURCE_EXHAUSTED"
+        )
+    }
+}
+
 /// `held until 900ms`, `held until release "window"`, `held by the
 /// partition, never repaired`.
 impl fmt::Display for WaitingFor {

@@ -19,6 +19,7 @@ mod block;
 pub mod decode;
 pub mod encode;
 pub mod frame;
+pub mod grpc_frame;
 mod hpack;
 mod streams;
 

@@ -12,6 +12,7 @@ mod inside;
 mod layer;
 mod rule;
 mod run;
+mod seen;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -76,7 +77,7 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, mut req: http::Request<Body>) -> Self::Future {
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
         // The clone-and-swap idiom: the service that was polled ready is the
         // one that gets the call.
         let clone = self.inner.clone();
@@ -85,7 +86,9 @@ where
             .layered
             .load(Ordering::Relaxed)
             .then_some(LayerSide::OutsideLayers);
-        let guard = self.start(&mut req, side);
+        let seen = seen::SeenRequest::default();
+        let mut req = req.map(|b| Body::new(seen::WatchedBody::new(b, seen.clone())));
+        let guard = self.start(&mut req, side).watching(seen);
         let rules = self.shared.handler_rules(&self.host, guard.path(), false);
         Box::pin(serve(inner, req, guard, rules))
     }

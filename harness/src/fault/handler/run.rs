@@ -80,6 +80,9 @@ pub(crate) struct RunGuard {
     /// A concurrency-limit slot, held until the run ends.
     permit: Option<OwnedSemaphorePermit>,
     done: bool,
+    /// How far tonic read the request body (for a status it made before
+    /// the handler got the request).
+    seen: Option<super::seen::SeenRequest>,
 }
 
 impl RunGuard {
@@ -100,7 +103,14 @@ impl RunGuard {
             side,
             permit: None,
             done: false,
+            seen: None,
         }
+    }
+
+    /// Watches the request body tonic reads (see [`super::seen`]).
+    pub(crate) fn watching(mut self, seen: super::seen::SeenRequest) -> Self {
+        self.seen = Some(seen);
+        self
     }
 
     pub(crate) fn run(&self) -> RunId {
@@ -133,12 +143,33 @@ impl RunGuard {
             return;
         }
         self.permit = None;
+        let ran = self.now().saturating_sub(self.started);
+        let why = self.seen.as_ref().and_then(|seen| {
+            let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+            super::seen::rejected_because(status, &seen)
+        });
+        if let Some(why) = why {
+            let (spec, rule) = crate::spec::classify_server(status.code(), status.message());
+            self.push(EventKind::HandlerRejected {
+                run: self.run,
+                path: self.path.clone(),
+                outcome: crate::recorder::event::Outcome {
+                    code: crate::spec::code_name(status.code()),
+                    message: status.message().to_owned(),
+                    spec_code: crate::spec::code_name(spec),
+                    rule,
+                },
+                why,
+                ran,
+            });
+            return;
+        }
         self.push(EventKind::HandlerFinished {
             run: self.run,
             path: self.path.clone(),
             code: crate::spec::code_name(status.code()),
             message: status.message().to_owned(),
-            ran: self.now().saturating_sub(self.started),
+            ran,
         });
     }
 

@@ -37,6 +37,18 @@ pub(super) fn calls(page: &mut Page, calls: &[Call]) {
             }
             CallEnd::Status(o) => ("call", said(o), o.spec_code, NONE),
             CallEnd::Dropped => ("call", "dropped by the caller".into(), NONE, NONE),
+            CallEnd::StoppedReading { message_len, flag } if *flag > 1 => (
+                "call",
+                format!("INTERNAL (its decoder, Compressed-Flag {flag} on a {message_len}-byte message)"),
+                "INTERNAL",
+                NONE,
+            ),
+            CallEnd::StoppedReading { message_len, .. } => (
+                "call differs",
+                format!("OUT_OF_RANGE (its decoder, a {message_len}-byte message)"),
+                "RESOURCE_EXHAUSTED",
+                crate::spec::rules::DECODE_LIMIT,
+            ),
             // A call still waiting when the run ended is often why it
             // failed (a timeout names it): make it stand out.
             CallEnd::Open => ("call open", "open when the run ended".into(), NONE, NONE),
@@ -74,6 +86,9 @@ pub(super) fn handler_runs(page: &mut Page, runs: &[HandlerRun]) {
         let end = match &r.end {
             RunEnd::Finished { code, message } if message.is_empty() => (*code).to_owned(),
             RunEnd::Finished { code, message } => format!("{code} {message:?}"),
+            RunEnd::Rejected { outcome, why } => {
+                format!("never ran: tonic answered {}: {why}", said(outcome))
+            }
             RunEnd::Dropped => "dropped".to_owned(),
             RunEnd::Panicked(message) => format!("panicked: {message:?}"),
             RunEnd::Running => "running when the run ended".to_owned(),

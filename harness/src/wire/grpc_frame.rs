@@ -1,0 +1,116 @@
+//! The gRPC message framing inside DATA payloads (`PROTOCOL-HTTP2.md`,
+//! "Length-Prefixed-Message"): a 1-octet Compressed-Flag, a 4-octet
+//! big-endian Message-Length, then the message. Messages and frames need
+//! not line up: a header may be split across DATA frames, a frame may carry
+//! several messages.
+
+/// One message header, as read from the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageHeader {
+    /// The Compressed-Flag octet (0: identity, 1: compressed with the
+    /// stream's `grpc-encoding`; other values break the spec).
+    pub flag: u8,
+    /// Message-Length, octets.
+    pub len: u32,
+}
+
+/// Follows the framing of one direction of one stream.
+#[derive(Debug, Clone, Default)]
+pub struct Framing {
+    header: [u8; 5],
+    have: usize,
+    /// Octets of the current message still to come (0 between messages).
+    remaining: u64,
+    current: Option<MessageHeader>,
+}
+
+impl Framing {
+    /// Feeds the next `data` octets; returns the headers that start in
+    /// (or complete in) them, in order, each with the offset in `data` of
+    /// the first octet of its header.
+    pub fn feed(&mut self, mut data: &[u8]) -> Vec<(usize, MessageHeader)> {
+        let mut found = Vec::new();
+        let mut offset = 0;
+        while !data.is_empty() {
+            if self.remaining > 0 {
+                let take = usize::try_from(self.remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len());
+                self.remaining -= take as u64;
+                data = &data[take..];
+                offset += take;
+                if self.remaining == 0 {
+                    self.current = None;
+                }
+                continue;
+            }
+            let start = offset;
+            let take = (5 - self.have).min(data.len());
+            self.header[self.have..self.have + take].copy_from_slice(&data[..take]);
+            self.have += take;
+            data = &data[take..];
+            offset += take;
+            if self.have == 5 {
+                self.have = 0;
+                let [flag, a, b, c, d] = self.header;
+                let header = MessageHeader {
+                    flag,
+                    len: u32::from_be_bytes([a, b, c, d]),
+                };
+                self.remaining = u64::from(header.len);
+                self.current = (header.len > 0).then_some(header);
+                found.push((start, header));
+            }
+        }
+        found
+    }
+
+    /// Whether the octets so far end inside a message: inside its header
+    /// or its body (a body cut there is one tonic's decoder refuses).
+    pub fn ends_inside(&self) -> bool {
+        self.have > 0 || self.current.is_some()
+    }
+
+    /// The message whose header was read and whose octets have not all
+    /// come yet, with how many of them have.
+    pub fn inside(&self) -> Option<(MessageHeader, u64)> {
+        self.current
+            .map(|h| (h, u64::from(h.len).saturating_sub(self.remaining)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_split_across_frames_are_found_once() {
+        let mut f = Framing::default();
+        assert!(f.feed(&[0, 0, 0]).is_empty());
+        let found = f.feed(&[0, 3, 7, 8]);
+        assert_eq!(found, vec![(0, MessageHeader { flag: 0, len: 3 })]);
+        assert_eq!(f.inside().map(|(h, got)| (h.len, got)), Some((3, 2)));
+        let found = f.feed(&[9, 1, 0, 0, 0, 0]);
+        assert_eq!(found, vec![(1, MessageHeader { flag: 1, len: 0 })]);
+        assert_eq!(f.inside(), None, "both messages are whole");
+    }
+
+    #[test]
+    fn a_body_cut_inside_a_message_is_told_from_one_cut_between() {
+        let mut m = Framing::default();
+        m.feed(&[0, 0, 0, 0, 2, 8]);
+        assert!(m.ends_inside(), "one octet of two");
+        m.feed(&[7]);
+        assert!(!m.ends_inside(), "whole");
+        m.feed(&[0, 0]);
+        assert!(m.ends_inside(), "inside the next header");
+        m.feed(&[0, 0, 0]);
+        assert!(!m.ends_inside(), "an empty message is whole at its header");
+        // Split anywhere, the same answer.
+        let mut split = Framing::default();
+        for b in [0u8, 0, 0, 1, 0, 9, 9] {
+            split.feed(&[b]);
+        }
+        assert!(split.ends_inside(), "256-octet message, 2 seen");
+    }
+}
