@@ -46,7 +46,7 @@ pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
         .join(test)
         .join(trace.seed().to_string());
     let written = trace
-        .write_to(&dir, "trace")
+        .write_with_verdict(&dir, "trace", &super::RunVerdict::fail(why))
         .and_then(|_| std::fs::write(dir.join("error.txt"), format!("{why}\n")));
     match written {
         Ok(()) => {

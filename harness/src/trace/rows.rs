@@ -24,6 +24,9 @@ pub(crate) struct Row {
     pub(crate) kind: RowKind,
     /// Whether the default options hide it (connection noise, debug logs).
     pub(crate) quiet: bool,
+    /// The index in the trace's events of the event it shows (the first
+    /// one of a folded run), for the renders that link to rows.
+    pub(crate) event: usize,
 }
 
 /// The sort of a row, for styling: faults and what they did to frames
@@ -74,7 +77,11 @@ impl RowKind {
 /// The rows `options` shows, in time order.
 pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
     let default = RenderOptions::default();
-    let visible: Vec<&Event> = events.iter().filter(|e| shown(e, options)).collect();
+    let (index, visible): (Vec<usize>, Vec<&Event>) = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| shown(e, options))
+        .unzip();
     let mut out = Vec::with_capacity(visible.len());
     let mut at = 0;
     while at < visible.len() {
@@ -93,14 +100,22 @@ pub(crate) fn rows(events: &[Event], options: &RenderOptions) -> Vec<Row> {
             text: one_line(text),
             kind: kind(e),
             quiet: !shown(e, &default),
+            event: index[at],
         });
         at += taken;
     }
     out
 }
 
+/// One event's `where` and text as its row says them, whether or not an
+/// options set shows it (for the summary, which names events by their rows).
+pub(crate) fn describe(e: &Event) -> (String, String) {
+    let (place, text) = line(e);
+    (one_line(place), one_line(text))
+}
+
 /// *Simulated* time as the timeline's ms column shows it: `500.400`.
-pub(super) fn fmt_ms(at: std::time::Duration) -> String {
+pub(crate) fn fmt_ms(at: std::time::Duration) -> String {
     format!("{:.3}", at.as_nanos() as f64 / 1e6)
 }
 
@@ -133,7 +148,7 @@ fn one_line(s: String) -> String {
 }
 
 /// The kind of one event's row.
-fn kind(e: &Event) -> RowKind {
+pub(crate) fn kind(e: &Event) -> RowKind {
     match &e.kind {
         EventKind::CallEnded { outcome, .. } if outcome.code != outcome.spec_code => {
             RowKind::CallDiffers
@@ -194,7 +209,7 @@ fn kind(e: &Event) -> RowKind {
     }
 }
 
-fn shown(e: &Event, options: &RenderOptions) -> bool {
+pub(crate) fn shown(e: &Event, options: &RenderOptions) -> bool {
     match &e.kind {
         EventKind::Frame { noise, fate, .. } => {
             options.frames && (options.noise || !noise || *fate != Fate::Passed)
