@@ -1,7 +1,8 @@
 //! Failure artifacts: when a run fails, an assertion on its trace fails, or
 //! a test panics after it ran a sim, the trace is written to disk so
 //! nothing is lost: `<target>/grpc-chaos/<test name>/<seed>/trace.{txt,json,html}`
-//! ([`Trace::write_to`]), and beside them `error.txt`, what failed.
+//! ([`Trace::write_with_verdict`], the failure as the verdict at the top of
+//! the text and the page), and beside them `error.txt`, what failed.
 //!
 //! A panic is caught by a panic hook, installed (once, in front of the hook
 //! already set) by the first [`Sim::run`](crate::Sim::run): it writes the

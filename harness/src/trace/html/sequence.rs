@@ -17,6 +17,10 @@ use crate::trace::rows::RowKind;
 /// the timeline filtered to the connection, so a long run stays light.
 pub(super) const MAX_ROWS: usize = 400;
 
+/// The most rows all diagrams of a page draw together: once they are
+/// drawn, later connections are listed with a link to their rows only.
+pub(super) const MAX_TOTAL_ROWS: usize = 1200;
+
 const WIDTH: f64 = 900.0;
 const LEFT: f64 = 180.0;
 const RIGHT: f64 = 780.0;
@@ -42,8 +46,32 @@ pub(super) fn connections(page: &mut Page, view: &View<'_>) {
         return;
     }
     let open = conns.len() <= 4;
+    let mut budget = MAX_TOTAL_ROWS;
+    let mut listed = Vec::new();
     for conn in &conns {
-        diagram(page, view, conn, open);
+        if budget == 0 {
+            listed.push(conn);
+            continue;
+        }
+        let drawn = conn.rows.len().min(MAX_ROWS).min(budget);
+        diagram(page, view, conn, drawn, open);
+        budget -= drawn;
+    }
+    if !listed.is_empty() {
+        page.markup("<p class=\"more\">Not drawn (the page draws ")
+            .text(&MAX_TOTAL_ROWS.to_string())
+            .markup(" rows of frames at most):");
+        for conn in listed {
+            let key = format!("c{}", conn.id);
+            page.markup(" <a href=\"#only-")
+                .attr(&key)
+                .markup("\">")
+                .text(&key)
+                .markup("</a> (")
+                .text(&rows_count(conn.rows.len()))
+                .markup(")");
+        }
+        page.markup("</p>\n");
     }
     page.markup("</section>\n");
 }
@@ -108,9 +136,10 @@ fn ends(events: &[Event], id: u32) -> (String, String) {
         .unwrap_or_default()
 }
 
-fn diagram(page: &mut Page, view: &View<'_>, conn: &Conn, open: bool) {
+/// The diagram of `conn`'s first `drawn` rows.
+fn diagram(page: &mut Page, view: &View<'_>, conn: &Conn, drawn: usize, open: bool) {
     let events = view.trace.events();
-    let shown = &conn.rows[..conn.rows.len().min(MAX_ROWS)];
+    let shown = &conn.rows[..drawn];
     let key = format!("c{}", conn.id);
     page.markup(if open {
         "<details open=\"\""

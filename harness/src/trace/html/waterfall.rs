@@ -26,7 +26,7 @@ use crate::wire::FrameType;
 const WIDTH: f64 = 1200.0;
 /// Left of the plot: the lane names.
 const LABEL: f64 = 130.0;
-const RIGHT: f64 = 16.0;
+const RIGHT: f64 = 44.0;
 const BAR: f64 = 10.0;
 const ROW: f64 = 14.0;
 /// The strip at the top of each lane that holds its marks.
@@ -57,6 +57,11 @@ struct Scale {
 }
 
 impl Scale {
+    /// Whether `t` is on the axis.
+    fn shows(&self, t: Duration) -> bool {
+        t.as_secs_f64() <= self.end
+    }
+
     fn x(&self, t: Duration) -> f64 {
         LABEL + (t.as_secs_f64() / self.end).min(1.0) * (WIDTH - LABEL - RIGHT)
     }
@@ -71,7 +76,7 @@ pub(super) fn waterfall(page: &mut Page, view: &View<'_>) {
     }
     let lanes = lanes(trace);
     let scale = Scale {
-        end: trace.ended_at().as_secs_f64().max(1e-3),
+        end: axis_end(trace).as_secs_f64().max(1e-3),
     };
     let mut bars = bars(trace, &lanes, &scale);
     let rows = pack(&mut bars, lanes.len());
@@ -111,7 +116,7 @@ pub(super) fn waterfall(page: &mut Page, view: &View<'_>) {
             .num(lane_height(rows[l]))
             .markup("\"/>\n");
     }
-    axis(page, &scale, trace.ended_at(), height);
+    axis(page, &scale, axis_end(trace), height);
     downtime(page, trace, &lanes, &tops, &rows, &scale);
     page.markup("<g class=\"causes\">\n");
     for b in &bars {
@@ -162,6 +167,20 @@ pub(super) fn waterfall(page: &mut Page, view: &View<'_>) {
     page.markup("</svg>\n");
     legend(page, view.options.frames);
     page.markup("</section>\n");
+}
+
+/// The end of the time axis: the end of the run, or the latest deadline of
+/// a call or run when that is later, up to three times the run (so that a
+/// propagated deadline past the run's end still shows as its column of
+/// ticks, and a distant one does not squash the bars).
+fn axis_end(trace: &Trace) -> Duration {
+    let end = trace.ended_at();
+    let deadlines = trace
+        .calls()
+        .iter()
+        .filter_map(|c| c.deadline())
+        .chain(trace.handler_runs().iter().filter_map(|r| r.deadline()));
+    deadlines.filter(|d| *d <= end * 3).fold(end, Duration::max)
 }
 
 fn lane_height(rows: usize) -> f64 {
@@ -316,8 +335,9 @@ fn call_bar(page: &mut Page, view: &View<'_>, i: usize, b: &Bar, y: f64, scale: 
     rect(page, class, &id, b.x0, y, b.x1 - b.x0, BAR, &title);
     label(page, &id, b, y);
     page.markup("</a>\n");
-    if let Some(deadline) = c.deadline().filter(|d| *d <= view.trace.ended_at()) {
+    if let Some(deadline) = c.deadline().filter(|d| scale.shows(*d)) {
         let title = format!("{id} deadline at {}", fmt_ms(deadline));
+        budget(page, b.x1, scale.x(deadline), y);
         tick(
             page,
             scale.x(deadline),
@@ -393,8 +413,9 @@ fn run_bar(
     }
     label(page, &id, b, y);
     page.markup("</a>\n");
-    if let Some(deadline) = r.deadline().filter(|d| *d <= view.trace.ended_at()) {
+    if let Some(deadline) = r.deadline().filter(|d| scale.shows(*d)) {
         let title = format!("{id} deadline at {}", fmt_ms(deadline));
+        budget(page, b.x1, scale.x(deadline), y);
         tick(
             page,
             scale.x(deadline),
@@ -642,7 +663,7 @@ fn legend(page: &mut Page, frames: bool) {
          <span class=\"sw queued\"></span>waiting for a slot \
          <span class=\"sw orphan\"></span>orphan work \
          <span class=\"sw deadline\"></span>deadline it ran into \
-         <span class=\"sw spare\"></span>deadline with time to spare \
+         <span class=\"sw spare\"></span>deadline with time to spare (dotted: the time left) \
          <span class=\"sw down\"></span>host down or paused · marks: \
          <span class=\"mk fault\">◆</span>fault",
     );
@@ -660,6 +681,13 @@ fn legend(page: &mut Page, frames: bool) {
 /// deadline: its tick is drawn strong, a deadline with time to spare faint.
 fn hit(ended: Option<Duration>, deadline: Duration) -> bool {
     ended.is_none_or(|end| end + super::super::summary::OVERRUN_TOLERANCE >= deadline)
+}
+
+/// The time a bar had left: a dotted line from its end to its deadline.
+fn budget(page: &mut Page, end: f64, deadline: f64, y: f64) {
+    if deadline > end + 1.0 {
+        line(page, "budget", end, y + BAR / 2.0, deadline, y + BAR / 2.0);
+    }
 }
 
 /// A deadline tick across a bar: strong when the bar ran into it.
