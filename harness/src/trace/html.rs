@@ -7,6 +7,7 @@
 mod keys;
 mod links;
 mod sequence;
+mod svg;
 mod tables;
 mod top;
 mod waterfall;

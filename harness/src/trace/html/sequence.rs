@@ -9,6 +9,7 @@
 //! a protocol error, a keepalive verdict) are notes on their host's
 //! lifeline. Each arrow links to its row.
 
+use super::svg::{line, text};
 use super::{Page, View};
 use crate::recorder::event::{Event, EventKind};
 use crate::trace::rows::RowKind;
@@ -326,32 +327,4 @@ fn head(page: &mut Page, x1: f64, y1: f64, x2: f64, y2: f64) {
     page.markup("<polygon class=\"head\" points=\"")
         .attr(&points)
         .markup("\"/>");
-}
-
-fn line(page: &mut Page, class: &'static str, x1: f64, y1: f64, x2: f64, y2: f64) {
-    page.markup("<line class=\"")
-        .markup(class)
-        .markup("\" x1=\"")
-        .num(x1)
-        .markup("\" y1=\"")
-        .num(y1)
-        .markup("\" x2=\"")
-        .num(x2)
-        .markup("\" y2=\"")
-        .num(y2)
-        .markup("\"/>");
-}
-
-fn text(page: &mut Page, class: &'static str, x: f64, y: f64, anchor: &'static str, s: &str) {
-    page.markup("<text class=\"")
-        .markup(class)
-        .markup("\" x=\"")
-        .num(x)
-        .markup("\" y=\"")
-        .num(y)
-        .markup("\" text-anchor=\"")
-        .markup(anchor)
-        .markup("\">")
-        .text(s)
-        .markup("</text>");
 }

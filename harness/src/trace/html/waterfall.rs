@@ -13,14 +13,15 @@
 //! hatched head (waiting for a slot) before a run's bar; a retry storm a
 //! stack of short red bars on the bottom lane.
 
+mod marks;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::svg::{line, rect, text};
 use super::{Page, View};
-use crate::recorder::event::{EventKind, Fate};
-use crate::trace::rows::{describe, fmt_ms, kind, RowKind};
+use crate::trace::rows::fmt_ms;
 use crate::trace::{fmt_duration, CallEnd, RunEnd, Trace};
-use crate::wire::FrameType;
 
 /// Drawing units (CSS px at 100%).
 const WIDTH: f64 = 1200.0;
@@ -117,7 +118,7 @@ pub(super) fn waterfall(page: &mut Page, view: &View<'_>) {
             .markup("\"/>\n");
     }
     axis(page, &scale, axis_end(trace), height);
-    downtime(page, trace, &lanes, &tops, &rows, &scale);
+    marks::downtime(page, trace, &lanes, &tops, &rows, &scale);
     page.markup("<g class=\"causes\">\n");
     for b in &bars {
         let Some(p) = b.parent.map(|p| &bars[p]) else {
@@ -141,10 +142,10 @@ pub(super) fn waterfall(page: &mut Page, view: &View<'_>) {
         match view.host_key(host) {
             Some(key) => {
                 page.markup("<a href=\"#only-").attr(&key).markup("\">");
-                text(page, "lane-name", 6.0, name_y, host);
+                text(page, "lane-name", 6.0, name_y, "start", host);
                 page.markup("</a>\n");
             }
-            None => text(page, "lane-name", 6.0, name_y, host),
+            None => text(page, "lane-name", 6.0, name_y, "start", host),
         }
         for b in bars.iter().filter(|b| b.lane == l) {
             let y = bar_y(b);
@@ -161,7 +162,7 @@ pub(super) fn waterfall(page: &mut Page, view: &View<'_>) {
                 ),
             }
         }
-        marks(page, view, host, tops[l] + MARKS / 2.0, &scale);
+        marks::marks(page, view, host, tops[l] + MARKS / 2.0, &scale);
         page.markup("</g>\n");
     }
     page.markup("</svg>\n");
@@ -446,167 +447,7 @@ fn open_link(page: &mut Page, view: &View<'_>, id: &str) {
 /// The bar's id inside it, when it fits.
 fn label(page: &mut Page, id: &str, b: &Bar, y: f64) {
     if b.x1 - b.x0 >= 8.0 * id.len() as f64 {
-        text(page, "bar-label", b.x0 + 2.0, y + BAR - 1.5, id);
-    }
-}
-
-/// Marks on `host`'s lane: faults, RST_STREAM, GOAWAY, closes.
-fn marks(page: &mut Page, view: &View<'_>, host: &str, y: f64, scale: &Scale) {
-    for (i, e) in view.trace.events().iter().enumerate() {
-        if e.host != host {
-            continue;
-        }
-        let class = match &e.kind {
-            EventKind::FaultNeverFired { .. } => continue,
-            // Frames and connection closes belong to the wire: a page
-            // without frames shows neither.
-            EventKind::Frame { .. }
-            | EventKind::ConnClosed { .. }
-            | EventKind::KeepaliveClosed { .. }
-            | EventKind::ConnReset { .. }
-                if !view.options.frames =>
-            {
-                continue
-            }
-            EventKind::Frame { frame, fate, .. } => match frame {
-                _ if matches!(fate, Fate::Dropped | Fate::Lost) => "mark dropped",
-                FrameType::RstStream => "mark rst",
-                FrameType::GoAway => "mark goaway",
-                _ if *fate == Fate::Injected => "mark injected",
-                _ => continue,
-            },
-            EventKind::ConnClosed { .. }
-            | EventKind::KeepaliveClosed { .. }
-            | EventKind::ConnReset { .. } => "mark close",
-            _ if kind(e) == RowKind::Fault => "mark fault",
-            _ => continue,
-        };
-        let x = scale.x(e.at);
-        let (place, what) = describe(e);
-        let title = format!("{} {place} {what}", fmt_ms(e.at));
-        match view.row_of(i) {
-            Some(row) => {
-                page.markup("<a href=\"#t")
-                    .attr(&row.to_string())
-                    .markup("\">");
-            }
-            None => {
-                page.markup("<a>");
-            }
-        }
-        let shape = match class {
-            "mark rst" => format!(
-                "{:.1},{:.1} {:.1},{:.1} {:.1},{:.1}",
-                x - 4.0,
-                y - 4.0,
-                x + 4.0,
-                y - 4.0,
-                x,
-                y + 4.0
-            ),
-            "mark goaway" => format!(
-                "{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}",
-                x - 4.0,
-                y - 4.0,
-                x + 4.0,
-                y - 4.0,
-                x + 4.0,
-                y + 4.0,
-                x - 4.0,
-                y + 4.0
-            ),
-            "mark close" => format!(
-                "{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}",
-                x - 2.0,
-                y - 4.0,
-                x + 2.0,
-                y - 4.0,
-                x + 4.0,
-                y,
-                x + 2.0,
-                y + 4.0,
-                x - 2.0,
-                y + 4.0,
-                x - 4.0,
-                y
-            ),
-            _ => format!(
-                "{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}",
-                x,
-                y - 5.0,
-                x + 5.0,
-                y,
-                x,
-                y + 5.0,
-                x - 5.0,
-                y
-            ),
-        };
-        page.markup("<polygon class=\"")
-            .markup(class)
-            .markup("\" points=\"")
-            .attr(&shape)
-            .markup("\"><title>")
-            .text(&title)
-            .markup("</title></polygon></a>\n");
-    }
-}
-
-/// A host's time down (crash to restart) and paused (pause to resume),
-/// shaded across its lane.
-fn downtime(
-    page: &mut Page,
-    trace: &Trace,
-    lanes: &[String],
-    tops: &[f64],
-    rows: &[usize],
-    scale: &Scale,
-) {
-    let mut since: BTreeMap<(&str, bool), Duration> = BTreeMap::new();
-    let mut spans: Vec<(&str, bool, Duration, Option<Duration>)> = Vec::new();
-    for e in trace.events() {
-        match e.kind {
-            EventKind::HostCrashed => {
-                since.entry((&e.host, true)).or_insert(e.at);
-            }
-            EventKind::HostPaused => {
-                since.entry((&e.host, false)).or_insert(e.at);
-            }
-            EventKind::HostRestarted | EventKind::HostResumed => {
-                let down = matches!(e.kind, EventKind::HostRestarted);
-                if let Some(from) = since.remove(&(e.host.as_str(), down)) {
-                    spans.push((&e.host, down, from, Some(e.at)));
-                }
-            }
-            _ => {}
-        }
-    }
-    spans.extend(
-        since
-            .into_iter()
-            .map(|((h, down), from)| (h, down, from, None)),
-    );
-    for (host, down, from, until) in spans {
-        let Some(l) = lanes.iter().position(|h| h == host) else {
-            continue;
-        };
-        let (x0, x1) = (scale.x(from), scale.x(until.unwrap_or(trace.ended_at())));
-        let what = if down { "down" } else { "paused" };
-        let title = format!(
-            "{host} {what} from {} to {}",
-            fmt_ms(from),
-            until.map_or_else(|| "the end of the run".to_owned(), fmt_ms)
-        );
-        rect(
-            page,
-            if down { "down" } else { "paused" },
-            "",
-            x0,
-            tops[l],
-            (x1 - x0).max(MIN_BAR),
-            lane_height(rows[l]),
-            &title,
-        );
+        text(page, "bar-label", b.x0 + 2.0, y + BAR - 1.5, "start", id);
     }
 }
 
@@ -629,7 +470,14 @@ fn axis(page: &mut Page, scale: &Scale, end: Duration, height: f64) {
         let at = Duration::from_secs_f64(t / 1e3);
         let x = scale.x(at);
         line(page, "grid", x, AXIS - 4.0, x, height);
-        text(page, "tick", x + 2.0, AXIS - 7.0, &fmt_duration(at));
+        text(
+            page,
+            "tick",
+            x + 2.0,
+            AXIS - 7.0,
+            "start",
+            &fmt_duration(at),
+        );
         t += step;
     }
     page.markup("</g>\n");
@@ -707,58 +555,4 @@ fn tick(page: &mut Page, x: f64, y: f64, hit: bool, title: &str) {
     .markup("\"><title>")
     .text(title)
     .markup("</title></line>\n");
-}
-
-#[allow(clippy::too_many_arguments)]
-fn rect(
-    page: &mut Page,
-    class: &'static str,
-    id: &str,
-    x: f64,
-    y: f64,
-    w: f64,
-    h: f64,
-    title: &str,
-) {
-    page.markup("<rect class=\"").markup(class).markup("\"");
-    if !id.is_empty() {
-        page.markup(" data-id=\"").attr(id).markup("\"");
-    }
-    page.markup(" x=\"")
-        .num(x)
-        .markup("\" y=\"")
-        .num(y)
-        .markup("\" width=\"")
-        .num(w)
-        .markup("\" height=\"")
-        .num(h)
-        .markup("\"><title>")
-        .text(title)
-        .markup("</title></rect>");
-}
-
-fn line(page: &mut Page, class: &'static str, x1: f64, y1: f64, x2: f64, y2: f64) {
-    page.markup("<line class=\"")
-        .markup(class)
-        .markup("\" x1=\"")
-        .num(x1)
-        .markup("\" y1=\"")
-        .num(y1)
-        .markup("\" x2=\"")
-        .num(x2)
-        .markup("\" y2=\"")
-        .num(y2)
-        .markup("\"/>\n");
-}
-
-fn text(page: &mut Page, class: &'static str, x: f64, y: f64, s: &str) {
-    page.markup("<text class=\"")
-        .markup(class)
-        .markup("\" x=\"")
-        .num(x)
-        .markup("\" y=\"")
-        .num(y)
-        .markup("\">")
-        .text(s)
-        .markup("</text>");
 }
