@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use grpc_chaos::trace::RunVerdict;
 use grpc_chaos_scenarios::catalog::{self, Scenario, Verdict};
 
 #[derive(Parser)]
@@ -75,8 +76,9 @@ struct RunArgs {
     /// Seed of every run (default: CHAOS_SEED, else 0).
     #[arg(long, env = "CHAOS_SEED")]
     seed: Option<u64>,
-    /// Where to write each story's trace (`<name>.txt`, `<name>.json`,
-    /// `<name>.html`) [default: $CARGO_TARGET_DIR/grpc-chaos/catalog when
+    /// Where to write each story's trace (`<name>.txt`: the summary and the
+    /// default render, DATA folded; `<name>.json`: every frame;
+    /// `<name>.html`: the page) [default: $CARGO_TARGET_DIR/grpc-chaos/catalog when
     /// CARGO_TARGET_DIR is set, else ./target/grpc-chaos/catalog, next to
     /// the traces failed tests leave]
     #[arg(long, value_name = "DIR")]
@@ -202,7 +204,12 @@ fn run(args: &RunArgs) -> ExitCode {
             println!("{:<32} finding: {f}", "");
         }
         if let Some(trace) = trace {
-            match trace.write_to(&out, story.name) {
+            // The story's verdict heads the summary of the .txt and the page.
+            let verdict = match &report.verdict {
+                Verdict::Pass => RunVerdict::pass(&report.happened),
+                Verdict::Fail(why) => RunVerdict::fail(why),
+            };
+            match trace.write_with_verdict(&out, story.name, &verdict) {
                 Ok(files) => {
                     println!("{:<32} trace: {}", "", files.txt.display());
                     println!("{:<32} page:  {}", "", files.html.display());

@@ -151,3 +151,56 @@ fn a_sweep_range_may_include_its_last_seed() {
         "{out}"
     );
 }
+
+/// The `.txt` a story writes starts with the summary, its verdict the
+/// story's, then the default render (DATA folded, connection noise hidden);
+/// the JSON keeps every frame; the page says the verdict first.
+#[test]
+fn the_written_text_starts_with_the_summary_and_the_json_keeps_every_frame() {
+    let dir = std::env::temp_dir().join(format!("grpc-chaos-cli-txt-{}", std::process::id()));
+    let out = cli(
+        &[
+            "run",
+            "receiver-decides-speed",
+            "--out",
+            &dir.to_string_lossy(),
+        ],
+        &[],
+    );
+    assert!(out.contains("receiver-decides-speed   PASS"), "{out}");
+    let read = |ext: &str| {
+        std::fs::read_to_string(dir.join(format!("receiver-decides-speed.{ext}")))
+            .unwrap_or_else(|e| panic!("{ext}: {e}"))
+    };
+    let (txt, json, html) = (read("txt"), read("json"), read("html"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let lines: Vec<&str> = txt.lines().collect();
+    assert!(lines[0].starts_with("summary (seed 0, "), "{txt}");
+    assert!(
+        lines[1].starts_with("  verdict           PASS: gateway→player c1 s1 stalled"),
+        "{txt}"
+    );
+    assert!(
+        txt.contains(
+            "  stalls                80.000                       gateway→player c1 s1 stalled"
+        ),
+        "{txt}"
+    );
+    let (_, render) = txt
+        .split_once("\n\n")
+        .expect("a blank line after the summary");
+    assert!(render.starts_with("     t(ms)  where"), "{render}");
+    assert!(render.contains(" DATA ×"), "DATA runs folded: {render}");
+    assert!(!render.contains("SETTINGS"), "noise hidden: {render}");
+    assert!(json.contains("\"SETTINGS\""), "the JSON has every frame");
+    assert!(json.matches("\"DATA\"").count() > render.matches(" DATA ").count());
+    let verdict = html
+        .find("<p class=\"verdict pass\">PASS: ")
+        .expect("the verdict");
+    assert!(
+        verdict
+            < html
+                .find("<section id=\"waterfall\">")
+                .expect("a waterfall")
+    );
+}

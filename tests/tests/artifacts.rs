@@ -37,6 +37,18 @@ fn failed_assertion_writes_the_trace() {
     assert_written(dir, 11);
     let why = std::fs::read_to_string(dir.join("error.txt")).expect("error.txt");
     assert!(why.starts_with("orphan work: "), "{why}");
+    // The summary at the top of the text and the page says what failed.
+    let txt = std::fs::read_to_string(dir.join("trace.txt")).expect("trace.txt");
+    let verdict = txt.lines().nth(1).unwrap_or_default();
+    assert_eq!(
+        verdict,
+        format!("  verdict           FAIL: {}", why.trim_end())
+    );
+    let html = std::fs::read_to_string(dir.join("trace.html")).expect("trace.html");
+    assert!(
+        html.contains("<p class=\"verdict fail\">FAIL: orphan work: "),
+        "{html}"
+    );
     assert!(violation.to_string().contains("trace in"), "{violation}");
 }
 

@@ -242,7 +242,7 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
 }
 
 #[test]
-fn write_to_writes_text_json_and_html() -> grpc_chaos::Result {
+fn write_to_writes_the_summary_and_default_render_the_json_and_the_page() -> grpc_chaos::Result {
     let trace = Story::new(DeadlineMode::Propagate).run()?;
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("trace_queries")
@@ -255,9 +255,25 @@ fn write_to_writes_text_json_and_html() -> grpc_chaos::Result {
     let txt = std::fs::read_to_string(files.txt)?;
     let json = std::fs::read_to_string(files.json)?;
     let html = std::fs::read_to_string(files.html)?;
-    assert_eq!(txt, trace.render_with(&RenderOptions::everything()));
+    // The summary, a blank line, then the default (folded) render; the
+    // JSON keeps every frame.
+    assert_eq!(txt, trace.render_summary(None) + "\n" + &trace.render());
+    assert!(txt.starts_with("summary (seed "), "{txt}");
     assert_eq!(json, trace.to_json() + "\n");
-    assert_eq!(html, trace.render_html_with(&RenderOptions::everything()));
+    assert_eq!(html, trace.render_html());
+    let everything = trace.render_with(&RenderOptions::everything());
+    assert!(everything.contains("SETTINGS") && !trace.render().contains("SETTINGS"));
+    assert!(json.contains("\"SETTINGS\""), "every frame in the JSON");
+    // With a verdict, both say it first.
+    let verdict = grpc_chaos::trace::RunVerdict::fail("the store was too slow");
+    let files = trace.write_with_verdict(&dir, "judged", &verdict)?;
+    let txt = std::fs::read_to_string(files.txt)?;
+    assert!(
+        txt.lines().nth(1) == Some("  verdict           FAIL: the store was too slow"),
+        "{txt}"
+    );
+    let html = std::fs::read_to_string(files.html)?;
+    assert!(html.contains("<p class=\"verdict fail\">FAIL: the store was too slow</p>"));
     Ok(())
 }
 

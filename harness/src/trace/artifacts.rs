@@ -1,7 +1,8 @@
 //! Failure artifacts: when a run fails, an assertion on its trace fails, or
 //! a test panics after it ran a sim, the trace is written to disk so
 //! nothing is lost: `<target>/grpc-chaos/<test name>/<seed>/trace.{txt,json,html}`
-//! ([`Trace::write_to`]), and beside them `error.txt`, what failed.
+//! ([`Trace::write_with_verdict`], the failure as the verdict at the top of
+//! the text and the page), and beside them `error.txt`, what failed.
 //!
 //! A panic is caught by a panic hook, installed (once, in front of the hook
 //! already set) by the first [`Sim::run`](crate::Sim::run): it writes the
@@ -46,7 +47,7 @@ pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
         .join(test)
         .join(trace.seed().to_string());
     let written = trace
-        .write_to(&dir, "trace")
+        .write_with_verdict(&dir, "trace", &super::RunVerdict::fail(why))
         .and_then(|_| std::fs::write(dir.join("error.txt"), format!("{why}\n")));
     match written {
         Ok(()) => {

@@ -55,10 +55,9 @@ impl Trace {
                 (tree.events(self), Lines::Call)
             }
             MermaidOf::Connection(conn) => {
-                let chosen: Vec<&Event> = self
-                    .events()
-                    .iter()
-                    .filter(|e| conn_of(e) == Some(conn))
+                let events = self.events();
+                let chosen: Vec<usize> = (0..events.len())
+                    .filter(|&i| conn_of(&events[i]) == Some(conn))
                     .collect();
                 if chosen.is_empty() {
                     return None;
@@ -67,18 +66,19 @@ impl Trace {
             }
         };
         let fold = matches!(lines, Lines::Connection);
-        let rows = rows_of(self.events(), &chosen, fold);
+        let events = self.events();
+        let rows = rows_of(events, &chosen, fold);
         let mut diagram = Diagram::default();
         // The dialer first: the server's SETTINGS can be recorded before
         // the dialer's `connected`, at the same instant.
-        for e in &chosen {
-            if let EventKind::Connected { to, .. } = &e.kind {
-                diagram.index(&e.host);
+        for &i in &chosen {
+            if let EventKind::Connected { to, .. } = &events[i].kind {
+                diagram.index(&events[i].host);
                 diagram.index(to);
             }
         }
-        for (e, row) in &rows {
-            lines.write(&mut diagram, self, e, row);
+        for row in &rows {
+            lines.write(&mut diagram, self, &events[row.event], row);
         }
         Some(diagram.finish(self.seed(), of))
     }
@@ -191,13 +191,13 @@ impl CallTree {
         self.window.1 = self.window.1.max(until);
     }
 
-    /// The events the diagram shows, in time order.
-    fn events<'t>(&self, trace: &'t Trace) -> Vec<&'t Event> {
+    /// The events the diagram shows (indices into the trace's), in time
+    /// order.
+    fn events(&self, trace: &Trace) -> Vec<usize> {
         let (from, until) = self.window;
-        trace
-            .events()
-            .iter()
-            .filter(|e| match &e.kind {
+        let events = trace.events();
+        (0..events.len())
+            .filter(|&i| match &events[i].kind {
                 EventKind::CallStarted { call, .. }
                 | EventKind::CallEnded { call, .. }
                 | EventKind::CallDropped { call, .. } => self.calls.contains(call),
@@ -212,6 +212,7 @@ impl CallTree {
                 | EventKind::HostResumed
                 | EventKind::Partitioned { .. }
                 | EventKind::ShutdownStarted { .. } => {
+                    let e = &events[i];
                     self.hosts.contains(&e.host) && e.at >= from && e.at <= until
                 }
                 _ => false,

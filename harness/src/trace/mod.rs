@@ -13,6 +13,7 @@ mod render;
 mod retries;
 mod rows;
 mod stalls;
+mod summary;
 mod views;
 mod wire_hops;
 mod words;
@@ -32,6 +33,7 @@ pub use mermaid::MermaidOf;
 pub use render::RenderOptions;
 pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
 pub use stalls::{Stall, StallEnd, Window};
+pub use summary::RunVerdict;
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
 pub use words::PEER_STRING_LIMIT;
 
@@ -216,9 +218,12 @@ impl Trace {
         serde_json::to_string(&perfetto::document(self)).unwrap_or_default()
     }
 
-    /// Writes `<dir>/<name>.txt` (the full render), `<dir>/<name>.json` and
-    /// `<dir>/<name>.html` (the full page), creating `dir`. Returns their
-    /// paths, by format.
+    /// Writes `<dir>/<name>.txt` (the summary, then the default render),
+    /// `<dir>/<name>.json` (every event, every frame) and `<dir>/<name>.html`
+    /// (the page with the default options: DATA runs folded), creating
+    /// `dir`. Returns their paths, by format. The summary at the top of the
+    /// text and the page says the run was not judged; give a verdict with
+    /// [`Trace::write_with_verdict`].
     ///
     /// ```no_run
     /// # fn show(trace: &grpc_chaos::Trace) -> std::io::Result<()> {
@@ -231,15 +236,39 @@ impl Trace {
     /// # Errors
     /// Any I/O error creating the directory or writing the files.
     pub fn write_to(&self, dir: impl AsRef<Path>, name: &str) -> std::io::Result<TraceFiles> {
-        let dir = dir.as_ref();
+        self.write_files(dir.as_ref(), name, None)
+    }
+
+    /// [`Trace::write_to`] with the run's verdict at the top of the `.txt`
+    /// and the page: a story's verdict, or what failed (the failure
+    /// artifacts of a failed run give its error).
+    ///
+    /// # Errors
+    /// Any I/O error creating the directory or writing the files.
+    pub fn write_with_verdict(
+        &self,
+        dir: impl AsRef<Path>,
+        name: &str,
+        verdict: &RunVerdict,
+    ) -> std::io::Result<TraceFiles> {
+        self.write_files(dir.as_ref(), name, Some(verdict))
+    }
+
+    fn write_files(
+        &self,
+        dir: &Path,
+        name: &str,
+        verdict: Option<&RunVerdict>,
+    ) -> std::io::Result<TraceFiles> {
         std::fs::create_dir_all(dir)?;
-        let everything = RenderOptions::everything();
+        let options = RenderOptions::default();
         let txt = dir.join(format!("{name}.txt"));
         let json = dir.join(format!("{name}.json"));
         let html = dir.join(format!("{name}.html"));
-        std::fs::write(&txt, self.render_with(&everything))?;
+        let text = self.render_summary(verdict) + "\n" + &self.render_with(&options);
+        std::fs::write(&txt, text)?;
         std::fs::write(&json, self.to_json() + "\n")?;
-        std::fs::write(&html, self.render_html_with(&everything))?;
+        std::fs::write(&html, self.render_html_judged(&options, verdict))?;
         Ok(TraceFiles { txt, json, html })
     }
 }
@@ -249,12 +278,13 @@ impl Trace {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TraceFiles {
-    /// `<dir>/<name>.txt`: the text render with
-    /// [`RenderOptions::everything`].
+    /// `<dir>/<name>.txt`: [`Trace::render_summary`], a blank line, then
+    /// the text render with the default [`RenderOptions`] (DATA runs
+    /// folded, connection noise hidden; the JSON has every frame).
     pub txt: PathBuf,
     /// `<dir>/<name>.json`: [`Trace::to_json`].
     pub json: PathBuf,
-    /// `<dir>/<name>.html`: the page with [`RenderOptions::everything`].
+    /// `<dir>/<name>.html`: the page with the default [`RenderOptions`].
     pub html: PathBuf,
 }
 

@@ -39,12 +39,12 @@ pub(super) fn document(trace: &Trace) -> Value {
         out.push(slice.event(hosts.pid(slice.host), tid));
         out.extend(slice.flow(&hosts, tid));
     }
-    let instants: Vec<&Event> = trace
-        .events()
-        .iter()
-        .filter(|e| !is_slice_edge(e))
+    let events = trace.events();
+    let instants: Vec<usize> = (0..events.len())
+        .filter(|&i| !is_slice_edge(&events[i]))
         .collect();
-    for (e, row) in rows_of(trace.events(), &instants, false) {
+    for row in rows_of(events, &instants, false) {
+        let e = &events[row.event];
         out.push(instant(hosts.pid(&e.host), e, &row));
     }
     json!({ "traceEvents": out, "displayTimeUnit": "ms" })

@@ -29,6 +29,23 @@ pub(crate) struct Row {
     pub(crate) kind: RowKind,
     /// Whether the default options hide it (connection noise, debug logs).
     pub(crate) quiet: bool,
+    /// The index in the trace's events of the event it shows (the first
+    /// one of a folded run), for the renders that link to rows. For a row
+    /// that shows no event ([`Row::shows_event`] false: a deadline that
+    /// passed), the index of the event it precedes, or the number of
+    /// events when it comes last: rows stay in order of this index.
+    pub(crate) event: usize,
+    /// The event whose ids the row carries (for links and filters): its
+    /// own, or for a deadline that passed, its call's start.
+    pub(crate) about: usize,
+}
+
+impl Row {
+    /// False for a row that shows no event of its own (a deadline that
+    /// passed).
+    pub(crate) fn shows_event(&self) -> bool {
+        self.about == self.event
+    }
 }
 
 /// The sort of a row, for styling: faults and what they did to frames
@@ -120,34 +137,38 @@ impl Context {
 /// (*simulated* time), for the calls still open then.
 pub(crate) fn rows(events: &[Event], options: &RenderOptions, ended: Duration) -> Vec<Row> {
     let cx = Context::of(events);
-    let visible: Vec<&Event> = events.iter().filter(|e| shown(e, options)).collect();
+    let chosen: Vec<usize> = (0..events.len())
+        .filter(|&i| shown(&events[i], options))
+        .collect();
     let mut passed = deadlines_passed(events, &cx, ended).into_iter().peekable();
-    let mut out = Vec::with_capacity(visible.len());
-    for (e, row) in rows_in(&cx, &visible, options.fold_data) {
-        while let Some((_, deadline)) = passed.next_if(|(when, _)| *when < e.at) {
+    let mut out = Vec::with_capacity(chosen.len());
+    for row in rows_in(&cx, events, &chosen, options.fold_data) {
+        let at = events[row.event].at;
+        while let Some((_, mut deadline)) = passed.next_if(|(when, _)| *when < at) {
+            deadline.event = row.event;
             out.push(deadline);
         }
         out.push(row);
     }
-    out.extend(passed.map(|(_, row)| row));
+    out.extend(passed.map(|(_, mut row)| {
+        row.event = events.len();
+        row
+    }));
     out
 }
 
-/// The rows of events a caller has already chosen from `events`, in their
-/// order, each with the event it starts at (an export places a row by its
-/// event's host and connection); with `fold_data`, runs of plain DATA
-/// among them fold into one row as in [`rows`]. Rows for deadlines that
-/// passed are not among them: they belong to no event.
-pub(crate) fn rows_of<'a>(
-    events: &[Event],
-    visible: &[&'a Event],
-    fold_data: bool,
-) -> Vec<(&'a Event, Row)> {
-    rows_in(&Context::of(events), visible, fold_data)
+/// The rows of the events a caller has already chosen (indices into
+/// `events`, in order), each with the index of the event it starts at
+/// ([`Row::event`]); with `fold_data`, runs of plain DATA among them fold
+/// into one row as in [`rows`]. Rows for deadlines that passed are not
+/// among them: they show no event.
+pub(crate) fn rows_of(events: &[Event], chosen: &[usize], fold_data: bool) -> Vec<Row> {
+    rows_in(&Context::of(events), events, chosen, fold_data)
 }
 
-fn rows_in<'a>(cx: &Context, visible: &[&'a Event], fold_data: bool) -> Vec<(&'a Event, Row)> {
+fn rows_in(cx: &Context, events: &[Event], chosen: &[usize], fold_data: bool) -> Vec<Row> {
     let default = RenderOptions::default();
+    let visible: Vec<&Event> = chosen.iter().map(|&i| &events[i]).collect();
     let mut out = Vec::with_capacity(visible.len());
     let mut at = 0;
     while at < visible.len() {
@@ -166,8 +187,10 @@ fn rows_in<'a>(cx: &Context, visible: &[&'a Event], fold_data: bool) -> Vec<(&'a
             text: one_line(text),
             kind: kind(e),
             quiet: !shown(e, &default),
+            event: chosen[at],
+            about: chosen[at],
         };
-        out.push((e, row));
+        out.push(row);
         at += taken;
     }
     out
@@ -181,15 +204,15 @@ fn rows_in<'a>(cx: &Context, visible: &[&'a Event], fold_data: bool) -> Vec<(&'a
 /// that waited for a connection, runs on past it.
 fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Duration, Row)> {
     let mut ends: HashMap<CallId, Duration> = HashMap::new();
-    let mut started: Vec<(CallId, &str, &str, Duration)> = Vec::new();
-    for e in events {
+    let mut started: Vec<(CallId, &str, &str, Duration, usize)> = Vec::new();
+    for (i, e) in events.iter().enumerate() {
         match &e.kind {
             EventKind::CallStarted {
                 call,
                 path,
                 timeout: Some(t),
                 ..
-            } => started.push((*call, &e.host, path, *t)),
+            } => started.push((*call, &e.host, path, *t, i)),
             EventKind::CallEnded { call, .. }
             | EventKind::CallDropped { call, .. }
             | EventKind::CallStoppedReading { call, .. } => {
@@ -200,7 +223,7 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
     }
     let mut out: Vec<(Duration, Row)> = started
         .into_iter()
-        .filter_map(|(call, host, path, timeout)| {
+        .filter_map(|(call, host, path, timeout, start)| {
             let deadline = *cx.deadlines.get(&call)?;
             let end = ends.get(&call).copied().unwrap_or(ended);
             let open = end.checked_sub(deadline)? > super::TICK_TOLERANCE;
@@ -215,6 +238,9 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
                     text: one_line(text),
                     kind: RowKind::Call,
                     quiet: false,
+                    // Set where the row is placed: the event it precedes.
+                    event: 0,
+                    about: start,
                 };
                 (deadline, row)
             })
@@ -224,8 +250,25 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
     out
 }
 
+/// One event's `where` and text as its row says them, whether or not an
+/// options set shows it (for the summary and the waterfall's marks, which
+/// name events by their rows). Made once per trace: some words depend on
+/// other events (a run rejected before its handler, a call's deadline).
+pub(crate) struct Words(Context);
+
+impl Words {
+    pub(crate) fn of(events: &[Event]) -> Self {
+        Self(Context::of(events))
+    }
+
+    pub(crate) fn describe(&self, e: &Event) -> (String, String) {
+        let (place, text) = line(e, &self.0);
+        (one_line(place), one_line(text))
+    }
+}
+
 /// *Simulated* time as the timeline's ms column shows it: `500.400`.
-pub(super) fn fmt_ms(at: std::time::Duration) -> String {
+pub(crate) fn fmt_ms(at: std::time::Duration) -> String {
     format!("{:.3}", at.as_nanos() as f64 / 1e6)
 }
 
@@ -258,7 +301,7 @@ fn one_line(s: String) -> String {
 }
 
 /// The kind of one event's row.
-fn kind(e: &Event) -> RowKind {
+pub(crate) fn kind(e: &Event) -> RowKind {
     match &e.kind {
         EventKind::CallEnded { outcome, .. } if outcome.code != outcome.spec_code => {
             RowKind::CallDiffers
@@ -332,7 +375,7 @@ fn kind(e: &Event) -> RowKind {
     }
 }
 
-fn shown(e: &Event, options: &RenderOptions) -> bool {
+pub(crate) fn shown(e: &Event, options: &RenderOptions) -> bool {
     match &e.kind {
         EventKind::Frame { noise, fate, .. } => {
             // A raw peer's frame is untouched by faults: noise as any other.

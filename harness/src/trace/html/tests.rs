@@ -11,11 +11,13 @@ const HOSTILE: &str = "<script>alert(\"x\")</script> & 'q'";
 const HOST: &str = "pl\"ay<er>&";
 
 /// Tags and attributes the page is made of; anything else came from data.
-const TAGS: [&str; 24] = [
+const TAGS: [&str; 41] = [
     "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "dl", "dt",
-    "dd", "code", "section", "table", "thead", "tbody", "tr", "th", "td", "p", "ul", "li",
+    "dd", "code", "section", "table", "thead", "tbody", "tr", "th", "td", "p", "ul", "li", "nav",
+    "br", "a", "b", "span", "svg", "defs", "pattern", "rect", "g", "line", "text", "polygon",
+    "circle", "details", "summary", "title",
 ];
-const ATTRIBUTES: [&str; 7] = [
+const ATTRIBUTES: [&str; 34] = [
     "lang",
     "charset",
     "name",
@@ -23,6 +25,33 @@ const ATTRIBUTES: [&str; 7] = [
     "id",
     "class",
     "data-where",
+    "http-equiv",
+    "href",
+    "data-k",
+    "data-host",
+    "data-id",
+    "viewBox",
+    "width",
+    "height",
+    "role",
+    "aria-label",
+    "x",
+    "y",
+    "x1",
+    "y1",
+    "x2",
+    "y2",
+    "points",
+    "patternUnits",
+    "patternTransform",
+    "text-anchor",
+    "cx",
+    "cy",
+    "r",
+    "open",
+    "lang",
+    "content",
+    "name",
 ];
 
 fn ms(n: u64) -> Duration {
@@ -75,6 +104,18 @@ fn hostile_trace() -> Trace {
                 path: path.clone(),
                 timeout: None,
                 parent: None,
+            },
+        ),
+        event(
+            0,
+            "store",
+            EventKind::HandlerStarted {
+                run: RunId(1),
+                path: path.clone(),
+                from: HOST.to_owned(),
+                call: Some(CallId(1)),
+                timeout: Some(ms(2)),
+                nth: 1,
             },
         ),
         event(
@@ -171,7 +212,7 @@ fn assert_only_own_markup(page: &str) {
         }
         let rest = rest.trim();
         assert!(
-            rest.is_empty() || name == "!DOCTYPE",
+            rest.is_empty() || rest == "/" || name == "!DOCTYPE",
             "<{tag}> ends {rest:?}"
         );
     }
@@ -213,7 +254,7 @@ fn rows_are_classed_by_kind_and_quiet_rows_only_with_noise() {
         "fault",
     ] {
         assert!(
-            everything.contains(&format!("<tr class=\"{class}\" data-where=")),
+            everything.contains(&format!(" class=\"{class}\" data-where=")),
             "{class}: {everything}"
         );
     }
@@ -222,7 +263,7 @@ fn rows_are_classed_by_kind_and_quiet_rows_only_with_noise() {
     assert!(!default.contains("SETTINGS"), "{default}");
     assert!(everything.contains("c1 s0 SETTINGS ack"), "{everything}");
     assert!(
-        default.contains("c1 s0 PING ack 0000000000000000 [dropped]"),
+        default.contains("<a href=\"#only-c1\">c1</a> s0 PING ack 0000000000000000 [dropped]"),
         "a fault touched it"
     );
 }
@@ -240,7 +281,15 @@ fn summaries_show_both_codes_and_faults_that_never_fired() {
     );
     let rpc = hostile_trace().render_html_with(&RenderOptions::rpc_only());
     assert!(!rpc.contains("id=\"stalls\""), "no frames shown: {rpc}");
-    assert!(!rpc.contains("GOAWAY"), "{rpc}");
+    let timeline = &rpc[rpc.find("<section id=\"timeline\">").expect("a timeline")..];
+    assert!(!timeline.contains("GOAWAY"), "{rpc}");
+    assert!(
+        !rpc.contains("id=\"connections\""),
+        "no frame sequences: {rpc}"
+    );
+    // The summary is about the run, whatever the timeline shows.
+    let fired = &rpc[rpc.find("<dd id=\"fired\">").expect("faults fired")..];
+    assert!(fired.contains("GOAWAY NO_ERROR"), "{rpc}");
 }
 
 #[test]
@@ -254,7 +303,13 @@ fn the_header_names_the_seed_duration_and_hosts() {
         page.contains("<dd>pl\"ay&lt;er&gt;&amp;, store</dd>"),
         "{page}"
     );
-    assert!(!page.contains("http"), "nothing fetched: {page}");
+    for fetch in ["http://", "https://", "src=", "@import", "<link", "<script"] {
+        assert!(!page.contains(fetch), "nothing fetched ({fetch}): {page}");
+    }
+    assert!(
+        page.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"),
+        "{page}"
+    );
 }
 
 #[test]
@@ -266,4 +321,202 @@ fn an_empty_trace_still_makes_a_whole_page() {
         !page.contains("id=\"stalls\""),
         "no frames, no stalls section"
     );
+}
+
+/// Every `href="#x"` and `url(#x)` of `page` names an `id="x"` of it.
+fn assert_link_targets_exist(page: &str) {
+    let ids: std::collections::BTreeSet<&str> = page
+        .split(" id=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    let mut links = 0;
+    // The stylesheet names the waterfall's patterns whether or not the
+    // page has a waterfall to draw them in.
+    let patterns = page.contains("<svg class=\"waterfall\"");
+    for (open, close) in [("href=\"#", '"'), ("url(#", ')')] {
+        if open == "url(#" && !patterns {
+            continue;
+        }
+        for target in page.split(open).skip(1) {
+            let target = target.split(close).next().unwrap_or_default();
+            assert!(ids.contains(target), "#{target} has no id in {page}");
+            links += 1;
+        }
+    }
+    assert!(links > 10, "{links} links: {page}");
+}
+
+#[test]
+fn every_link_goes_to_an_element_of_the_page() {
+    let trace = hostile_trace();
+    for options in [
+        RenderOptions::default(),
+        RenderOptions::everything(),
+        RenderOptions::rpc_only(),
+    ] {
+        let page = trace.render_html_with(&options);
+        assert_link_targets_exist(&page);
+        assert_only_own_markup(&page);
+    }
+}
+
+#[test]
+fn each_filter_has_its_banner_its_rule_and_rows_that_carry_its_key() {
+    let page = hostile_trace().render_html_with(&RenderOptions::everything());
+    let keys: Vec<&str> = page
+        .split("<p class=\"only\" id=\"only-")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    // The call, its handler run, the connection, host 0 and host 1.
+    for key in ["r1", "h1", "c1", "H0", "H1"] {
+        assert!(keys.contains(&key), "{key} in {keys:?}");
+    }
+    assert!(page.contains("\n.only:target~table tbody tr{display:none}\n"));
+    for key in keys {
+        let rule = format!("#only-{key}:target~table tbody tr[data-k~={key}]{{display:table-row}}");
+        assert!(page.contains(&rule), "{rule}");
+        let rows = page
+            .split("<tr id=\"t")
+            .skip(1)
+            .filter(|row| {
+                let k = row.split("data-k=\"").nth(1).unwrap_or_default();
+                k.split('"')
+                    .next()
+                    .unwrap_or_default()
+                    .split(' ')
+                    .any(|k| k == key)
+            })
+            .count();
+        assert!(rows > 0, "no row carries {key}");
+    }
+    // The call's rows are its own and its handler run's, not the frames
+    // of stream 0.
+    let row_keys = |text: &str| {
+        let row = page
+            .split("<tr id=\"t")
+            .skip(1)
+            .find(|row| row.contains(text))
+            .unwrap_or_else(|| panic!("{text} in {page}"));
+        row.split("data-k=\"")
+            .nth(1)
+            .unwrap_or_default()
+            .split('"')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(row_keys("handler /x.Y/"), "H1 h1 r1");
+    assert_eq!(row_keys("SETTINGS ack"), "H0 H1 c1");
+}
+
+#[test]
+fn the_summary_comes_first_and_names_the_first_error_with_its_row() {
+    let page = hostile_trace().render_html();
+    let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("{s} in {page}"));
+    assert!(at("<section id=\"summary\">") < at("<section id=\"waterfall\">"));
+    assert!(at("<section id=\"waterfall\">") < at("<section id=\"connections\">"));
+    assert!(at("<section id=\"connections\">") < at("<section id=\"timeline\">"));
+    assert!(at("<p class=\"verdict unjudged\">not judged") < at("<dd id=\"first-error\">"));
+    let first = &page[at("<dd id=\"first-error\">")..];
+    let first = &first[..first.find("</dd>").expect("its end")];
+    assert!(
+        first.contains("ended DEADLINE_EXCEEDED (tonic said CANCELLED"),
+        "{first}"
+    );
+    // Its time links to its row, which is that call's end.
+    let row = first
+        .split("href=\"#")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("a link");
+    let row_html = &page[at(&format!("<tr id=\"{row}\""))..];
+    let row_html = &row_html[..row_html.find("</tr>").expect("its end")];
+    assert!(row_html.contains("call differs"), "{row_html}");
+    assert!(row_html.contains("ended DEADLINE_EXCEEDED"), "{row_html}");
+    let judged = hostile_trace().render_html_judged(
+        &RenderOptions::default(),
+        Some(&crate::trace::RunVerdict::fail(
+            "deadline propagation: <no>",
+        )),
+    );
+    assert!(judged.contains("<p class=\"verdict fail\">FAIL: deadline propagation: &lt;no&gt;</p>"));
+}
+
+#[test]
+fn the_waterfall_has_a_bar_per_call_and_run_on_its_hosts_lane() {
+    let page = hostile_trace().render_html();
+    let svg = &page[page.find("<svg class=\"waterfall\"").expect("a waterfall")..];
+    let svg = &svg[..svg.find("</svg>").expect("its end")];
+    let lane = |host: &str| {
+        let open = format!("<g class=\"lane\" data-host=\"{host}\">");
+        let lane = &svg[svg.find(&open).unwrap_or_else(|| panic!("{open} in {svg}"))..];
+        lane[..lane.find("</g>").expect("its end")].to_owned()
+    };
+    let player = lane("pl&quot;ay&lt;er&gt;&amp;");
+    let store = lane("store");
+    assert!(
+        player.contains("<rect class=\"call failed differs\" data-id=\"r1\""),
+        "{player}"
+    );
+    assert!(
+        store.contains("<rect class=\"run failed\" data-id=\"h1\""),
+        "{store}"
+    );
+    assert_eq!(svg.matches("data-id=").count(), 2, "one bar each: {svg}");
+    // h1's deadline (2ms after its start at 0) is a tick on its lane.
+    assert!(
+        store.contains("<title>h1 deadline at 2.000</title>"),
+        "{store}"
+    );
+    // The injected GOAWAY is a mark on its sender's lane.
+    assert!(store.contains("<polygon class=\"mark goaway\""), "{store}");
+}
+
+/// A long run stays light: each connection's diagram draws at most 400
+/// rows and the page 1,200; what is left is one link to the rows.
+#[test]
+fn frame_sequences_draw_at_most_400_rows_a_connection_and_1200_a_page() {
+    let mut events = Vec::new();
+    for conn in 1..=4 {
+        for i in 0..500 {
+            let mut e = frame(
+                i,
+                (FrameType::Ping, FrameFlags::NONE),
+                FrameDetail::Ping { payload: [0; 8] },
+                Fate::Passed,
+                false,
+            );
+            if let EventKind::Frame { conn: c, .. } = &mut e.kind {
+                *c = conn;
+            }
+            events.push(e);
+        }
+    }
+    events.sort_by_key(|e| e.at);
+    let trace = Trace::new(1, vec![HOST.into(), "store".into()], events, ms(500));
+    let page = trace.render_html();
+    let arrows = |conn: u32| {
+        let open = format!("id=\"conn-c{conn}\"");
+        page.find(&open).map(|at| {
+            let d = &page[at..];
+            d[..d.find("</details>").expect("its end")]
+                .matches("<a href=\"#t")
+                .count()
+        })
+    };
+    assert_eq!(
+        [arrows(1), arrows(2), arrows(3), arrows(4)],
+        [Some(400), Some(400), Some(400), None]
+    );
+    assert!(
+        page.contains("… and 100 more rows of c1: <a href=\"#only-c1\">"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Not drawn (the page draws 1200 rows of frames at most): <a href=\"#only-c4\">c4</a> (500 rows)"),
+        "{page}"
+    );
+    assert_link_targets_exist(&page);
 }

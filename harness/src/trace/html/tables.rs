@@ -1,6 +1,8 @@
-//! The summaries under the timeline. Each lays out what an existing query
-//! of the trace answers; none analyses anything of its own.
+//! The tables under the timeline. Each lays out what an existing query of
+//! the trace answers; none analyses anything of its own. Ids link to their
+//! filters.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::Page;
@@ -12,7 +14,7 @@ use crate::trace::{fmt_duration, Call, CallEnd, HandlerRun, RunEnd, Trace};
 const NONE: &str = "-";
 
 /// Every call, with the status tonic reported next to the spec's.
-pub(super) fn calls(page: &mut Page, calls: &[Call]) {
+pub(super) fn calls(page: &mut Page, calls: &[Call], known: &BTreeSet<String>) {
     page.section("calls", "Calls");
     if calls.is_empty() {
         return none(page);
@@ -53,8 +55,9 @@ pub(super) fn calls(page: &mut Page, calls: &[Call]) {
             // failed (a timeout names it): make it stand out.
             CallEnd::Open => ("call open", "open when the run ended".into(), NONE, NONE),
         };
-        page.row(
+        page.linked_row(
             class,
+            known,
             &[
                 &c.id.to_string(),
                 &format!("{}→{}", c.host, c.target),
@@ -71,7 +74,7 @@ pub(super) fn calls(page: &mut Page, calls: &[Call]) {
 }
 
 /// Every handler run and how it ended.
-pub(super) fn handler_runs(page: &mut Page, runs: &[HandlerRun]) {
+pub(super) fn handler_runs(page: &mut Page, runs: &[HandlerRun], known: &BTreeSet<String>) {
     page.section("handler-runs", "Handler runs");
     if runs.is_empty() {
         return none(page);
@@ -94,8 +97,9 @@ pub(super) fn handler_runs(page: &mut Page, runs: &[HandlerRun]) {
             RunEnd::Running => "running when the run ended".to_owned(),
         };
         let call = r.call.map(|c| c.to_string());
-        page.row(
+        page.linked_row(
             "handler",
+            known,
             &[
                 &r.id.to_string(),
                 &r.host,
