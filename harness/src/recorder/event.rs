@@ -987,6 +987,30 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The connection the event is about (`c1` is 1), for the events that
+    /// have one.
+    pub fn conn(&self) -> Option<u32> {
+        match self {
+            Self::Connected { conn, .. }
+            | Self::ConnReset { conn, .. }
+            | Self::Frame { conn, .. }
+            | Self::FrameReleased { conn, .. }
+            | Self::FrameNeverLeft { conn, .. }
+            | Self::ConnClosed { conn, .. }
+            | Self::ConnResetSent { conn, .. }
+            | Self::FramesUndelivered { conn, .. }
+            | Self::RawPeerClosed { conn, .. }
+            | Self::ProtocolError { conn, .. }
+            | Self::KeepalivePing { conn, .. }
+            | Self::KeepaliveStrikesReset { conn, .. }
+            | Self::KeepaliveClosed { conn, .. }
+            | Self::FrameReplaced { conn, .. }
+            | Self::PolicyClosed { conn, .. }
+            | Self::KeepaliveDataReset { conn, .. } => Some(*conn),
+            _ => None,
+        }
+    }
+
     /// The id an event is about, for [`Recorder::while_driving_host`](super::Recorder::while_driving_host):
     /// `(0, run)`, `(1, call)`, `(2, connection)`, else `(3, 0)`.
     pub(crate) fn id_key(&self) -> (u8, u32) {

@@ -57,7 +57,7 @@ impl Trace {
             MermaidOf::Connection(conn) => {
                 let events = self.events();
                 let chosen: Vec<usize> = (0..events.len())
-                    .filter(|&i| conn_of(&events[i]) == Some(conn))
+                    .filter(|&i| events[i].kind.conn() == Some(conn))
                     .collect();
                 if chosen.is_empty() {
                     return None;
@@ -225,22 +225,6 @@ impl CallTree {
 /// target.
 fn callee(c: &Call) -> &str {
     c.replica.as_deref().unwrap_or(&c.target)
-}
-
-fn conn_of(e: &Event) -> Option<u32> {
-    match &e.kind {
-        EventKind::Frame { conn, .. }
-        | EventKind::FrameReleased { conn, .. }
-        | EventKind::FrameNeverLeft { conn, .. }
-        | EventKind::ConnClosed { conn, .. }
-        | EventKind::Connected { conn, .. }
-        | EventKind::FrameReplaced { conn, .. }
-        | EventKind::RawPeerClosed { conn, .. }
-        | EventKind::ConnResetSent { conn, .. }
-        | EventKind::FramesUndelivered { conn, .. }
-        | EventKind::ProtocolError { conn, .. } => Some(*conn),
-        _ => None,
-    }
 }
 
 fn frame_arrow(fate: Fate) -> &'static str {

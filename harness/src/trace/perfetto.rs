@@ -10,7 +10,7 @@
 use serde_json::{json, Value};
 
 use super::rows::{rows_of, Row};
-use super::views::{Call, CallEnd, HandlerRun, RunEnd};
+use super::views::{Call, HandlerRun};
 use super::{fmt_duration, Trace};
 use crate::recorder::event::{Event, EventKind};
 
@@ -229,20 +229,7 @@ impl<'a> Slices<'a> {
 }
 
 fn run_slice(r: &HandlerRun, run_end_ns: u128) -> Slice<'_> {
-    let end = match &r.end {
-        RunEnd::Finished { code, message } if message.is_empty() => (*code).to_owned(),
-        RunEnd::Finished { code, message } => format!("{code} {message:?}"),
-        RunEnd::Rejected { outcome, why } => {
-            format!(
-                "never ran: tonic answered {} (spec {}): {why}",
-                super::rows::said(outcome),
-                outcome.spec_code
-            )
-        }
-        RunEnd::Dropped => "dropped".to_owned(),
-        RunEnd::Panicked(message) => format!("panicked: {message:?}"),
-        RunEnd::Running => "running when the run ended".to_owned(),
-    };
+    let end = super::rows::run_end(&r.end);
     Slice {
         host: &r.host,
         id: r.id.to_string(),
@@ -258,15 +245,7 @@ fn run_slice(r: &HandlerRun, run_end_ns: u128) -> Slice<'_> {
 }
 
 fn call_slice(c: &Call, run_end_ns: u128) -> Slice<'_> {
-    let end = match &c.end {
-        CallEnd::Status(o) if o.code == o.spec_code => super::rows::said(o),
-        CallEnd::Status(o) => format!("{} (spec: {})", super::rows::said(o), o.spec_code),
-        CallEnd::Dropped => "dropped by the caller".to_owned(),
-        CallEnd::StoppedReading { message_len, .. } => {
-            format!("stopped reading at a {message_len}-octet message")
-        }
-        CallEnd::Open => "open when the run ended".to_owned(),
-    };
+    let end = super::rows::call_end(&c.end);
     Slice {
         host: &c.host,
         id: c.id.to_string(),

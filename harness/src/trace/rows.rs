@@ -1004,7 +1004,7 @@ fn count(n: u32, what: &str) -> String {
 
 /// `OK`, `UNAVAILABLE "msg"`, or `DEADLINE_EXCEEDED (tonic said CANCELLED
 /// "Timeout expired")` when tonic and the spec disagree.
-fn status(o: &Outcome) -> String {
+pub(crate) fn status(o: &Outcome) -> String {
     let said = said(o);
     if o.code == o.spec_code {
         said
@@ -1024,6 +1024,39 @@ fn answered(o: &Outcome) -> String {
 }
 
 /// The status as tonic reported it: `OK`, `CANCELLED "Timeout expired"`.
+/// How a call ended, in the trace's words (the waterfall's and the
+/// exports' titles).
+pub(crate) fn call_end(end: &super::CallEnd) -> String {
+    use super::CallEnd;
+    match end {
+        CallEnd::Status(o) => status(o),
+        CallEnd::Dropped => "dropped by the caller".to_owned(),
+        // Its decoder's own answer: OUT_OF_RANGE where the spec says
+        // RESOURCE_EXHAUSTED, or INTERNAL for a bad Compressed-Flag.
+        CallEnd::StoppedReading { flag, .. } if *flag > 1 => "stopped reading: INTERNAL".to_owned(),
+        CallEnd::StoppedReading { .. } => {
+            "stopped reading: OUT_OF_RANGE (spec RESOURCE_EXHAUSTED)".to_owned()
+        }
+        CallEnd::Open => "open when the run ended".to_owned(),
+    }
+}
+
+/// How a handler run ended, in the trace's words (the runs table's and
+/// the exports').
+pub(crate) fn run_end(end: &super::RunEnd) -> String {
+    use super::RunEnd;
+    match end {
+        RunEnd::Finished { code, message } if message.is_empty() => (*code).to_owned(),
+        RunEnd::Finished { code, message } => format!("{code} {}", words::quoted(message)),
+        RunEnd::Rejected { outcome, why } => {
+            format!("never ran: tonic answered {}: {why}", said(outcome))
+        }
+        RunEnd::Dropped => "dropped".to_owned(),
+        RunEnd::Panicked(message) => format!("panicked: {}", words::quoted(message)),
+        RunEnd::Running => "running when the run ended".to_owned(),
+    }
+}
+
 pub(crate) fn said(o: &Outcome) -> String {
     if o.message.is_empty() {
         o.code.to_owned()

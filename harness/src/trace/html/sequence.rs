@@ -77,23 +77,6 @@ pub(super) fn connections(page: &mut Page, view: &View<'_>) {
     page.markup("</section>\n");
 }
 
-/// The connection an event is about.
-fn conn_of(e: &Event) -> Option<u32> {
-    match &e.kind {
-        EventKind::Frame { conn, .. }
-        | EventKind::FrameReleased { conn, .. }
-        | EventKind::FrameNeverLeft { conn, .. }
-        | EventKind::ConnClosed { conn, .. }
-        | EventKind::ProtocolError { conn, .. }
-        | EventKind::KeepalivePing { conn, .. }
-        | EventKind::KeepaliveStrikesReset { conn, .. }
-        | EventKind::KeepaliveClosed { conn, .. }
-        | EventKind::ConnReset { conn, .. }
-        | EventKind::Connected { conn, .. } => Some(*conn),
-        _ => None,
-    }
-}
-
 /// Every connection with a shown row, in order of first row.
 fn conns(view: &View<'_>) -> Vec<Conn> {
     let events = view.trace.events();
@@ -101,7 +84,7 @@ fn conns(view: &View<'_>) -> Vec<Conn> {
     for (i, row) in view.rows.iter().enumerate() {
         let Some(id) = row
             .shows_event()
-            .then(|| conn_of(&events[row.event]))
+            .then(|| events[row.event].kind.conn())
             .flatten()
         else {
             continue;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::Page;
 use crate::recorder::event::{Event, EventKind};
-use crate::trace::rows::said;
-use crate::trace::{fmt_duration, Call, CallEnd, HandlerRun, RunEnd, Trace};
+use crate::trace::rows::{run_end, said};
+use crate::trace::{fmt_duration, Call, CallEnd, HandlerRun, Trace};
 
 /// Shown where a call or run has no end, so cells never collapse.
 const NONE: &str = "-";
@@ -86,16 +86,7 @@ pub(super) fn handler_runs(page: &mut Page, runs: &[HandlerRun], known: &BTreeSe
         ],
     );
     for r in runs {
-        let end = match &r.end {
-            RunEnd::Finished { code, message } if message.is_empty() => (*code).to_owned(),
-            RunEnd::Finished { code, message } => format!("{code} {message:?}"),
-            RunEnd::Rejected { outcome, why } => {
-                format!("never ran: tonic answered {}: {why}", said(outcome))
-            }
-            RunEnd::Dropped => "dropped".to_owned(),
-            RunEnd::Panicked(message) => format!("panicked: {message:?}"),
-            RunEnd::Running => "running when the run ended".to_owned(),
-        };
+        let end = run_end(&r.end);
         let call = r.call.map(|c| c.to_string());
         page.linked_row(
             "handler",

@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use super::svg::{line, rect, text};
 use super::{Page, View};
-use crate::trace::rows::fmt_ms;
+use crate::trace::rows::{call_end, fmt_ms};
+use crate::trace::words::quoted;
 use crate::trace::{fmt_duration, CallEnd, RunEnd, Trace};
 
 /// Drawing units (CSS px at 100%).
@@ -316,22 +317,16 @@ fn pack(bars: &mut [Bar], lanes: usize) -> Vec<usize> {
 
 fn call_bar(page: &mut Page, view: &View<'_>, i: usize, b: &Bar, y: f64, scale: &Scale) {
     let c = &view.trace.calls()[i];
-    let (class, end) = match &c.end {
-        CallEnd::Status(o) if o.code != o.spec_code => ("call failed differs", status(o)),
-        CallEnd::Status(o) if o.spec_code == "OK" => ("call ok", status(o)),
-        CallEnd::Status(o) => ("call failed", status(o)),
-        CallEnd::Dropped => ("call dropped", "dropped by the caller".to_owned()),
-        // Its decoder's own answer: OUT_OF_RANGE where the spec says
-        // RESOURCE_EXHAUSTED, or INTERNAL for a bad Compressed-Flag.
-        CallEnd::StoppedReading { flag, .. } if *flag > 1 => {
-            ("call failed", "stopped reading: INTERNAL".to_owned())
-        }
-        CallEnd::StoppedReading { .. } => (
-            "call failed differs",
-            "stopped reading: OUT_OF_RANGE (spec RESOURCE_EXHAUSTED)".to_owned(),
-        ),
-        CallEnd::Open => ("call open", "open when the run ended".to_owned()),
+    let class = match &c.end {
+        CallEnd::Status(o) if o.code != o.spec_code => "call failed differs",
+        CallEnd::Status(o) if o.spec_code == "OK" => "call ok",
+        CallEnd::Status(_) => "call failed",
+        CallEnd::Dropped => "call dropped",
+        CallEnd::StoppedReading { flag, .. } if *flag > 1 => "call failed",
+        CallEnd::StoppedReading { .. } => "call failed differs",
+        CallEnd::Open => "call open",
     };
+    let end = call_end(&c.end);
     let id = c.id.to_string();
     let took = c.latency().map(fmt_duration).unwrap_or_else(|| "-".into());
     let title = format!(
@@ -372,14 +367,14 @@ fn run_bar(
     let (class, end) = match &r.end {
         RunEnd::Finished { code, .. } if *code == "OK" => ("run ok", "finished OK".to_owned()),
         RunEnd::Finished { code, message } => {
-            ("run failed", format!("finished {code} {message:?}"))
+            ("run failed", format!("finished {code} {}", quoted(message)))
         }
         RunEnd::Rejected { outcome, why } => (
             "run failed",
             format!("never ran: tonic answered {} ({why})", outcome.code),
         ),
         RunEnd::Dropped => ("run dropped", "dropped".to_owned()),
-        RunEnd::Panicked(m) => ("run failed", format!("panicked: {m:?}")),
+        RunEnd::Panicked(m) => ("run failed", format!("panicked: {}", quoted(m))),
         RunEnd::Running => ("run open", "running when the run ended".to_owned()),
     };
     let id = r.id.to_string();
@@ -437,15 +432,6 @@ fn run_bar(
             hit(r.ended_at, deadline),
             &title,
         );
-    }
-}
-
-fn status(o: &crate::recorder::event::Outcome) -> String {
-    let said = crate::trace::rows::said(o);
-    if o.code == o.spec_code {
-        said
-    } else {
-        format!("{} (tonic said {said})", o.spec_code)
     }
 }
 
