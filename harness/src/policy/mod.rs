@@ -128,6 +128,8 @@ mod connection;
 mod enforce;
 mod enforcer;
 mod keepalive;
+mod middlebox;
+mod middlebox_presets;
 mod plan;
 mod presets;
 mod react;
@@ -141,4 +143,8 @@ pub use connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 pub(crate) use enforce::KeepaliveEnforcement;
 pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
 pub use keepalive::{GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, ResetOn};
+pub(crate) use middlebox::BoxConn;
+pub use middlebox::{
+    Activity, ConnectionLifetime, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers,
+};
 pub use plan::{reaction, Action, OpenStream, TOO_MANY_PINGS, UNAVAILABLE};

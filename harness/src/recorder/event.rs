@@ -834,6 +834,21 @@ pub enum EventKind {
         /// Why, in the policy's words.
         reason: String,
     },
+    /// A middlebox ([`crate::policy::Middlebox`]) acted on a connection:
+    /// what it did and why, in its own words (`answers PINGs itself: …`,
+    /// `RST_STREAM(CANCEL) on s1: stream idle timeout 60000ms …`).
+    /// Recorded at the server host, before the frames it sent.
+    PolicyActed {
+        /// The connection.
+        #[serde(serialize_with = "conn_id")]
+        conn: u32,
+        /// The client host.
+        to: String,
+        /// The box, by its [`name`](crate::policy::ConnectionPolicy::name).
+        policy: String,
+        /// What it did, and why.
+        action: String,
+    },
     /// A C-core server's WINDOW_UPDATE for client DATA reset a
     /// connection's ping strikes ([`ResetOn::client_data`](crate::policy::ResetOn::client_data)):
     /// a write the real server makes and the emulated one (h2) does not,

@@ -97,6 +97,9 @@ pub struct Sim {
     keepalive: Vec<(String, KeepalivePolicy)>,
     /// Connection policies per server host ([`Sim::connection_policy`]).
     policies: Vec<(String, PolicyFactory)>,
+    /// Middleboxes per server host ([`Sim::middlebox`]), for the checks;
+    /// each is in `policies` too.
+    middleboxes: Vec<(String, crate::policy::Middlebox)>,
     /// Replica sets added with [`Sim::servers`]; their replicas are in
     /// `servers` too.
     replica_sets: Vec<ReplicaSet>,
@@ -120,6 +123,7 @@ impl Sim {
             faults: Vec::new(),
             keepalive: Vec::new(),
             policies: Vec::new(),
+            middleboxes: Vec::new(),
             replica_sets: Vec::new(),
             serve_fns: Vec::new(),
         }
@@ -368,6 +372,39 @@ impl Sim {
         });
         self.policies.push((host.into(), make));
         self
+    }
+}
+
+impl Sim {
+    /// Puts the [`Middlebox`](crate::policy::Middlebox) `middlebox` in
+    /// front of server host `host`: every connection to `host` (from the
+    /// box's [`clients`](crate::policy::Middlebox::clients), or from every
+    /// client when none are listed) passes it, in the wire tap, as a
+    /// [`ConnectionPolicy`] added after those already on `host`. Its timers
+    /// run on *simulated* time.
+    ///
+    /// ```
+    /// use grpc_chaos::policy::Middlebox;
+    /// # let mut sim = grpc_chaos::Sim::builder().build();
+    /// # sim.server("store", |s| s);
+    /// sim.middlebox("store", Middlebox::aws_alb());
+    /// ```
+    ///
+    /// Errors from [`Sim::run`] (misconfigurations that say what to
+    /// change): an unknown `host` or a client host; a listed client that
+    /// is not a client host; an idle timer or a lifetime cap of zero; a run
+    /// with [`SimBuilder::wire_tap`]`(false)`.
+    pub fn middlebox(
+        &mut self,
+        host: impl Into<String>,
+        middlebox: crate::policy::Middlebox,
+    ) -> &mut Self {
+        let host = host.into();
+        let cfg = std::sync::Arc::new(middlebox.clone());
+        self.middleboxes.push((host.clone(), middlebox));
+        self.connection_policy(host, move |info| {
+            crate::policy::BoxConn::new(cfg.clone(), info)
+        })
     }
 }
 

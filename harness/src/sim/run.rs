@@ -41,6 +41,7 @@ impl Sim {
             replica_sets,
             problem: _,
             serve_fns: _,
+            middleboxes: _,
         } = self;
         let mut rules = Rules {
             keepalive,

@@ -102,6 +102,7 @@ impl Sim {
             }
         }
         self.check_keepalive(&unknown)?;
+        self.check_middleboxes(&unknown)?;
         self.check_connection_policies(&unknown)?;
         self.check_membership()?;
         self.check_host_schedule()?;
@@ -282,6 +283,47 @@ impl Sim {
                  remove one of the two"
             )))),
         }
+    }
+
+    /// Each middlebox fronts a server host, lists client hosts, and has
+    /// no timer of zero.
+    fn check_middleboxes(&self, unknown: &dyn Fn(&str, String) -> Error) -> Result<(), Error> {
+        for (host, mb) in &self.middleboxes {
+            let name = &mb.name;
+            if !self.servers.iter().any(|(n, _)| n == host) {
+                if self.clients.iter().any(|(n, _)| n == host) {
+                    return Err(Error::new(Kind::Misconfigured(format!(
+                        "Sim::middlebox({host:?}, {name}): `{host}` is a client host; a middlebox \
+                         sits in front of a server host, so name the server it fronts (and list \
+                         `{host}` in Middlebox::for_clients to pick whose connections pass it)"
+                    ))));
+                }
+                return Err(unknown(host, format!("the middlebox {name}")));
+            }
+            for client in &mb.clients {
+                if !self.clients.iter().any(|(n, _)| n == client) {
+                    let what = if self.servers.iter().any(|(n, _)| n == client) {
+                        "a server host"
+                    } else {
+                        "not a host of this sim"
+                    };
+                    return Err(Error::new(Kind::Misconfigured(format!(
+                        "the middlebox {name} on `{host}` lists `{client}` in for_clients, which \
+                         is {what}; list the client hosts that dial `{host}` through the box"
+                    ))));
+                }
+            }
+            for (field, value) in mb.durations() {
+                if value.is_zero() {
+                    return Err(Error::new(Kind::Misconfigured(format!(
+                        "the middlebox {name} on `{host}` has {field} = 0, which would fire at \
+                         once on every connection; give it at least 1ms of simulated time, or \
+                         set the field to None to have no such timer"
+                    ))));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Each connection policy names a server host.

@@ -366,6 +366,7 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         | EventKind::KeepaliveStrikesReset { .. }
         | EventKind::KeepaliveDataReset { .. }
         | EventKind::PolicyClosed { .. }
+        | EventKind::PolicyActed { .. }
         | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
         EventKind::Log { .. } => RowKind::Log,
         EventKind::CallRouted { .. } => RowKind::Call,
@@ -981,6 +982,15 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
         } => (
             format!("{host}→{to}"),
             format!("c{conn} connection closed by {policy} ({reason})"),
+        ),
+        EventKind::PolicyActed {
+            conn,
+            to,
+            policy,
+            action,
+        } => (
+            format!("{host}→{to}"),
+            format!("c{conn} {policy}: {action}"),
         ),
         EventKind::KeepaliveClosed { conn, to, reason } => (
             format!("{host}→{to}"),

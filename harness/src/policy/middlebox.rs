@@ -1,0 +1,631 @@
+//! A built-in connection policy for the boxes between a client and a
+//! server host: idle timers, PINGs answered by the box, lifetime caps
+//! ([`Middlebox`]); one [`BoxConn`] per connection runs it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
+use crate::recorder::event::{EventKind, Fate, FrameDetail};
+use crate::trace::fmt_duration;
+use crate::wire::{Direction, ErrorCode, FrameType};
+
+/// A load balancer or proxy in front of a server host, emulated in the wire
+/// tap as a [`ConnectionPolicy`]; register it with
+/// [`Sim::middlebox`](crate::Sim::middlebox) on the host it fronts.
+///
+/// The box is drawn as *transparent*: the client's connection and the
+/// server's are one connection in the sim, and the box acts on it as the
+/// real box acts on its two: it swallows frames, answers PINGs, sends
+/// RST_STREAM and GOAWAY in the other end's name, and closes. What it
+/// sends towards the server (RST_STREAM when it gives up on a stream) is
+/// what a real box sends upstream.
+///
+/// Every field is optional and independent; [`Middlebox::new`] is a box
+/// that forwards everything. Presets with their sources:
+/// [`Middlebox::aws_alb`], [`Middlebox::aws_nlb`], [`Middlebox::envoy`],
+/// [`Middlebox::nginx`], [`Middlebox::gcp_external_lb`]. All times are
+/// *simulated*; nothing here reads a clock (the box's timers run on the
+/// tap's policy timer, [`Effects::timer_at`]).
+///
+/// # Trace
+/// Each act is one line at the server host saying what the box did and
+/// why, then the frames it sent (`[injected]`):
+/// `c1 AWS ALB: answers PINGs itself …`,
+/// `c1 connection closed by AWS ALB (idle timeout 60000ms: no DATA or
+/// HEADERS since 1.001s)`, `c1 Envoy: RST_STREAM(CANCEL) on s1 both ways:
+/// stream idle timeout …`.
+///
+/// ```
+/// use std::time::Duration;
+/// use grpc_chaos::policy::{Activity, Expiry, IdleTimeout, Middlebox};
+///
+/// // An ALB whose idle timeout was raised to 5 min (simulated).
+/// let mut alb = Middlebox::aws_alb();
+/// alb.connection_idle = Some(IdleTimeout::new(
+///     Duration::from_secs(300),
+///     Activity::DATA_OR_HEADERS,
+///     Expiry::Close,
+/// ));
+/// # let mut sim = grpc_chaos::Sim::builder().build();
+/// # sim.server("store", |s| s);
+/// sim.middlebox("store", alb.for_clients(["player"]));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Middlebox {
+    /// The box in the trace's words (`connection closed by <name>`).
+    pub name: String,
+    /// A timer on the whole connection. Default: none.
+    pub connection_idle: Option<IdleTimeout>,
+    /// A timer per stream, from the client's HEADERS; at expiry
+    /// [`Expiry::RstStream`] resets only that stream. Default: none.
+    pub stream_idle: Option<IdleTimeout>,
+    /// Whether the box answers the client's PINGs or forwards them.
+    /// Default: [`Pings::Forward`].
+    pub pings: Pings,
+    /// A cap on a connection's age. Default: none.
+    pub connection_lifetime: Option<ConnectionLifetime>,
+    /// A cap on a stream's age, from the client's HEADERS. Default: none.
+    pub stream_lifetime: Option<StreamLifetime>,
+    /// The client hosts whose connections pass the box; empty (the
+    /// default): every client's. Connections from other hosts are not
+    /// touched.
+    pub clients: Vec<String>,
+}
+
+/// An idle timer: how long, what resets it, what happens at expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IdleTimeout {
+    /// How long without activity, *simulated* time. Must not be zero.
+    pub after: Duration,
+    /// Which frames count as activity. [`Activity::NONE`]: the timer runs
+    /// from the start (of the connection or stream) and nothing resets it.
+    pub reset_by: Activity,
+    /// Whose frames count. Default: [`Writers::Either`].
+    pub written_by: Writers,
+    /// What the box does when it runs out.
+    pub on_expiry: Expiry,
+    /// On a connection timer: the timer runs only while no stream is open
+    /// (Envoy's `idle_timeout`), restarting when the last one ends.
+    /// Default: `false` (streams do not hold it off; only frames do).
+    pub only_without_streams: bool,
+}
+
+impl IdleTimeout {
+    /// A timer of `after` reset by `reset_by` from either end, doing
+    /// `on_expiry`.
+    pub fn new(after: Duration, reset_by: Activity, on_expiry: Expiry) -> Self {
+        Self {
+            after,
+            reset_by,
+            written_by: Writers::Either,
+            on_expiry,
+            only_without_streams: false,
+        }
+    }
+}
+
+/// A set of frame types that count as activity for an idle timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Activity(u8);
+
+impl Activity {
+    /// Nothing resets the timer.
+    pub const NONE: Self = Self(0);
+    /// DATA frames.
+    pub const DATA: Self = Self(1);
+    /// HEADERS frames (trailers included).
+    pub const HEADERS: Self = Self(2);
+    /// PING frames, ACKs included. On a stream timer a PING resets every
+    /// open stream's timer.
+    pub const PING: Self = Self(4);
+    /// DATA or HEADERS: what an L7 box sees as "data" on HTTP/2.
+    pub const DATA_OR_HEADERS: Self = Self(1 | 2);
+    /// Every frame of the connection (bytes on the TCP connection, as an L4
+    /// box sees them): any frame type resets the timer.
+    pub const ANY_FRAME: Self = Self(0xff);
+
+    /// Whether a frame of `frame` type counts.
+    pub fn contains(self, frame: FrameType) -> bool {
+        if self.0 == 0xff {
+            return true;
+        }
+        let bit = match frame {
+            FrameType::Data => 1,
+            FrameType::Headers => 2,
+            FrameType::Ping => 4,
+            _ => 0,
+        };
+        self.0 & bit != 0
+    }
+
+    /// The set in the trace's words: `DATA or HEADERS`, `any frame`,
+    /// `nothing`.
+    fn words(self) -> String {
+        if self.0 == 0xff {
+            return "any frame".to_owned();
+        }
+        let names: Vec<&str> = [(1, "DATA"), (2, "HEADERS"), (4, "PING")]
+            .into_iter()
+            .filter(|(b, _)| self.0 & b != 0)
+            .map(|(_, n)| n)
+            .collect();
+        if names.is_empty() {
+            "nothing".to_owned()
+        } else {
+            names.join(" or ")
+        }
+    }
+}
+
+impl std::ops::BitOr for Activity {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+/// Whose frames reset an idle timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Writers {
+    /// The client's and the server's.
+    #[default]
+    Either,
+    /// Only what the client writes (a box's "send" timeout upstream is the
+    /// other way round: see [`Middlebox::nginx`]).
+    Client,
+    /// Only what the server writes (nginx's `grpc_read_timeout`: reads
+    /// from the backend).
+    Server,
+}
+
+impl Writers {
+    fn counts(self, direction: Direction) -> bool {
+        match self {
+            Writers::Either => true,
+            Writers::Client => direction == Direction::ClientToServer,
+            Writers::Server => direction == Direction::ServerToClient,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Writers::Either => "",
+            Writers::Client => " from the client",
+            Writers::Server => " from the server",
+        }
+    }
+}
+
+/// What a box does when a timer runs out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// Closes the TCP connection: the client reads the end of the stream,
+    /// the server's reads end (the tap's close; a real box may send FIN
+    /// or RST, which the tap does not tell apart).
+    Close,
+    /// RST_STREAM with this code, to the client and to the server: on a
+    /// stream timer the stream's, on a connection timer every open
+    /// stream's (the connection stays).
+    RstStream(ErrorCode),
+    /// GOAWAY with this code to the client (last-stream-id: the highest
+    /// stream the client opened), then the connection is closed.
+    GoAway(ErrorCode),
+}
+
+/// What a box does with the client's PINGs (RFC 9113 §6.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pings {
+    /// They reach the server, which answers them (an L4 box).
+    #[default]
+    Forward,
+    /// The box answers each at once and forwards none: the client's
+    /// keepalive sees a healthy box, whatever the server behind it does (an
+    /// L7 proxy that terminates HTTP/2: PING is a frame of one hop).
+    Answer,
+}
+
+/// A cap on a connection's age: GOAWAY(NO_ERROR) to the client at
+/// `after`, then the connection is closed `grace` later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionLifetime {
+    /// Age at which the GOAWAY goes out, *simulated* time from the
+    /// connection's open. Must not be zero.
+    pub after: Duration,
+    /// Time between the GOAWAY and the close, *simulated*; zero: at once.
+    pub grace: Duration,
+}
+
+impl ConnectionLifetime {
+    /// GOAWAY at `after`, close `grace` later.
+    pub fn new(after: Duration, grace: Duration) -> Self {
+        Self { after, grace }
+    }
+}
+
+/// A cap on a stream's age: RST_STREAM with `code` to both ends at
+/// `after` from the client's HEADERS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamLifetime {
+    /// The cap, *simulated* time. Must not be zero.
+    pub after: Duration,
+    /// The RST_STREAM's code.
+    pub code: ErrorCode,
+}
+
+impl StreamLifetime {
+    /// RST_STREAM(`code`) at `after`.
+    pub fn new(after: Duration, code: ErrorCode) -> Self {
+        Self { after, code }
+    }
+}
+
+impl Middlebox {
+    /// A box named `name` that forwards everything and has no timer.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            connection_idle: None,
+            stream_idle: None,
+            pings: Pings::Forward,
+            connection_lifetime: None,
+            stream_lifetime: None,
+            clients: Vec::new(),
+        }
+    }
+
+    /// Only connections from these client hosts pass the box.
+    pub fn for_clients<S: Into<String>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
+        self.clients = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The box's fields that must not be zero, for
+    /// [`Sim::run`](crate::Sim::run)'s checks: `(field, value)`.
+    pub(crate) fn durations(&self) -> Vec<(&'static str, Duration)> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.connection_idle {
+            out.push(("connection_idle.after", t.after));
+        }
+        if let Some(t) = &self.stream_idle {
+            out.push(("stream_idle.after", t.after));
+        }
+        if let Some(l) = &self.connection_lifetime {
+            out.push(("connection_lifetime.after", l.after));
+        }
+        if let Some(l) = &self.stream_lifetime {
+            out.push(("stream_lifetime.after", l.after));
+        }
+        out
+    }
+}
+
+/// One connection through a [`Middlebox`].
+pub(crate) struct BoxConn {
+    cfg: Arc<Middlebox>,
+    conn: u32,
+    client: String,
+    /// Whether this connection passes the box (its client is listed).
+    active: bool,
+    opened_at: Duration,
+    /// The last activity that resets the connection timer.
+    last: Duration,
+    streams: BTreeMap<u32, Stream>,
+    max_stream: u32,
+    pings_noted: bool,
+    goaway_at: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Stream {
+    opened: Duration,
+    last: Duration,
+    client_done: bool,
+    server_done: bool,
+}
+
+/// Which of the box's timers is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    ConnIdle,
+    StreamIdle(u32),
+    StreamLife(u32),
+    GoAway,
+    GraceOver,
+}
+
+impl BoxConn {
+    pub(crate) fn new(cfg: Arc<Middlebox>, info: &ConnInfo<'_>) -> Self {
+        let active = cfg.clients.is_empty() || cfg.clients.iter().any(|c| c == info.client());
+        Self {
+            cfg,
+            conn: info.conn(),
+            client: info.client().to_owned(),
+            active,
+            opened_at: info.opened_at(),
+            last: info.opened_at(),
+            streams: BTreeMap::new(),
+            max_stream: 0,
+            pings_noted: false,
+            goaway_at: None,
+        }
+    }
+
+    fn note(&self, fx: &mut Effects, action: String) {
+        fx.record(EventKind::PolicyActed {
+            conn: self.conn,
+            to: self.client.clone(),
+            policy: self.cfg.name.clone(),
+            action,
+        });
+    }
+
+    /// Every timer with its instant, earliest first among equals by kind.
+    fn deadlines(&self) -> Vec<(Duration, Due)> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.cfg.connection_idle {
+            if !t.only_without_streams || self.streams.is_empty() {
+                out.push((self.last + t.after, Due::ConnIdle));
+            }
+        }
+        for (&id, s) in &self.streams {
+            if let Some(t) = &self.cfg.stream_idle {
+                out.push((s.last + t.after, Due::StreamIdle(id)));
+            }
+            if let Some(l) = &self.cfg.stream_lifetime {
+                out.push((s.opened + l.after, Due::StreamLife(id)));
+            }
+        }
+        if let Some(l) = &self.cfg.connection_lifetime {
+            match self.goaway_at {
+                None => out.push((self.opened_at + l.after, Due::GoAway)),
+                Some(at) => out.push((at + l.grace, Due::GraceOver)),
+            }
+        }
+        out
+    }
+
+    fn arm(&self, fx: &mut Effects) {
+        match self.deadlines().iter().map(|(at, _)| *at).min() {
+            Some(at) => fx.timer_at(at),
+            None => fx.clear_timer(),
+        }
+    }
+
+    /// Stream bookkeeping: opens, END_STREAM both ways, resets.
+    fn track(&mut self, frame: &FrameView<'_>) {
+        let (id, now) = (frame.stream(), frame.now());
+        let client = frame.direction() == Direction::ClientToServer;
+        match frame.frame_type() {
+            FrameType::Headers if client && id % 2 == 1 && id > self.max_stream => {
+                self.max_stream = id;
+                self.streams.insert(
+                    id,
+                    Stream {
+                        opened: now,
+                        last: now,
+                        client_done: false,
+                        server_done: false,
+                    },
+                );
+            }
+            FrameType::RstStream => {
+                self.streams.remove(&id);
+                return;
+            }
+            _ => {}
+        }
+        if frame.flags().end_stream() {
+            if let Some(s) = self.streams.get_mut(&id) {
+                if client {
+                    s.client_done = true;
+                } else {
+                    s.server_done = true;
+                }
+                if s.client_done && s.server_done {
+                    self.streams.remove(&id);
+                    if self.streams.is_empty() {
+                        // Envoy's idle timer restarts when the last stream ends.
+                        self.last = now;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Activity: resets the timers the frame counts for.
+    fn activity(&mut self, frame: &FrameView<'_>) {
+        let (kind, now, dir) = (frame.frame_type(), frame.now(), frame.direction());
+        if let Some(t) = &self.cfg.connection_idle {
+            if t.reset_by.contains(kind) && t.written_by.counts(dir) {
+                self.last = now;
+            }
+        }
+        if let Some(t) = &self.cfg.stream_idle {
+            if t.reset_by.contains(kind) && t.written_by.counts(dir) {
+                if frame.stream() == 0 {
+                    if kind == FrameType::Ping {
+                        self.streams.values_mut().for_each(|s| s.last = now);
+                    }
+                } else if let Some(s) = self.streams.get_mut(&frame.stream()) {
+                    s.last = now;
+                }
+            }
+        }
+    }
+
+    /// `why`'s words for an idle timer that ran out at `now`.
+    fn idle_words(&self, what: &str, t: &IdleTimeout, since: Duration) -> String {
+        let reset = if t.reset_by == Activity::NONE {
+            format!("open since {}", fmt_duration(since))
+        } else {
+            format!(
+                "no {}{} since {}",
+                t.reset_by.words(),
+                t.written_by.words(),
+                fmt_duration(since)
+            )
+        };
+        format!("{what} {}: {reset}", fmt_duration(t.after))
+    }
+
+    fn reset_stream(&mut self, fx: &mut Effects, id: u32, code: ErrorCode, why: &str) {
+        self.note(fx, format!("RST_STREAM({code}) on s{id} both ways: {why}"));
+        fx.rst_stream(Direction::ServerToClient, id, code);
+        fx.rst_stream(Direction::ClientToServer, id, code);
+        self.streams.remove(&id);
+    }
+
+    fn expire(&mut self, fx: &mut Effects, expiry: Expiry, stream: Option<u32>, why: String) {
+        match expiry {
+            Expiry::Close => fx.close(why),
+            Expiry::GoAway(code) => {
+                self.note(
+                    fx,
+                    format!(
+                        "GOAWAY({code}, last s{}) then close: {why}",
+                        self.max_stream
+                    ),
+                );
+                fx.goaway(Direction::ServerToClient, self.max_stream, code, b"");
+                fx.close(why);
+            }
+            Expiry::RstStream(code) => {
+                let ids: Vec<u32> = match stream {
+                    Some(id) => vec![id],
+                    None => self.streams.keys().copied().collect(),
+                };
+                for id in ids {
+                    self.reset_stream(fx, id, code, &why);
+                }
+                if stream.is_none() {
+                    // The connection stays: its timer starts over.
+                    self.last = fx.now();
+                }
+            }
+        }
+    }
+}
+
+impl ConnectionPolicy for BoxConn {
+    fn on_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
+        if !self.active || frame.fate() == Fate::Dropped {
+            return;
+        }
+        self.track(frame);
+        self.activity(frame);
+        let client_ping = frame.direction() == Direction::ClientToServer
+            && frame.frame_type() == FrameType::Ping
+            && !frame.ack();
+        if let (true, Pings::Answer, FrameDetail::Ping { payload }) =
+            (client_ping, self.cfg.pings, frame.detail())
+        {
+            if !self.pings_noted {
+                self.pings_noted = true;
+                self.note(
+                    fx,
+                    "answers PINGs itself: this and every later PING of the connection is ACKed \
+                     by the box and does not reach the server"
+                        .to_owned(),
+                );
+            }
+            fx.ping_ack(Direction::ServerToClient, *payload);
+            fx.swallow();
+        }
+        self.arm(fx);
+    }
+
+    fn on_timer(&mut self, fx: &mut Effects) {
+        let now = fx.now();
+        let mut due: Vec<(Duration, Due)> = self
+            .deadlines()
+            .into_iter()
+            .filter(|(at, _)| *at <= now)
+            .collect();
+        due.sort_by_key(|(at, _)| *at);
+        for (_, what) in due {
+            match what {
+                Due::ConnIdle => {
+                    let Some(t) = self.cfg.connection_idle else {
+                        continue;
+                    };
+                    let why = self.idle_words("idle timeout", &t, self.last);
+                    self.expire(fx, t.on_expiry, None, why);
+                }
+                Due::StreamIdle(id) => {
+                    let (Some(t), Some(s)) = (self.cfg.stream_idle, self.streams.get(&id)) else {
+                        continue;
+                    };
+                    let why = self.idle_words(&format!("s{id} idle timeout"), &t, s.last);
+                    self.expire(fx, t.on_expiry, Some(id), why);
+                }
+                Due::StreamLife(id) => {
+                    let (Some(l), Some(s)) = (self.cfg.stream_lifetime, self.streams.get(&id))
+                    else {
+                        continue;
+                    };
+                    let why = format!(
+                        "stream lifetime {} reached (opened at {})",
+                        fmt_duration(l.after),
+                        fmt_duration(s.opened)
+                    );
+                    self.reset_stream(fx, id, l.code, &why);
+                }
+                Due::GoAway => {
+                    let Some(l) = self.cfg.connection_lifetime else {
+                        continue;
+                    };
+                    self.goaway_at = Some(now);
+                    self.note(
+                        fx,
+                        format!(
+                            "GOAWAY(NO_ERROR, last s{}): connection lifetime {} reached; close in {}",
+                            self.max_stream,
+                            fmt_duration(l.after),
+                            fmt_duration(l.grace)
+                        ),
+                    );
+                    fx.goaway(
+                        Direction::ServerToClient,
+                        self.max_stream,
+                        ErrorCode::NoError,
+                        b"",
+                    );
+                    if l.grace.is_zero() {
+                        fx.close(format!(
+                            "connection lifetime {}: closed right after its GOAWAY",
+                            fmt_duration(l.after)
+                        ));
+                    }
+                }
+                Due::GraceOver => {
+                    let Some(l) = self.cfg.connection_lifetime else {
+                        continue;
+                    };
+                    fx.close(format!(
+                        "connection lifetime {}: grace {} after its GOAWAY over",
+                        fmt_duration(l.after),
+                        fmt_duration(l.grace)
+                    ));
+                }
+            }
+            if fx.close.is_some() {
+                return;
+            }
+        }
+        self.arm(fx);
+    }
+
+    fn alters(&self, _direction: Direction) -> bool {
+        self.active
+    }
+
+    fn name(&self) -> String {
+        self.cfg.name.clone()
+    }
+}

@@ -1,0 +1,169 @@
+//! Presets: the defaults of real load balancers and proxies, with sources.
+//! Every value is the vendor's default (read in its public docs, not
+//! measured); fields are public, so each can be overridden.
+
+use std::time::Duration;
+
+use super::middlebox::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers};
+use crate::wire::ErrorCode;
+
+impl Middlebox {
+    /// An AWS Application Load Balancer with default attributes.
+    ///
+    /// Source: AWS, "Edit attributes for your Application Load Balancer",
+    /// section "Connection idle timeout"
+    /// (docs.aws.amazon.com/elasticloadbalancing/latest/application/edit-load-balancer-attributes.html):
+    ///
+    /// | field | value |
+    /// |---|---|
+    /// | `connection_idle.after` | 60 s ("By default, ELB sets the idle timeout value for your load balancer to 60 seconds") |
+    /// | `connection_idle.reset_by` | DATA or HEADERS ("with no data being sent or received"); not PING ("Application Load Balancers do not support HTTP/2 PING frames. These do not reset the connection idle timeout.") |
+    /// | `connection_idle.on_expiry` | [`Expiry::Close`] ("before the load balancer closes the connection") |
+    /// | `pings` | [`Pings::Answer`] — **not confirmed**: the docs say only that PINGs are not supported and do not reset the timer. The ALB terminates HTTP/2 (client and target connections are separate), so a PING cannot reach the target; whether the ALB ACKs it, ignores it or closes is not stated. The preset ACKs it, so a client's keepalive sees a live box. |
+    ///
+    /// Counting WINDOW_UPDATE, SETTINGS or RST_STREAM as "data" is not
+    /// stated either; the preset does not. The ALB's "HTTP client
+    /// keepalive duration" (a connection lifetime) is not modelled.
+    pub fn aws_alb() -> Self {
+        Self {
+            connection_idle: Some(IdleTimeout::new(
+                Duration::from_secs(60),
+                Activity::DATA_OR_HEADERS,
+                Expiry::Close,
+            )),
+            pings: Pings::Answer,
+            ..Self::new("AWS ALB")
+        }
+    }
+
+    /// An AWS Network Load Balancer's TCP listener with its default idle
+    /// timeout.
+    ///
+    /// Source: AWS, "Update the TCP idle timeout for your Network Load
+    /// Balancer listener"
+    /// (docs.aws.amazon.com/elasticloadbalancing/latest/network/update-idle-timeout.html):
+    ///
+    /// | field | value |
+    /// |---|---|
+    /// | `connection_idle.after` | 350 s ("The default idle timeout value for TCP flows is 350 seconds") |
+    /// | `connection_idle.reset_by` | [`Activity::ANY_FRAME`]: an L4 box sees bytes ("If no data is sent through the connection by either the client or target"), so a PING resets it |
+    /// | `connection_idle.on_expiry` | [`Expiry::Close`] ("the connection is closed") |
+    /// | `pings` | [`Pings::Forward`] (an L4 box does not parse HTTP/2) |
+    ///
+    /// **Not confirmed** from that page: what either end sees when the
+    /// flow expires. Field reports say the NLB sends nothing at expiry and
+    /// answers the next packet with a TCP RST; the preset closes at expiry
+    /// instead (the tap's close), so the client learns at once rather than
+    /// at its next write.
+    pub fn aws_nlb() -> Self {
+        Self {
+            connection_idle: Some(IdleTimeout::new(
+                Duration::from_secs(350),
+                Activity::ANY_FRAME,
+                Expiry::Close,
+            )),
+            ..Self::new("AWS NLB")
+        }
+    }
+
+    /// An Envoy HTTP connection manager with default timeouts.
+    ///
+    /// Source: Envoy, "How do I configure timeouts?"
+    /// (envoyproxy.io/docs/envoy/latest/faq/configuration/timeouts):
+    ///
+    /// | field | value |
+    /// |---|---|
+    /// | `stream_idle.after` | 5 min ("stream_idle_timeout is the amount of time that the connection manager will allow a stream to exist with no upstream or downstream activity. The default stream idle timeout is 5 minutes.") |
+    /// | `stream_idle.reset_by` | DATA or HEADERS on the stream, either way ("upstream or downstream activity") |
+    /// | `connection_idle.after` | 1 h ("The default idle timeout if not otherwise specified is 1 hour") |
+    /// | `connection_idle.only_without_streams` | `true` ("idle timeout only fires when there are no active streams"; "independent of TCP-level activity"), so `reset_by` is [`Activity::NONE`] |
+    /// | `connection_idle.on_expiry` | [`Expiry::GoAway`]`(NO_ERROR)` then close ("For HTTP/2 downstream connections, when idle timeout is reached, a drain sequence begins"); the drain period (`drain_timeout`) is not modelled: the close follows at once, with no stream open |
+    /// | `pings` | [`Pings::Answer`]: Envoy terminates HTTP/2 on each side and PING is a frame of one connection (RFC 9113 §6.7); read, not measured |
+    ///
+    /// **Not confirmed** from a source read here: what Envoy sends when a
+    /// stream's idle timer fires (a synthesized response before the
+    /// response headers, a reset after). The preset resets the stream
+    /// both ways with RST_STREAM(CANCEL); override `stream_idle.on_expiry`.
+    /// The route timeout (15 s, a synthesized response) is not modelled.
+    pub fn envoy() -> Self {
+        Self {
+            stream_idle: Some(IdleTimeout::new(
+                Duration::from_secs(5 * 60),
+                Activity::DATA_OR_HEADERS,
+                Expiry::RstStream(ErrorCode::Cancel),
+            )),
+            connection_idle: Some(IdleTimeout {
+                only_without_streams: true,
+                ..IdleTimeout::new(
+                    Duration::from_secs(60 * 60),
+                    Activity::NONE,
+                    Expiry::GoAway(ErrorCode::NoError),
+                )
+            }),
+            pings: Pings::Answer,
+            ..Self::new("Envoy")
+        }
+    }
+
+    /// nginx proxying gRPC (`grpc_pass`) with default timeouts.
+    ///
+    /// Source: nginx, "Module ngx_http_grpc_module"
+    /// (nginx.org/en/docs/http/ngx_http_grpc_module.html), `grpc_read_timeout`:
+    ///
+    /// | field | value |
+    /// |---|---|
+    /// | `stream_idle.after` | 60 s (`grpc_read_timeout 60s` default) |
+    /// | `stream_idle.reset_by` | DATA or HEADERS from the server ([`Writers::Server`]): the timeout is between two successive reads from the gRPC server, not for the whole response |
+    /// | `pings` | [`Pings::Answer`]: nginx terminates HTTP/2 towards the client (PING is a frame of one connection, RFC 9113 §6.7); read, not measured |
+    ///
+    /// **Not confirmed** from a source read here: what nginx sends the
+    /// client when the read timeout fires on a stream (before response
+    /// headers nginx's upstream module answers 504; after them, a reset is
+    /// expected but not checked). The preset resets the stream both ways
+    /// with RST_STREAM(CANCEL); override `stream_idle.on_expiry`.
+    /// `grpc_send_timeout` (60 s between two writes to a server that does
+    /// not read, a flow-control stall) is not modelled.
+    pub fn nginx() -> Self {
+        Self {
+            stream_idle: Some(IdleTimeout {
+                written_by: Writers::Server,
+                ..IdleTimeout::new(
+                    Duration::from_secs(60),
+                    Activity::DATA_OR_HEADERS,
+                    Expiry::RstStream(ErrorCode::Cancel),
+                )
+            }),
+            pings: Pings::Answer,
+            ..Self::new("nginx")
+        }
+    }
+
+    /// A Google Cloud external Application Load Balancer's backend service
+    /// with its default timeout.
+    ///
+    /// Sources: the Compute Engine API's `BackendService.timeoutSec` ("The
+    /// default is 30 seconds"; "The backend service timeout has a different
+    /// meaning depending on the type of load balancer"), and Google Cloud's
+    /// "Backend service settings" / "Timeouts and retries" pages, which the
+    /// API doc points to, for its meaning on long-lived streams: the
+    /// longest a stream may stay open (read, not measured).
+    ///
+    /// | field | value |
+    /// |---|---|
+    /// | `stream_lifetime.after` | 30 s |
+    /// | `pings` | [`Pings::Answer`]: the Google Front End terminates HTTP/2 (PING is a frame of one connection, RFC 9113 §6.7) |
+    ///
+    /// **Not confirmed** from a source read here: what the client sees at
+    /// the cap. The preset resets the stream both ways with
+    /// RST_STREAM(CANCEL); override `stream_lifetime`.
+    pub fn gcp_external_lb() -> Self {
+        Self {
+            stream_lifetime: Some(StreamLifetime::new(
+                Duration::from_secs(30),
+                ErrorCode::Cancel,
+            )),
+            pings: Pings::Answer,
+            ..Self::new("GCP external LB")
+        }
+    }
+}
