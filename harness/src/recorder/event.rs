@@ -1021,7 +1021,8 @@ impl EventKind {
             | Self::KeepaliveClosed { conn, .. }
             | Self::FrameReplaced { conn, .. }
             | Self::PolicyClosed { conn, .. }
-            | Self::KeepaliveDataReset { conn, .. } => Some(*conn),
+            | Self::KeepaliveDataReset { conn, .. }
+            | Self::PolicyActed { conn, .. } => Some(*conn),
             _ => None,
         }
     }
