@@ -36,7 +36,9 @@ const FLAGS: [&str; 8] = [
     "--disable-sync",
 ];
 
-/// Longest a browser run may take (wall time) before it is killed.
+/// Longest a browser run may take (wall time) before it is killed. The
+/// wall clock and the polling sleep below are outside any simulation: they
+/// wait for the browser process, after the traces were rendered.
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
 
 fn browser() -> Option<PathBuf> {
