@@ -196,6 +196,20 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_deadline_expires_once_its_budget_is_spent() {
+        let deadline = Deadline::after(Duration::from_millis(10));
+        assert!(!deadline.is_expired());
+        tokio::time::advance(Duration::from_millis(9)).await;
+        assert!(!deadline.is_expired(), "1ms left");
+        assert_eq!(deadline.remaining(), Duration::from_millis(1));
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(deadline.is_expired(), "at the instant");
+        tokio::time::advance(Duration::from_millis(5)).await;
+        assert!(deadline.is_expired(), "and after it");
+        assert_eq!(deadline.remaining(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn remaining_budget_shrinks_with_time() {
         let mut incoming = tonic::Request::new(());
         incoming.set_timeout(Duration::from_millis(500));

@@ -157,6 +157,20 @@ mod tests {
     }
 
     #[test]
+    fn is_throttled_reports_without_taking_a_token() {
+        let t = throttler("4", "0.5");
+        assert!(!t.is_throttled(), "full");
+        t.throttle(); // 3
+        assert!(!t.is_throttled(), "3 > 2");
+        t.throttle(); // 2 = half
+        assert!(t.is_throttled(), "at half");
+        assert_eq!(t.milli_tokens(), 2000, "asking takes no token");
+        assert!(t.is_throttled(), "still, asked twice");
+        t.successful_rpc(); // 2.5
+        assert!(!t.is_throttled(), "2.5 > 2");
+    }
+
+    #[test]
     fn recovery_from_throttled_needs_successes() {
         let t = throttler("4", "0.5");
         assert!(!t.throttle()); // 3
