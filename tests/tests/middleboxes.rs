@@ -179,7 +179,9 @@ fn the_same_watch_lives_when_scores_come_sooner_than_the_idle_timeout() -> grpc_
 
 /// A store that is dead from 1 s on: its Save hangs, and a frame fault
 /// drops everything it writes after 1 s (PING ACKs included) — the box,
-/// which is emulated on the connection itself, keeps running. Called with
+/// which is emulated on the connection itself, keeps running. Not a
+/// `Fault::crash`: the box runs in the store host's wire tap, so a crash
+/// would stop the box's own ACKs with the store. Called with
 /// `deadline` through `mb`; the player's keepalive PINGs every 5 s with
 /// 2 s to answer.
 fn dead_backend_world(mb: Option<Middlebox>, deadline: Option<Duration>, seen: Seen) -> Sim {
