@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use super::{fmt_duration, words, RenderOptions};
 use crate::recorder::event::{
-    CallId, ConnectFailure, Event, EventKind, Fate, LayerSide, Outcome, RunId,
+    CallId, ConnectFailure, Event, EventKind, Fate, FrameDetail, FrameFlags, LayerSide, Outcome,
+    RunId,
 };
+use crate::wire::FrameType;
 
 /// The timeline's column headings.
 pub(crate) const COLUMNS: [&str; 3] = ["t(ms)", "where", "event"];
@@ -723,52 +725,8 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             fate,
             ..
         } => {
-            let mut text = format!("c{conn} s{stream} {frame}");
-            let detail = words::frame_text(*frame, *flags, detail, invalid.as_deref());
-            if !detail.is_empty() {
-                let _ = write!(text, " {detail}");
-            }
-            match fate {
-                Fate::Passed => {}
-                Fate::Dropped => text.push_str(" [dropped]"),
-                Fate::Held => text.push_str(" [held until released]"),
-                Fate::Delayed { until } => {
-                    let _ = write!(text, " [held until {}]", fmt_duration(*until));
-                }
-                Fate::Behind { until } => {
-                    let _ = write!(
-                        text,
-                        " [behind a kept-back frame, until {}]",
-                        fmt_duration(*until)
-                    );
-                }
-                Fate::BehindHeld => text.push_str(" [behind a held frame]"),
-                Fate::Injected => text.push_str(" [injected]"),
-                Fate::Partitioned => text.push_str(" [held: partitioned until repair]"),
-                Fate::Paused => text.push_str(" [held: paused until resume]"),
-                Fate::Lost => text.push_str(" [lost in the black hole]"),
-                Fate::LostBehind => text.push_str(" [lost behind a frame the black hole dropped]"),
-                Fate::ReadAtReceiver => {
-                    let _ = write!(text, " [raw peer: recorded when {to} read it]");
-                }
-                Fate::Replaced {
-                    differing,
-                    first_differing,
-                    arrived,
-                } => {
-                    let _ = write!(text, " [replaced: {}", count(*differing, "octet"));
-                    text.push_str(if *differing == 1 {
-                        " differs"
-                    } else {
-                        " differ"
-                    });
-                    if let Some(at) = first_differing {
-                        let _ = write!(text, ", first at octet {at}");
-                    }
-                    let _ = write!(text, "; {} arrived instead]", count(*arrived, "octet"));
-                }
-                Fate::Swallowed => text.push_str(" [swallowed by a connection policy]"),
-            }
+            let mut text = frame_head(*conn, *stream, *frame, *flags, detail, invalid.as_deref());
+            push_fate(&mut text, fate, to);
             (format!("{host}→{to}"), text)
         }
         EventKind::FrameReplaced {
@@ -780,11 +738,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             detail,
             invalid,
         } => {
-            let mut text = format!("c{conn} s{stream} {frame}");
-            let detail = words::frame_text(*frame, *flags, detail, invalid.as_deref());
-            if !detail.is_empty() {
-                let _ = write!(text, " {detail}");
-            }
+            let mut text = frame_head(*conn, *stream, *frame, *flags, detail, invalid.as_deref());
             text.push_str(" [arrived instead]");
             (format!("{host}→{to}"), text)
         }
@@ -1009,6 +963,71 @@ fn count(n: u32, what: &str) -> String {
         format!("1 {what}")
     } else {
         format!("{n} {what}s")
+    }
+}
+
+/// A frame's words before its fate: `c1 s1 HEADERS POST /path …`, for a
+/// frame as written and for one that arrived in its place.
+fn frame_head(
+    conn: u32,
+    stream: u32,
+    frame: FrameType,
+    flags: FrameFlags,
+    detail: &FrameDetail,
+    invalid: Option<&str>,
+) -> String {
+    let mut text = format!("c{conn} s{stream} {frame}");
+    let detail = words::frame_text(frame, flags, detail, invalid);
+    if !detail.is_empty() {
+        let _ = write!(text, " {detail}");
+    }
+    text
+}
+
+/// What the frame faults, the links and the policies did to a frame, as
+/// the suffix of its row (`[dropped]`, `[held until 50ms]`); nothing when
+/// it passed. `to` is the receiving host.
+fn push_fate(text: &mut String, fate: &Fate, to: &str) {
+    match fate {
+        Fate::Passed => {}
+        Fate::Dropped => text.push_str(" [dropped]"),
+        Fate::Held => text.push_str(" [held until released]"),
+        Fate::Delayed { until } => {
+            let _ = write!(text, " [held until {}]", fmt_duration(*until));
+        }
+        Fate::Behind { until } => {
+            let _ = write!(
+                text,
+                " [behind a kept-back frame, until {}]",
+                fmt_duration(*until)
+            );
+        }
+        Fate::BehindHeld => text.push_str(" [behind a held frame]"),
+        Fate::Injected => text.push_str(" [injected]"),
+        Fate::Partitioned => text.push_str(" [held: partitioned until repair]"),
+        Fate::Paused => text.push_str(" [held: paused until resume]"),
+        Fate::Lost => text.push_str(" [lost in the black hole]"),
+        Fate::LostBehind => text.push_str(" [lost behind a frame the black hole dropped]"),
+        Fate::ReadAtReceiver => {
+            let _ = write!(text, " [raw peer: recorded when {to} read it]");
+        }
+        Fate::Replaced {
+            differing,
+            first_differing,
+            arrived,
+        } => {
+            let _ = write!(text, " [replaced: {}", count(*differing, "octet"));
+            text.push_str(if *differing == 1 {
+                " differs"
+            } else {
+                " differ"
+            });
+            if let Some(at) = first_differing {
+                let _ = write!(text, ", first at octet {at}");
+            }
+            let _ = write!(text, "; {} arrived instead]", count(*arrived, "octet"));
+        }
+        Fate::Swallowed => text.push_str(" [swallowed by a connection policy]"),
     }
 }
 
