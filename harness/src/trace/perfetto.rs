@@ -109,8 +109,6 @@ struct Slice<'a> {
     name: String,
     cat: &'static str,
     args: Value,
-    /// For a run: the call it serves, whose flow arrow ends here.
-    serves: Option<String>,
 }
 
 impl Slice<'_> {
@@ -123,10 +121,10 @@ impl Slice<'_> {
     /// binds the end to the enclosing slice, the run).
     fn flow(&self, hosts: &Hosts<'_>, tid: u32) -> Option<Value> {
         let pid = hosts.pid(self.host);
-        let (ph, id) = match (&self.serves, self.cat) {
-            (Some(call), _) => ("f", call),
-            (None, "call") => ("s", &self.id),
-            _ => return None,
+        let (ph, id) = match self.cat {
+            // A run's parent is the call it serves: the arrow ends here.
+            "handler" => ("f", self.parent.as_ref()?),
+            _ => ("s", &self.id),
         };
         let mut v = json!({"ph": ph, "name": "request", "cat": "rpc", "id": id,
             "pid": pid, "tid": tid, "ts": us(self.start_ns)});
@@ -240,7 +238,6 @@ fn run_slice(r: &HandlerRun, run_end_ns: u128) -> Slice<'_> {
         cat: "handler",
         args: json!({"from": r.from, "call": r.call.map(|c| c.to_string()),
             "grpc-timeout": r.timeout.map(fmt_duration), "end": end, "nth": r.nth}),
-        serves: r.call.map(|c| c.to_string()),
     }
 }
 
@@ -258,7 +255,6 @@ fn call_slice(c: &Call, run_end_ns: u128) -> Slice<'_> {
             "grpc-timeout": c.timeout.map(fmt_duration),
             "deadline at": c.deadline().map(fmt_duration),
             "overran deadline by": c.overran_deadline().map(fmt_duration), "end": end}),
-        serves: None,
     }
 }
 
