@@ -195,7 +195,7 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
     assert_eq!(first["path"], HIT);
     assert_eq!(first["timeout_us"], 500_000);
     // Frames are data (see `recorder::event::FrameDetail`), not words: the
-    // player's request HEADERS with the fields the trace keeps, the
+    // player's request HEADERS with every field as sent, the
     // gateway's SETTINGS as a list of parameters, WINDOW_UPDATE increments.
     let frame = |host: &str, kind: &str| {
         events
@@ -214,8 +214,14 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
         request["detail"]["fields"],
         serde_json::json!([
             [":method", "POST"],
+            [":scheme", "http"],
+            [":authority", "gateway:50051"],
             [":path", HIT],
-            ["grpc-timeout", "500000u"]
+            ["grpc-timeout", "500000u"],
+            ["te", "trailers"],
+            ["content-type", "application/grpc"],
+            ["x-grpc-chaos-call", "1"],
+            ["user-agent", "tonic/0.14.9"]
         ]),
         "{request}"
     );

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use super::fields::{binary_len, is_custom_metadata};
 pub use super::fields::{
     FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
 };

@@ -30,7 +30,7 @@ pub use artifacts::ARTIFACTS_ENV;
 pub(crate) use artifacts::{forget as forget_last_run, remember as remember_run, running};
 pub use assert::{Orphan, Violation, ORPHAN_GRACE};
 pub use mermaid::MermaidOf;
-pub use render::RenderOptions;
+pub use render::{MaskMetadata, RenderOptions};
 pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
 pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;

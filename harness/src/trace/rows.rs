@@ -102,6 +102,9 @@ impl RowKind {
 struct Context {
     rejected: HashSet<RunId>,
     deadlines: HashMap<CallId, Duration>,
+    /// How HEADERS rows print their fields (the options' choice; the
+    /// default where no options apply: the summary, the exports).
+    headers: words::HeaderWords,
 }
 
 impl Context {
@@ -138,7 +141,8 @@ impl Context {
 /// The rows `options` shows, in time order; `ended` is when the run ended
 /// (*simulated* time), for the calls still open then.
 pub(crate) fn rows(events: &[Event], options: &RenderOptions, ended: Duration) -> Vec<Row> {
-    let cx = Context::of(events);
+    let mut cx = Context::of(events);
+    cx.headers = words::HeaderWords::of(options);
     let chosen: Vec<usize> = (0..events.len())
         .filter(|&i| shown(&events[i], options))
         .collect();
@@ -725,7 +729,15 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             fate,
             ..
         } => {
-            let mut text = frame_head(*conn, *stream, *frame, *flags, detail, invalid.as_deref());
+            let mut text = frame_head(
+                *conn,
+                *stream,
+                *frame,
+                *flags,
+                detail,
+                invalid.as_deref(),
+                &cx.headers,
+            );
             push_fate(&mut text, fate, to);
             (format!("{host}→{to}"), text)
         }
@@ -738,7 +750,15 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             detail,
             invalid,
         } => {
-            let mut text = frame_head(*conn, *stream, *frame, *flags, detail, invalid.as_deref());
+            let mut text = frame_head(
+                *conn,
+                *stream,
+                *frame,
+                *flags,
+                detail,
+                invalid.as_deref(),
+                &cx.headers,
+            );
             text.push_str(" [arrived instead]");
             (format!("{host}→{to}"), text)
         }
@@ -975,9 +995,10 @@ fn frame_head(
     flags: FrameFlags,
     detail: &FrameDetail,
     invalid: Option<&str>,
+    how: &words::HeaderWords,
 ) -> String {
     let mut text = format!("c{conn} s{stream} {frame}");
-    let detail = words::frame_text(frame, flags, detail, invalid);
+    let detail = words::frame_text(frame, flags, detail, invalid, how);
     if !detail.is_empty() {
         let _ = write!(text, " {detail}");
     }

@@ -2,7 +2,7 @@
 //! ([`FrameDetail`]) and whether it is noise the default render hides. No
 //! words here: the trace's row builder makes them.
 
-use crate::recorder::event::{FrameDetail, FrameFlags, HeaderFields, ShownHeader};
+use crate::recorder::event::{FrameDetail, FrameFlags, HeaderFields};
 use crate::wire::{Detail, Frame, FrameType, HeaderBlock};
 
 /// Stream WINDOW_UPDATEs below this many octets are noise the default render
@@ -104,11 +104,11 @@ pub(crate) fn summarize(frame: &Frame) -> Summary {
     }
 }
 
-/// The fields of `block` a trace keeps ([`ShownHeader`]), in wire order.
+/// Every field of `block`, in wire order, as decoded.
 fn shown(block: &HeaderBlock) -> HeaderFields {
     let fields = block
         .all()
         .iter()
-        .filter_map(|(name, value)| Some((ShownHeader::from_name(name)?, value.as_str())));
+        .map(|(name, value)| (name.as_str(), value.as_str()));
     HeaderFields::new(block.kind, fields)
 }
