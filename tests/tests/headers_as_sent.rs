@@ -194,3 +194,44 @@ fn encodings_and_a_grpc_subtype_are_shown() {
         "{answer}\n{text}"
     );
 }
+
+/// A DATA frame that starts a gRPC message says when its Compressed-Flag
+/// is set; the JSON carries the flag of every DATA frame.
+#[test]
+fn a_data_row_says_compressed_when_the_flag_is_set() -> grpc_chaos::Result {
+    let text = compressed_request().render();
+    assert!(
+        text.contains("mallory→store        c1 s1 DATA 7 bytes compressed END_STREAM"),
+        "{text}"
+    );
+    // tonic sends identity messages: flag 0, nothing in the row.
+    let trace = with_metadata()?;
+    let text = trace.render();
+    let data: Vec<&str> = text.lines().filter(|l| l.contains(" DATA ")).collect();
+    assert!(
+        !data.is_empty() && data.iter().all(|l| !l.contains("compressed")),
+        "{text}"
+    );
+    let flags: Vec<Option<u8>> = trace
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Frame {
+                detail:
+                    FrameDetail::Data {
+                        compressed_flag, ..
+                    },
+                ..
+            } => Some(*compressed_flag),
+            _ => None,
+        })
+        .collect();
+    // Each way: the message's frame, then the empty END_STREAM frame or
+    // none (the response ends with trailers).
+    assert!(
+        flags.contains(&Some(0)) && flags.contains(&None),
+        "{flags:?}"
+    );
+    assert!(trace.to_json().contains(r#""compressed_flag": 0"#));
+    Ok(())
+}

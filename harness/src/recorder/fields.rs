@@ -127,10 +127,17 @@ impl Serialize for FrameFlags {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FrameDetail {
-    /// DATA (§6.1). JSON: `{"len": 16384}`.
+    /// DATA (§6.1). JSON: `{"len": 18, "compressed_flag": 0}`, the flag
+    /// `null` in a frame that starts no gRPC message.
     Data {
         /// Octets of application data, padding excluded.
         len: u32,
+        /// The Compressed-Flag octet (gRPC `PROTOCOL-HTTP2.md`,
+        /// Length-Prefixed-Message: 0 identity, 1 compressed with the
+        /// stream's `grpc-encoding`, anything else breaks the spec) of the
+        /// first message whose 5-octet prefix begins in this frame; `None`
+        /// when none does (the frame carries the rest of a message).
+        compressed_flag: Option<u8>,
     },
     /// HEADERS (§6.2), with the fields of its whole block (its
     /// CONTINUATIONs included). JSON: `{"block": "request", "fields":
@@ -186,7 +193,13 @@ impl Serialize for FrameDetail {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         match self {
-            Self::Data { len } => map.serialize_entry("len", len)?,
+            Self::Data {
+                len,
+                compressed_flag,
+            } => {
+                map.serialize_entry("len", len)?;
+                map.serialize_entry("compressed_flag", compressed_flag)?;
+            }
             Self::Headers(block) => {
                 map.serialize_entry("block", &block.kind.to_string())?;
                 map.serialize_entry("fields", &Fields(&block.fields))?;
@@ -586,7 +599,20 @@ mod tests {
     #[test]
     fn details_serialize_as_typed_fields() {
         let json = |d: &FrameDetail| serde_json::to_string(d).unwrap_or_default();
-        assert_eq!(json(&FrameDetail::Data { len: 5 }), r#"{"len":5}"#);
+        assert_eq!(
+            json(&FrameDetail::Data {
+                len: 5,
+                compressed_flag: Some(1)
+            }),
+            r#"{"len":5,"compressed_flag":1}"#
+        );
+        assert_eq!(
+            json(&FrameDetail::Data {
+                len: 5,
+                compressed_flag: None
+            }),
+            r#"{"len":5,"compressed_flag":null}"#
+        );
         assert_eq!(json(&FrameDetail::Empty), "{}");
         assert_eq!(
             json(&FrameDetail::GoAway {

@@ -102,7 +102,17 @@ pub(crate) fn frame_text(
 impl fmt::Display for FrameDetail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Data { len } => write!(f, "{len} bytes"),
+            Self::Data {
+                len,
+                compressed_flag,
+            } => {
+                write!(f, "{len} bytes")?;
+                match compressed_flag {
+                    Some(0) | None => Ok(()),
+                    Some(1) => f.write_str(" compressed"),
+                    Some(flag) => write!(f, " Compressed-Flag={flag}"),
+                }
+            }
             Self::Headers(block) => block.fmt(f),
             Self::RstStream { code } => code.fmt(f),
             Self::Settings { values } => {
@@ -418,7 +428,10 @@ mod tests {
             text(
                 FrameType::Data,
                 FrameFlags::END_STREAM,
-                FrameDetail::Data { len: 0 }
+                FrameDetail::Data {
+                    len: 0,
+                    compressed_flag: None
+                }
             ),
             "0 bytes END_STREAM"
         );

@@ -25,10 +25,14 @@ pub(crate) fn summarize(frame: &Frame) -> Summary {
         Detail::Data {
             end_stream,
             data_len,
+            compressed_flag,
             ..
         } => (
             flags.with(FrameFlags::END_STREAM, *end_stream),
-            FrameDetail::Data { len: *data_len },
+            FrameDetail::Data {
+                len: *data_len,
+                compressed_flag: *compressed_flag,
+            },
             false,
         ),
         Detail::Headers {
