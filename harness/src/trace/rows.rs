@@ -102,6 +102,8 @@ impl RowKind {
 struct Context {
     rejected: HashSet<RunId>,
     deadlines: HashMap<CallId, Duration>,
+    /// The calls seen only on the wire, with their connection and stream.
+    wire: HashMap<CallId, (u32, u32)>,
     /// How HEADERS rows print their fields (the options' choice; the
     /// default where no options apply: the summary, the exports).
     headers: words::HeaderWords,
@@ -114,6 +116,9 @@ impl Context {
             match &e.kind {
                 EventKind::HandlerRejected { run, .. } => {
                     cx.rejected.insert(*run);
+                }
+                EventKind::CallSeenOnWire { call, conn, stream } => {
+                    cx.wire.insert(*call, (*conn, *stream));
                 }
                 EventKind::CallStarted {
                     call,
@@ -315,6 +320,7 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         // tonic's OUT_OF_RANGE where the spec says RESOURCE_EXHAUSTED.
         EventKind::CallStoppedReading { .. } => RowKind::CallDiffers,
         EventKind::CallStarted { .. }
+        | EventKind::CallSeenOnWire { .. }
         | EventKind::CallEnded { .. }
         | EventKind::CallDropped { .. } => RowKind::Call,
         EventKind::HandlerStarted { .. }
@@ -404,6 +410,8 @@ pub(crate) fn shown(e: &Event, options: &RenderOptions) -> bool {
         | EventKind::ConnectFailed { waited, .. }
         | EventKind::ConnectAbandoned { waited, .. } => options.connections || *waited,
         EventKind::Log { level, .. } => options.debug_logs || !matches!(*level, "DEBUG" | "TRACE"),
+        // Said on the call's start row.
+        EventKind::CallSeenOnWire { .. } => false,
         _ => true,
     }
 }
@@ -603,6 +611,17 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             if let Some(p) = parent {
                 let _ = write!(text, " (from {p})");
             }
+            if let Some((conn, stream)) = cx.wire.get(call) {
+                let _ = write!(
+                    text,
+                    " (seen on the wire at c{conn} s{stream}, not through a recorded channel: when its caller made it{} and what it was told are not seen)",
+                    if timeout.is_some() {
+                        ""
+                    } else {
+                        ", any deadline it set without sending grpc-timeout"
+                    }
+                );
+            }
             (format!("{host}→{target}"), text)
         }
         EventKind::CallEnded {
@@ -614,11 +633,24 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             if let Some(over) = cx.overrun(*call, e.at) {
                 let _ = write!(text, ", {} past its deadline", fmt_duration(over));
             }
+            if cx.wire.contains_key(call) {
+                text.push_str(if outcome.rule == Some(crate::spec::rules::DEADLINE) {
+                    " (seen on the wire: its caller reset the stream at its grpc-timeout, tonic's deadline timer)"
+                } else {
+                    " (as the wire shows it)"
+                });
+            }
             (host, text)
         }
+        EventKind::CallDropped { call, path } if cx.wire.contains_key(call) => (
+            host,
+            format!("{call} call {path} dropped by the caller (seen on the wire: it reset the stream before its deadline)"),
+        ),
         EventKind::CallDropped { call, path } => {
             (host, format!("{call} call {path} dropped by the caller"))
         }
+        // Its words are on the call's start row.
+        EventKind::CallSeenOnWire { .. } => (host, String::new()),
         EventKind::CallStoppedReading {
             call,
             path,
