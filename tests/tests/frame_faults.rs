@@ -419,7 +419,10 @@ fn a_max_frame_size_the_server_never_advertised_gets_a_frame_it_refuses() -> grp
         .collect();
     assert_eq!(
         data[0].detail,
-        FrameDetail::Data { len: 40_011 },
+        FrameDetail::Data {
+            len: 40_011,
+            compressed_flag: Some(0),
+        },
         "one frame: {data:?}"
     );
     let protocol_errors = trace

@@ -287,6 +287,7 @@ fn c_core_ends_the_open_call_unavailable_too_many_pings() -> grpc_chaos::Result 
                     BlockKind::TrailersOnly,
                     [
                         (ShownHeader::Status, "200"),
+                        (ShownHeader::ContentType, "application/grpc"),
                         (ShownHeader::GrpcStatus, "14"),
                         (ShownHeader::GrpcMessage, "Too many pings")
                     ]

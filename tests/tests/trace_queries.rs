@@ -195,7 +195,7 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
     assert_eq!(first["path"], HIT);
     assert_eq!(first["timeout_us"], 500_000);
     // Frames are data (see `recorder::event::FrameDetail`), not words: the
-    // player's request HEADERS with the fields the trace keeps, the
+    // player's request HEADERS with every field as sent, the
     // gateway's SETTINGS as a list of parameters, WINDOW_UPDATE increments.
     let frame = |host: &str, kind: &str| {
         events
@@ -214,8 +214,14 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
         request["detail"]["fields"],
         serde_json::json!([
             [":method", "POST"],
+            [":scheme", "http"],
+            [":authority", "gateway:50051"],
             [":path", HIT],
-            ["grpc-timeout", "500000u"]
+            ["grpc-timeout", "500000u"],
+            ["te", "trailers"],
+            ["content-type", "application/grpc"],
+            ["x-grpc-chaos-call", "1"],
+            ["user-agent", "tonic/0.14.9"]
         ]),
         "{request}"
     );
@@ -521,8 +527,16 @@ mod unrecorded_channel {
     }
 
     fn run(mode: Mode, wire_tap: bool) -> grpc_chaos::Result<Trace> {
+        run_with(mode, wire_tap, None)
+    }
+
+    /// `run`, with the store's Save `slow` by that much.
+    fn run_with(mode: Mode, wire_tap: bool, slow: Option<Duration>) -> grpc_chaos::Result<Trace> {
         let mut sim = Sim::builder().seed(2).wire_tap(wire_tap).build();
         sim.server("store", |s| s.add_service(Store::default().into_server()));
+        if let Some(d) = slow {
+            sim.fault(Fault::handler("store").method(SAVE).delay(d));
+        }
         sim.server("proxy", move |s| {
             let store = StoreClient::new(s.tonic_channel("store"));
             let recorded = StoreClient::new(s.channel("store"));
@@ -538,7 +552,7 @@ mod unrecorded_channel {
                 points: 1,
             });
             req.set_timeout(ms(500));
-            StoreClient::new(c.channel("proxy")).save(req).await?;
+            let _ = StoreClient::new(c.channel("proxy")).save(req).await;
             Ok(())
         });
         sim.run()
@@ -547,8 +561,113 @@ mod unrecorded_channel {
     #[test]
     fn a_propagated_deadline_passes_the_check() -> grpc_chaos::Result {
         let trace = run(Mode::Propagate, true)?;
-        assert!(trace.calls_from("proxy").next().is_none(), "unrecorded");
         trace.assert_deadline_propagated(["player", "proxy", "store"])?;
+        Ok(())
+    }
+
+    /// The proxy's call through the plain channel is derived from the
+    /// wire: its request HEADERS start it, the store's trailers end it.
+    #[test]
+    fn a_call_through_the_plain_channel_is_seen_on_the_wire() -> grpc_chaos::Result {
+        let trace = run(Mode::Propagate, true)?;
+        let calls: Vec<_> = trace.calls_from("proxy").collect();
+        assert_eq!(calls.len(), 1, "{}", trace.render());
+        let call = calls[0];
+        assert!(call.seen_on_wire);
+        assert_eq!((call.path.as_str(), call.target.as_str()), (SAVE, "store"));
+        // What was left of the player's 500 ms when the proxy made the
+        // call, after its 100 ms of work.
+        assert_eq!(call.timeout, Some(ms(400)));
+        assert_eq!(call.started, ms(103), "when its HEADERS were written");
+        assert_eq!(call.outcome().map(|o| o.code), Some("OK"));
+        assert!(
+            call.parent.is_some() && call.parent_inferred,
+            "the proxy's one handler run"
+        );
+        let text = trace.render();
+        assert!(
+            text.contains(&format!(
+                "{} call {SAVE} grpc-timeout=400ms (seen on the wire at c2 s1, not through a recorded channel: when its caller made it and what it was told are not seen)",
+                call.id
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "{} call {SAVE} ended OK (as the wire shows it)",
+                call.id
+            )),
+            "{text}"
+        );
+        assert!(trace.to_json().contains(r#""seen_on_wire": true"#));
+        // Without the tap there is nothing to derive it from.
+        let untapped = run(Mode::Propagate, false)?;
+        assert!(untapped.calls_from("proxy").next().is_none());
+        Ok(())
+    }
+
+    /// Without grpc-timeout on the wire, the caller's deadline (if any)
+    /// is not seen, and the row says so.
+    #[test]
+    fn a_call_without_grpc_timeout_says_its_deadline_is_not_seen() -> grpc_chaos::Result {
+        let trace = run(Mode::Drop, true)?;
+        let call = trace.calls_from("proxy").next().expect("seen on the wire");
+        assert_eq!(call.timeout, None);
+        assert!(
+            trace
+                .render()
+                .contains("any deadline it set without sending grpc-timeout and what it was told are not seen"),
+            "{}",
+            trace.render()
+        );
+        Ok(())
+    }
+
+    /// A call through a recorded channel carries the harness's call id and
+    /// is not counted again from the wire.
+    #[test]
+    fn a_recorded_call_is_not_counted_twice() -> grpc_chaos::Result {
+        let trace = run(Mode::FanOut, true)?;
+        let calls: Vec<_> = trace.calls_from("proxy").collect();
+        assert_eq!(calls.len(), 2, "{}", trace.render());
+        assert_eq!(
+            calls.iter().filter(|c| c.seen_on_wire).count(),
+            1,
+            "one recorded, one from the wire"
+        );
+        Ok(())
+    }
+
+    /// A deadline the plain channel's caller sent, expiring: its caller's
+    /// RST_STREAM CANCEL at the grpc-timeout is tonic's timer, and the
+    /// call is a finding like a recorded one.
+    #[test]
+    fn an_expired_deadline_on_the_wire_is_a_finding() -> grpc_chaos::Result {
+        let trace = run_with(Mode::Fixed(ms(50)), true, Some(ms(300)))?;
+        let call = trace.calls_from("proxy").next().expect("seen on the wire");
+        let o = call.outcome().expect("ended by the reset");
+        assert_eq!(
+            (o.code, o.message.as_str(), o.spec_code),
+            ("CANCELLED", "Timeout expired", "DEADLINE_EXCEEDED")
+        );
+        assert_eq!(call.ended_at, Some(call.started + ms(50)));
+        let json = trace.to_json();
+        assert!(
+            json.contains(&format!(r#""call": "{}""#, call.id))
+                && json.contains(r#""findings": ["#),
+            "{json}"
+        );
+        let summary = trace.render_summary(None);
+        assert!(
+            summary.contains(&format!(
+                "tonic reported CANCELLED \"Timeout expired\" where the spec requires DEADLINE_EXCEEDED (deadline expired: spec DEADLINE_EXCEEDED (statuscodes.md)): {}",
+                call.id
+            )),
+            "{summary}"
+        );
+        assert!(trace
+            .render()
+            .contains("its caller reset the stream at its grpc-timeout"));
         Ok(())
     }
 

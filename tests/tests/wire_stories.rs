@@ -84,7 +84,7 @@ fn data_bytes(trace: &Trace, from: &str, conn: u32, stream: u32) -> u64 {
         .iter()
         .filter(|f| f.conn == conn && f.stream == stream)
         .filter_map(|f| match f.detail {
-            FrameDetail::Data { len } => Some(u64::from(len)),
+            FrameDetail::Data { len, .. } => Some(u64::from(len)),
             _ => None,
         })
         .sum()

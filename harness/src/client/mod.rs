@@ -26,7 +26,8 @@ use crate::sim::Shared;
 /// (`StoreClient::new(host.channel("store"))`). Code that needs the concrete
 /// `tonic::transport::Channel` type can use
 /// [`Host::tonic_channel`](crate::Host::tonic_channel); calls through it are
-/// seen only on the server side.
+/// derived from the wire ([`Call::seen_on_wire`](crate::trace::Call::seen_on_wire)),
+/// with less known about each.
 ///
 /// Each request gets an `x-grpc-chaos-call` header so the handler it reaches
 /// can be linked to it.

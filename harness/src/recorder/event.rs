@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use super::fields::{binary_len, is_custom_metadata};
 pub use super::fields::{
     FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
 };
@@ -452,6 +453,27 @@ pub enum EventKind {
         /// The handler run on this host the call was made from, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         parent: Option<RunId>,
+    },
+    /// The call started next (a `CallStarted` with the same id follows)
+    /// was not made through a recorded channel: the wire tap saw its
+    /// request HEADERS leave a tonic client (its `user-agent` names tonic)
+    /// without the harness's call-id header, on connection `conn`, stream
+    /// `stream`. Such a call comes from
+    /// [`Host::tonic_channel`](crate::Host::tonic_channel) or
+    /// [`Channel::into_inner`](crate::Channel::into_inner). Its start is
+    /// when the HEADERS were written (not when the caller made it), its
+    /// `timeout` the `grpc-timeout` sent (a deadline the caller set
+    /// without sending one is not seen), and its end is read from the
+    /// wire when the trace is built: the trailers, or an RST_STREAM (see
+    /// [`Call::seen_on_wire`](crate::trace::Call::seen_on_wire)).
+    CallSeenOnWire {
+        /// The call.
+        call: CallId,
+        /// The connection its request went on (`c1` is 1).
+        #[serde(serialize_with = "conn_id")]
+        conn: u32,
+        /// The stream.
+        stream: u32,
     },
     /// A call ended with a status, as the caller saw it.
     CallEnded {
@@ -1040,6 +1062,7 @@ impl EventKind {
             | Self::FaultFired { run, .. }
             | Self::GrpcTimeoutInvalid { run, .. } => (0, run.0),
             Self::CallStarted { call, .. }
+            | Self::CallSeenOnWire { call, .. }
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. }
             | Self::CallStoppedReading { call, .. } => (1, call.0),

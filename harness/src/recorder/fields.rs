@@ -4,10 +4,11 @@
 //! also gives these types their `Display`).
 //!
 //! Kept small on purpose: one is stored per recorded frame. Everything but a
-//! HEADERS block's shown fields, a SETTINGS list and GOAWAY debug data is
+//! HEADERS block's fields, a SETTINGS list and GOAWAY debug data is
 //! `Copy` and inline; those three are boxed slices, and empty ones do not
 //! allocate.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -126,10 +127,17 @@ impl Serialize for FrameFlags {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FrameDetail {
-    /// DATA (§6.1). JSON: `{"len": 16384}`.
+    /// DATA (§6.1). JSON: `{"len": 18, "compressed_flag": 0}`, the flag
+    /// `null` in a frame that starts no gRPC message.
     Data {
         /// Octets of application data, padding excluded.
         len: u32,
+        /// The Compressed-Flag octet (gRPC `PROTOCOL-HTTP2.md`,
+        /// Length-Prefixed-Message: 0 identity, 1 compressed with the
+        /// stream's `grpc-encoding`, anything else breaks the spec) of the
+        /// first message whose 5-octet prefix begins in this frame; `None`
+        /// when none does (the frame carries the rest of a message).
+        compressed_flag: Option<u8>,
     },
     /// HEADERS (§6.2), with the fields of its whole block (its
     /// CONTINUATIONs included). JSON: `{"block": "request", "fields":
@@ -185,7 +193,13 @@ impl Serialize for FrameDetail {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         match self {
-            Self::Data { len } => map.serialize_entry("len", len)?,
+            Self::Data {
+                len,
+                compressed_flag,
+            } => {
+                map.serialize_entry("len", len)?;
+                map.serialize_entry("compressed_flag", compressed_flag)?;
+            }
             Self::Headers(block) => {
                 map.serialize_entry("block", &block.kind.to_string())?;
                 map.serialize_entry("fields", &Fields(&block.fields))?;
@@ -233,18 +247,25 @@ impl Serialize for Settings<'_> {
     }
 }
 
-struct Fields<'a>(&'a [(ShownHeader, Box<str>)]);
+struct Fields<'a>(&'a [(FieldName, Box<str>)]);
 
 impl Serialize for Fields<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|(name, value)| (name.name(), &**value)))
+        s.collect_seq(self.0.iter().map(|(name, value)| (&**name, &**value)))
     }
 }
 
-/// A header field a trace keeps from a field block: the pseudo-headers that
+/// A field's name as decoded; the names every gRPC stack sends are kept as
+/// `&'static str`, so a recorded block allocates only for its values and
+/// for names of the user's own.
+type FieldName = Cow<'static, str>;
+
+/// A header field the trace's rows know by name: the pseudo-headers that
 /// say what a block is (RFC 9113 §8.3) and the gRPC fields of
-/// `PROTOCOL-HTTP2.md` and gRFC A6. The rest (content-type, user-agent, the
-/// harness's own call-id header …) is not kept.
+/// `PROTOCOL-HTTP2.md` and gRFC A6. A [`HeaderFields`] keeps every field
+/// of its block; these are the ones it can be asked for by name, and
+/// (with the user's custom metadata, [`is_custom_metadata`]) the ones a
+/// HEADERS row shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ShownHeader {
@@ -264,10 +285,25 @@ pub enum ShownHeader {
     GrpcRetryPushbackMs,
     /// `grpc-previous-rpc-attempts` (gRFC A6).
     GrpcPreviousRpcAttempts,
+    /// `grpc-encoding` (`PROTOCOL-HTTP2.md` Message-Encoding): how the
+    /// sender compresses the messages it flags as compressed (`gzip`).
+    GrpcEncoding,
+    /// `grpc-accept-encoding` (`PROTOCOL-HTTP2.md`
+    /// Message-Accept-Encoding): the encodings the sender accepts
+    /// (`gzip,identity`). tonic sends it only with compression enabled.
+    GrpcAcceptEncoding,
+    /// `content-type` (`application/grpc`, `application/grpc+proto` …).
+    ContentType,
+}
+
+impl AsRef<str> for ShownHeader {
+    fn as_ref(&self) -> &str {
+        self.name()
+    }
 }
 
 impl ShownHeader {
-    const ALL: [Self; 8] = [
+    const ALL: [Self; 11] = [
         Self::Method,
         Self::Path,
         Self::Status,
@@ -276,6 +312,9 @@ impl ShownHeader {
         Self::GrpcMessage,
         Self::GrpcRetryPushbackMs,
         Self::GrpcPreviousRpcAttempts,
+        Self::GrpcEncoding,
+        Self::GrpcAcceptEncoding,
+        Self::ContentType,
     ];
 
     /// The field's name on the wire (lower case, RFC 9113 §8.2.1).
@@ -289,11 +328,14 @@ impl ShownHeader {
             Self::GrpcMessage => "grpc-message",
             Self::GrpcRetryPushbackMs => "grpc-retry-pushback-ms",
             Self::GrpcPreviousRpcAttempts => "grpc-previous-rpc-attempts",
+            Self::GrpcEncoding => "grpc-encoding",
+            Self::GrpcAcceptEncoding => "grpc-accept-encoding",
+            Self::ContentType => "content-type",
         }
     }
 
-    /// The kept field named `name` (compared as sent: HTTP/2 names are lower
-    /// case), if it is one.
+    /// The field named `name` (compared as sent: HTTP/2 names are lower
+    /// case), if it is one of these.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|h| h.name() == name)
     }
@@ -304,16 +346,98 @@ impl ShownHeader {
     }
 }
 
-/// The kept fields of one field block ([`ShownHeader`]), every occurrence
-/// in wire order, values as sent (`date` never among them).
+/// Fields that are neither the user's metadata nor among [`ShownHeader`]:
+/// the rest of gRPC's Call-Definition (`PROTOCOL-HTTP2.md`: `te`,
+/// `user-agent`), what HTTP stacks add on their own (hyper's `date`,
+/// `content-length`, `server`), the connection-specific fields RFC 9113
+/// §8.2.2 forbids, and the harness's own call-id header. Also the names
+/// [`HeaderFields`] keeps without allocating.
+const RESERVED: [&str; 14] = [
+    ":scheme",
+    ":authority",
+    "te",
+    "user-agent",
+    "date",
+    "content-length",
+    "server",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    crate::recorder::CALL_ID_HEADER,
+];
+
+/// Whether a field named `name` is the application's own metadata: gRPC's
+/// Custom-Metadata (`PROTOCOL-HTTP2.md`: "an arbitrary set of key-value
+/// pairs defined by the application layer"). Everything is, except
+/// pseudo-headers (`:path` …), names starting with `grpc-` (reserved for
+/// gRPC), `content-type`, and the fields gRPC stacks, HTTP stacks and the
+/// harness add on their own (`te`, `user-agent`, hyper's `date`, the
+/// harness's `x-grpc-chaos-call` …). A name ending in `-bin` is a binary
+/// field (its value base64, [`binary_len`]).
+///
+/// ```
+/// use grpc_chaos::recorder::event::is_custom_metadata;
+/// assert!(is_custom_metadata("authorization"));
+/// assert!(is_custom_metadata("trace-bin"));
+/// assert!(!is_custom_metadata("grpc-timeout"));
+/// assert!(!is_custom_metadata("user-agent"));
+/// assert!(!is_custom_metadata(":path"));
+/// ```
+pub fn is_custom_metadata(name: &str) -> bool {
+    !(name.starts_with(':')
+        || name.starts_with("grpc-")
+        || name == "content-type"
+        || RESERVED.contains(&name))
+}
+
+/// The octets a binary field's value stands for: gRPC sends `-bin` values
+/// base64-encoded (`PROTOCOL-HTTP2.md`, RFC 4648 §4, padded or not); `None`
+/// when `value` is not base64.
+///
+/// ```
+/// use grpc_chaos::recorder::event::binary_len;
+/// assert_eq!(binary_len("AAEC"), Some(3));
+/// assert_eq!(binary_len("AAE"), Some(2));
+/// assert_eq!(binary_len("AA=="), Some(1));
+/// assert_eq!(binary_len("A"), None);
+/// assert_eq!(binary_len("a b"), None);
+/// ```
+pub fn binary_len(value: &str) -> Option<usize> {
+    let body = value.trim_end_matches('=');
+    let alphabet = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
+    let padding = value.len() - body.len();
+    let valid = body.bytes().all(alphabet)
+        && body.len() % 4 != 1
+        && padding <= 2
+        && (padding == 0 || value.len().is_multiple_of(4));
+    valid.then_some(body.len() * 3 / 4)
+}
+
+/// `name` without an allocation when it is a name every stack sends.
+fn intern(name: &str) -> FieldName {
+    ShownHeader::from_name(name)
+        .map(ShownHeader::name)
+        .or_else(|| RESERVED.iter().copied().find(|n| *n == name))
+        .map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed)
+}
+
+/// Every field of one field block, in wire order, names and values as
+/// decoded (`date` masked with [`DATE_MASK`](crate::wire::DATE_MASK),
+/// `grpc-message` as sent, `-bin` values as the base64 sent). The JSON
+/// export carries every field; a render shows the ones that matter (see
+/// [`RenderOptions`](crate::trace::RenderOptions)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderFields {
     kind: BlockKind,
-    fields: Box<[(ShownHeader, Box<str>)]>,
+    fields: Box<[(FieldName, Box<str>)]>,
 }
 
 impl HeaderFields {
-    /// A block of `kind` with `fields` in wire order.
+    /// A block of `kind` with `fields` in wire order; a name is a
+    /// [`ShownHeader`] or a string (`"authorization"`).
     ///
     /// ```
     /// use grpc_chaos::recorder::event::{HeaderFields, ShownHeader};
@@ -323,14 +447,19 @@ impl HeaderFields {
     ///     [(ShownHeader::Method, "POST"), (ShownHeader::Path, "/tt.v1.Store/Save")],
     /// );
     /// assert_eq!(block.get(ShownHeader::Path), Some("/tt.v1.Store/Save"));
+    /// let with_metadata = HeaderFields::new(BlockKind::Request, [("tenant", "blue")]);
+    /// assert_eq!(with_metadata.field("tenant"), Some("blue"));
     /// ```
-    pub fn new<V: Into<Box<str>>>(
+    pub fn new<N: AsRef<str>, V: Into<Box<str>>>(
         kind: BlockKind,
-        fields: impl IntoIterator<Item = (ShownHeader, V)>,
+        fields: impl IntoIterator<Item = (N, V)>,
     ) -> Self {
         Self {
             kind,
-            fields: fields.into_iter().map(|(h, v)| (h, v.into())).collect(),
+            fields: fields
+                .into_iter()
+                .map(|(n, v)| (intern(n.as_ref()), v.into()))
+                .collect(),
         }
     }
 
@@ -347,12 +476,30 @@ impl HeaderFields {
 
     /// The first value of `field`, as sent.
     pub fn get(&self, field: ShownHeader) -> Option<&str> {
-        self.iter().find(|(h, _)| *h == field).map(|(_, v)| v)
+        self.field(field.name())
     }
 
-    /// Every kept field in wire order.
+    /// The first value of the field named `name` (compared as sent), any
+    /// field.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.all().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    /// The [`ShownHeader`] fields in wire order.
     pub fn iter(&self) -> impl Iterator<Item = (ShownHeader, &str)> + '_ {
-        self.fields.iter().map(|(h, v)| (*h, &**v))
+        self.all()
+            .filter_map(|(n, v)| Some((ShownHeader::from_name(n)?, v)))
+    }
+
+    /// Every field in wire order, `(name, value)`.
+    pub fn all(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.fields.iter().map(|(n, v)| (&**n, &**v))
+    }
+
+    /// The application's own metadata ([`is_custom_metadata`]) in wire
+    /// order, `(key, value)`; a `-bin` value as the base64 sent.
+    pub fn metadata(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.all().filter(|(n, _)| is_custom_metadata(n))
     }
 
     /// The `:path` of a request block; `None` for responses and trailers.
@@ -452,7 +599,20 @@ mod tests {
     #[test]
     fn details_serialize_as_typed_fields() {
         let json = |d: &FrameDetail| serde_json::to_string(d).unwrap_or_default();
-        assert_eq!(json(&FrameDetail::Data { len: 5 }), r#"{"len":5}"#);
+        assert_eq!(
+            json(&FrameDetail::Data {
+                len: 5,
+                compressed_flag: Some(1)
+            }),
+            r#"{"len":5,"compressed_flag":1}"#
+        );
+        assert_eq!(
+            json(&FrameDetail::Data {
+                len: 5,
+                compressed_flag: None
+            }),
+            r#"{"len":5,"compressed_flag":null}"#
+        );
         assert_eq!(json(&FrameDetail::Empty), "{}");
         assert_eq!(
             json(&FrameDetail::GoAway {
@@ -520,7 +680,7 @@ mod tests {
         for h in ShownHeader::ALL {
             assert_eq!(ShownHeader::from_name(h.name()), Some(h));
         }
-        assert_eq!(ShownHeader::from_name("content-type"), None);
+        assert_eq!(ShownHeader::from_name("user-agent"), None);
         assert_eq!(ShownHeader::from_name("Grpc-Status"), None, "names as sent");
     }
 }

@@ -224,7 +224,10 @@ mod tests {
             stream,
             frame: FrameType::Data,
             flags: FrameFlags::NONE,
-            detail: FrameDetail::Data { len: 7 },
+            detail: FrameDetail::Data {
+                len: 7,
+                compressed_flag: None,
+            },
             invalid: None,
             fate: Fate::Passed,
             noise: false,

@@ -177,9 +177,15 @@ impl Host {
     }
 
     /// A plain `tonic::transport::Channel` to server host `to`, for code
-    /// that needs that concrete type. Calls through it are not recorded on
-    /// the client side (the handler layer still records them on the
-    /// server, and the wire tap their frames);
+    /// that needs that concrete type. Calls through it are not recorded by
+    /// the harness's client; the wire tap derives each from its frames
+    /// instead (its request HEADERS, then the server's trailers or an
+    /// RST_STREAM), so [`Trace::calls`](crate::Trace::calls) and the
+    /// findings include it, marked
+    /// [`Call::seen_on_wire`](crate::trace::Call::seen_on_wire) (what the
+    /// wire cannot tell, such as when the caller made the call or a
+    /// deadline it did not send, is listed there). The handler layer still
+    /// records its run on the server;
     /// [`Trace::assert_deadline_propagated`](crate::Trace::assert_deadline_propagated)
     /// checks such a hop against the request HEADERS on the wire.
     pub fn tonic_channel(&self, to: &str) -> tonic::transport::Channel {

@@ -17,22 +17,26 @@ struct Key<'a> {
 }
 
 /// A plain DATA frame's run key and payload octets: passed untouched by
-/// the fault engine and without END_STREAM (a fault or the end of a stream
-/// is worth its own line).
+/// the fault engine, without END_STREAM, and not starting a compressed
+/// message (a fault, the end of a stream or a compressed flag is worth its
+/// own line).
 fn plain_data(e: &Event) -> Option<(Key<'_>, u64)> {
     let EventKind::Frame {
         conn,
         to,
         stream,
         flags,
-        detail: FrameDetail::Data { len },
+        detail: FrameDetail::Data {
+            len,
+            compressed_flag,
+        },
         fate: Fate::Passed,
         ..
     } = &e.kind
     else {
         return None;
     };
-    if flags.end_stream() {
+    if flags.end_stream() || compressed_flag.is_some_and(|f| f != 0) {
         return None;
     }
     let bytes = u64::from(*len);
@@ -105,7 +109,10 @@ mod tests {
             Ok(len) => (
                 FrameType::Data,
                 FrameFlags::NONE.with(FrameFlags::END_STREAM, len == 0),
-                FrameDetail::Data { len },
+                FrameDetail::Data {
+                    len,
+                    compressed_flag: None,
+                },
             ),
             Err(_) => (
                 FrameType::WindowUpdate,

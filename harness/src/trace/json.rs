@@ -67,6 +67,9 @@ struct JsonCall<'a> {
     parent: Option<RunId>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     parent_inferred: bool,
+    /// Seen only on the wire ([`Call::seen_on_wire`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    seen_on_wire: bool,
     /// `status`, `dropped`, `stopped_reading` or `open`.
     end: &'static str,
     /// For `stopped_reading`: the header of the message the caller's
@@ -106,6 +109,7 @@ impl<'a> JsonCall<'a> {
             timeout_us: c.timeout.map(micros),
             parent: c.parent,
             parent_inferred: c.parent_inferred,
+            seen_on_wire: c.seen_on_wire,
             end,
             stopped_at_message,
             outcome: c.outcome(),

@@ -15,6 +15,7 @@ mod rows;
 mod stalls;
 mod summary;
 mod views;
+mod wire_calls;
 mod wire_hops;
 mod words;
 
@@ -30,7 +31,7 @@ pub use artifacts::ARTIFACTS_ENV;
 pub(crate) use artifacts::{forget as forget_last_run, remember as remember_run, running};
 pub use assert::{Orphan, Violation, ORPHAN_GRACE};
 pub use mermaid::MermaidOf;
-pub use render::RenderOptions;
+pub use render::{MaskMetadata, RenderOptions};
 pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
 pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;
@@ -75,6 +76,7 @@ impl Serialize for Trace {
 
 impl Trace {
     pub(crate) fn new(seed: u64, hosts: Vec<String>, events: Vec<Event>, ended: Duration) -> Self {
+        let events = wire_calls::complete(events);
         let (calls, runs) = views::build(&events);
         Self {
             seed,
@@ -129,7 +131,9 @@ impl Trace {
         self.events.iter().filter(move |e| e.host == host)
     }
 
-    /// Every client call made through a recorded channel, in start order.
+    /// Every client call, in start order: those made through a recorded
+    /// channel, and those the wire tap saw leave a tonic client the harness
+    /// does not record ([`Call::seen_on_wire`]).
     pub fn calls(&self) -> &[Call] {
         &self.calls
     }
@@ -305,6 +309,7 @@ pub fn fmt_duration(d: Duration) -> String {
 /// deadline; handler h2 on store has not answered; fault on it: hang)`.
 /// Used to say what a client that never finished waits on.
 pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
+    let events = &wire_calls::complete(events.to_vec());
     let (calls, runs) = views::build(events);
     calls
         .iter()

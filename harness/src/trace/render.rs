@@ -15,6 +15,23 @@ use super::Trace;
 /// only when behaviour does; runs of DATA frames on one stream are folded
 /// into one line. [`RenderOptions::everything`] shows every event, one
 /// line each; [`RenderOptions::rpc_only`] leaves frames out.
+///
+/// A HEADERS row shows what the block is (`POST /tt.v1.Store/Save`,
+/// `:status=200`, `trailers`), then in wire order the fields that matter,
+/// as sent: the gRPC fields (`grpc-timeout`, `grpc-status`,
+/// `grpc-message`, `grpc-encoding`, `grpc-accept-encoding`, gRFC A6's
+/// `grpc-retry-pushback-ms` and `grpc-previous-rpc-attempts`),
+/// `content-type` only when it is not `application/grpc`, and the
+/// application's own metadata always (`authorization=token`; a `-bin`
+/// value by its length, `trace-bin=<16 bytes>`, never its octets; see
+/// [`is_custom_metadata`](crate::recorder::event::is_custom_metadata)).
+/// What every tonic call carries (`:scheme`, `:authority`, `te: trailers`,
+/// `user-agent`, `content-type: application/grpc`, hyper's `date`, the
+/// harness's `x-grpc-chaos-call`) is left out, so a row stays short;
+/// [`RenderOptions::all_headers`] shows every field, and
+/// [`RenderOptions::mask_metadata`] hides metadata values. Values are cut
+/// at [`PEER_STRING_LIMIT`](crate::trace::PEER_STRING_LIMIT) octets; the
+/// JSON ([`Trace::to_json`]) keeps every field of every block, whole.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RenderOptions {
@@ -37,6 +54,53 @@ pub struct RenderOptions {
     /// why, and when the channel came back). Default: false; true in
     /// [`RenderOptions::everything`].
     pub connections: bool,
+    /// Show every field of each HEADERS block as sent, in wire order
+    /// (`:scheme=http :authority=store:50051 content-type=application/grpc
+    /// te=trailers user-agent=tonic/0.14.9 …`), not only the ones that
+    /// matter. Default: false; false in [`RenderOptions::everything`] too
+    /// (it shows every *event*; this makes each HEADERS row long).
+    pub all_headers: bool,
+    /// Which metadata values a HEADERS row masks (`authorization=<masked>`):
+    /// none, every key, or the keys listed. Only the application's own
+    /// metadata is masked, in every row and in the HTML page; the JSON and
+    /// the typed events keep the values. Default: [`MaskMetadata::None`].
+    pub mask_metadata: MaskMetadata,
+}
+
+/// Which metadata values the text and HTML renders mask
+/// ([`RenderOptions::mask_metadata`]): a masked value prints as
+/// `<masked>`, the key stays.
+///
+/// ```
+/// use grpc_chaos::trace::{MaskMetadata, RenderOptions};
+/// let mut options = RenderOptions::default();
+/// options.mask_metadata = MaskMetadata::Keys(vec!["authorization".into()]);
+/// assert!(options.mask_metadata.masks("authorization"));
+/// assert!(!options.mask_metadata.masks("tenant"));
+/// assert!(MaskMetadata::All.masks("tenant"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MaskMetadata {
+    /// Every value shown (`-bin` values by their length).
+    #[default]
+    None,
+    /// Every metadata value masked.
+    All,
+    /// The values of these keys masked, compared as sent (lower case:
+    /// HTTP/2 field names are, RFC 9113 §8.2.1).
+    Keys(Vec<String>),
+}
+
+impl MaskMetadata {
+    /// Whether the value of metadata key `key` is masked.
+    pub fn masks(&self, key: &str) -> bool {
+        match self {
+            Self::None => false,
+            Self::All => true,
+            Self::Keys(keys) => keys.iter().any(|k| k == key),
+        }
+    }
 }
 
 impl Default for RenderOptions {
@@ -47,6 +111,8 @@ impl Default for RenderOptions {
             noise: false,
             fold_data: true,
             connections: false,
+            all_headers: false,
+            mask_metadata: MaskMetadata::None,
         }
     }
 }
@@ -60,6 +126,8 @@ impl RenderOptions {
             noise: true,
             fold_data: false,
             connections: true,
+            all_headers: false,
+            mask_metadata: MaskMetadata::None,
         }
     }
 

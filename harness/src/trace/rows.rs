@@ -102,6 +102,11 @@ impl RowKind {
 struct Context {
     rejected: HashSet<RunId>,
     deadlines: HashMap<CallId, Duration>,
+    /// The calls seen only on the wire, with their connection and stream.
+    wire: HashMap<CallId, (u32, u32)>,
+    /// How HEADERS rows print their fields (the options' choice; the
+    /// default where no options apply: the summary, the exports).
+    headers: words::HeaderWords,
 }
 
 impl Context {
@@ -111,6 +116,9 @@ impl Context {
             match &e.kind {
                 EventKind::HandlerRejected { run, .. } => {
                     cx.rejected.insert(*run);
+                }
+                EventKind::CallSeenOnWire { call, conn, stream } => {
+                    cx.wire.insert(*call, (*conn, *stream));
                 }
                 EventKind::CallStarted {
                     call,
@@ -138,7 +146,8 @@ impl Context {
 /// The rows `options` shows, in time order; `ended` is when the run ended
 /// (*simulated* time), for the calls still open then.
 pub(crate) fn rows(events: &[Event], options: &RenderOptions, ended: Duration) -> Vec<Row> {
-    let cx = Context::of(events);
+    let mut cx = Context::of(events);
+    cx.headers = words::HeaderWords::of(options);
     let chosen: Vec<usize> = (0..events.len())
         .filter(|&i| shown(&events[i], options))
         .collect();
@@ -311,6 +320,7 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         // tonic's OUT_OF_RANGE where the spec says RESOURCE_EXHAUSTED.
         EventKind::CallStoppedReading { .. } => RowKind::CallDiffers,
         EventKind::CallStarted { .. }
+        | EventKind::CallSeenOnWire { .. }
         | EventKind::CallEnded { .. }
         | EventKind::CallDropped { .. } => RowKind::Call,
         EventKind::HandlerStarted { .. }
@@ -400,6 +410,8 @@ pub(crate) fn shown(e: &Event, options: &RenderOptions) -> bool {
         | EventKind::ConnectFailed { waited, .. }
         | EventKind::ConnectAbandoned { waited, .. } => options.connections || *waited,
         EventKind::Log { level, .. } => options.debug_logs || !matches!(*level, "DEBUG" | "TRACE"),
+        // Said on the call's start row.
+        EventKind::CallSeenOnWire { .. } => false,
         _ => true,
     }
 }
@@ -599,6 +611,17 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             if let Some(p) = parent {
                 let _ = write!(text, " (from {p})");
             }
+            if let Some((conn, stream)) = cx.wire.get(call) {
+                let _ = write!(
+                    text,
+                    " (seen on the wire at c{conn} s{stream}, not through a recorded channel: when its caller made it{} and what it was told are not seen)",
+                    if timeout.is_some() {
+                        ""
+                    } else {
+                        ", any deadline it set without sending grpc-timeout"
+                    }
+                );
+            }
             (format!("{host}→{target}"), text)
         }
         EventKind::CallEnded {
@@ -610,11 +633,24 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             if let Some(over) = cx.overrun(*call, e.at) {
                 let _ = write!(text, ", {} past its deadline", fmt_duration(over));
             }
+            if cx.wire.contains_key(call) {
+                text.push_str(if outcome.rule == Some(crate::spec::rules::DEADLINE) {
+                    " (seen on the wire: its caller reset the stream at its grpc-timeout, tonic's deadline timer)"
+                } else {
+                    " (as the wire shows it)"
+                });
+            }
             (host, text)
         }
+        EventKind::CallDropped { call, path } if cx.wire.contains_key(call) => (
+            host,
+            format!("{call} call {path} dropped by the caller (seen on the wire: it reset the stream before its deadline)"),
+        ),
         EventKind::CallDropped { call, path } => {
             (host, format!("{call} call {path} dropped by the caller"))
         }
+        // Its words are on the call's start row.
+        EventKind::CallSeenOnWire { .. } => (host, String::new()),
         EventKind::CallStoppedReading {
             call,
             path,
@@ -725,7 +761,15 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             fate,
             ..
         } => {
-            let mut text = frame_head(*conn, *stream, *frame, *flags, detail, invalid.as_deref());
+            let mut text = frame_head(
+                *conn,
+                *stream,
+                *frame,
+                *flags,
+                detail,
+                invalid.as_deref(),
+                &cx.headers,
+            );
             push_fate(&mut text, fate, to);
             (format!("{host}→{to}"), text)
         }
@@ -738,7 +782,15 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             detail,
             invalid,
         } => {
-            let mut text = frame_head(*conn, *stream, *frame, *flags, detail, invalid.as_deref());
+            let mut text = frame_head(
+                *conn,
+                *stream,
+                *frame,
+                *flags,
+                detail,
+                invalid.as_deref(),
+                &cx.headers,
+            );
             text.push_str(" [arrived instead]");
             (format!("{host}→{to}"), text)
         }
@@ -975,9 +1027,10 @@ fn frame_head(
     flags: FrameFlags,
     detail: &FrameDetail,
     invalid: Option<&str>,
+    how: &words::HeaderWords,
 ) -> String {
     let mut text = format!("c{conn} s{stream} {frame}");
-    let detail = words::frame_text(frame, flags, detail, invalid);
+    let detail = words::frame_text(frame, flags, detail, invalid, how);
     if !detail.is_empty() {
         let _ = write!(text, " {detail}");
     }

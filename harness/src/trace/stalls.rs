@@ -369,7 +369,7 @@ fn replay(trace: &Trace) -> Vec<Stall> {
         };
         let (seq, stream) = (i * 2, *stream);
         match detail {
-            FrameDetail::Data { len } => {
+            FrameDetail::Data { len, .. } => {
                 let (len, end) = (i64::from(*len), flags.end_stream());
                 steps.push((e.at, seq, me, Step::Data { stream, len, end }));
             }
@@ -726,7 +726,14 @@ mod tests {
 
     fn data(len: u32, end_stream: bool) -> (FrameType, FrameFlags, FrameDetail) {
         let flags = FrameFlags::NONE.with(FrameFlags::END_STREAM, end_stream);
-        (FrameType::Data, flags, FrameDetail::Data { len })
+        (
+            FrameType::Data,
+            flags,
+            FrameDetail::Data {
+                len,
+                compressed_flag: None,
+            },
+        )
     }
 
     fn headers(

@@ -39,6 +39,23 @@ pub struct Call {
     pub end: CallEnd,
     /// When it ended or was dropped.
     pub ended_at: Option<Duration>,
+    /// True for a call the harness saw only on the wire
+    /// ([`EventKind::CallSeenOnWire`](crate::EventKind::CallSeenOnWire)):
+    /// made through [`Host::tonic_channel`](crate::Host::tonic_channel)
+    /// (or [`Channel::into_inner`](crate::Channel::into_inner)), not the
+    /// harness's own client. Then [`Call::started`] is when its request
+    /// HEADERS were written, not when the caller made it; [`Call::timeout`]
+    /// the `grpc-timeout` sent (a deadline the caller set but did not
+    /// send is not seen); [`Call::end`] what the wire shows: the status of
+    /// its trailers as sent, tonic's code for an RST_STREAM from the
+    /// server (`PROTOCOL-HTTP2.md`'s table), dropped for a reset of the
+    /// caller's own before its deadline, and DEADLINE_EXCEEDED (tonic:
+    /// CANCELLED "Timeout expired") for one at or after it; `Open` when
+    /// its connection went away first (what tonic told the caller is not
+    /// on the wire). The handler run it reached has no
+    /// [`HandlerRun::call`]. Needs the wire tap
+    /// ([`SimBuilder::wire_tap`](crate::SimBuilder::wire_tap)).
+    pub seen_on_wire: bool,
 }
 
 /// How a call ended.
@@ -188,8 +205,12 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
     let mut runs: Vec<HandlerRun> = Vec::new();
     let mut call_ix: HashMap<CallId, usize> = HashMap::new();
     let mut run_ix: HashMap<RunId, usize> = HashMap::new();
+    let mut on_wire: std::collections::HashSet<CallId> = std::collections::HashSet::new();
     for e in events {
         match &e.kind {
+            EventKind::CallSeenOnWire { call, .. } => {
+                on_wire.insert(*call);
+            }
             EventKind::CallStarted {
                 call,
                 target,
@@ -210,6 +231,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     parent_inferred: false,
                     end: CallEnd::Open,
                     ended_at: None,
+                    seen_on_wire: on_wire.remove(call),
                 });
             }
             EventKind::CallEnded { call, outcome, .. } => {

@@ -8,10 +8,10 @@
 
 use std::fmt::{self, Write as _};
 
-use super::fmt_duration;
+use super::{fmt_duration, MaskMetadata, RenderOptions};
 use crate::recorder::event::{
-    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader,
-    UndeliveredCause, WaitingFor,
+    binary_len, is_custom_metadata, FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict,
+    LinkHold, ShownHeader, UndeliveredCause, WaitingFor,
 };
 use crate::recorder::fields::hex;
 use crate::wire::{BlockKind, FrameType};
@@ -65,8 +65,10 @@ pub(crate) fn frame_text(
     flags: FrameFlags,
     detail: &FrameDetail,
     invalid: Option<&str>,
+    how: &HeaderWords,
 ) -> String {
     let mut text = match detail {
+        FrameDetail::Headers(block) => header_text(block, how),
         FrameDetail::Settings { .. } if flags.ack() => "ack".to_owned(),
         FrameDetail::Ping { .. } if flags.ack() => format!("ack {detail}"),
         _ => detail.to_string(),
@@ -100,7 +102,17 @@ pub(crate) fn frame_text(
 impl fmt::Display for FrameDetail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Data { len } => write!(f, "{len} bytes"),
+            Self::Data {
+                len,
+                compressed_flag,
+            } => {
+                write!(f, "{len} bytes")?;
+                match compressed_flag {
+                    Some(0) | None => Ok(()),
+                    Some(1) => f.write_str(" compressed"),
+                    Some(flag) => write!(f, " Compressed-Flag={flag}"),
+                }
+            }
             Self::Headers(block) => block.fmt(f),
             Self::RstStream { code } => code.fmt(f),
             Self::Settings { values } => {
@@ -129,33 +141,87 @@ impl fmt::Display for FrameDetail {
     }
 }
 
+/// How HEADERS rows print their fields ([`RenderOptions::all_headers`],
+/// [`RenderOptions::mask_metadata`]); the default shows the fields that
+/// matter, metadata values unmasked.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HeaderWords {
+    all: bool,
+    mask: MaskMetadata,
+}
+
+impl HeaderWords {
+    pub(crate) fn of(options: &RenderOptions) -> Self {
+        Self {
+            all: options.all_headers,
+            mask: options.mask_metadata.clone(),
+        }
+    }
+}
+
+/// The `content-type` every gRPC stack sends (`PROTOCOL-HTTP2.md`); a row
+/// shows any other.
+const GRPC_CONTENT_TYPE: &str = "application/grpc";
+
 /// `POST /tt.v1.Store/Save grpc-timeout=380000u`, `:status=200`,
-/// `trailers grpc-status=0`, `trailers-only grpc-status=14 grpc-message="…"`:
-/// what the block is, then its gRPC fields in wire order (`?` for a missing
-/// pseudo-header).
+/// `trailers grpc-status=0`, `trailers-only grpc-status=14 grpc-message="…"`,
+/// `POST /a.B/C grpc-encoding=gzip tenant=blue trace-bin=<16 bytes>`: what
+/// the block is (`?` for a missing pseudo-header), then in wire order the
+/// fields `how` shows (see [`RenderOptions`]), each value capped.
+pub(crate) fn header_text(block: &HeaderFields, how: &HeaderWords) -> String {
+    let pseudo = |h| capped(block.get(h).unwrap_or("?"));
+    let head = match block.kind() {
+        BlockKind::Request => HEAD_REQUEST,
+        BlockKind::Response => HEAD_RESPONSE,
+        BlockKind::Trailers | BlockKind::TrailersOnly => &[],
+    };
+    let mut out = match block.kind() {
+        BlockKind::Request => format!(
+            "{} {}",
+            pseudo(ShownHeader::Method),
+            pseudo(ShownHeader::Path)
+        ),
+        BlockKind::Response => format!(":status={}", pseudo(ShownHeader::Status)),
+        BlockKind::Trailers => "trailers".to_owned(),
+        BlockKind::TrailersOnly => "trailers-only".to_owned(),
+    };
+    for (name, value) in block.all().filter(|(n, _)| !head.contains(n)) {
+        let metadata = is_custom_metadata(name);
+        let shown = match ShownHeader::from_name(name) {
+            _ if how.all || metadata => true,
+            Some(ShownHeader::ContentType) => value != GRPC_CONTENT_TYPE,
+            Some(h) => !h.is_pseudo(),
+            None => false,
+        };
+        if !shown {
+            continue;
+        }
+        let name = capped(name);
+        let _ = if metadata && how.mask.masks(&name) {
+            write!(out, " {name}=<masked>")
+        } else if metadata && name.ends_with("-bin") {
+            match binary_len(value) {
+                Some(n) => write!(out, " {name}=<{n} bytes>"),
+                None => write!(out, " {name}=<{} octets, not base64>", value.len()),
+            }
+        } else if name == ShownHeader::GrpcMessage.name() {
+            write!(out, " {name}={}", quoted(value))
+        } else {
+            write!(out, " {name}={}", capped(value))
+        };
+    }
+    out
+}
+
+/// The pseudo-headers a request's and a response's head already shows.
+const HEAD_REQUEST: &[&str] = &[":method", ":path"];
+const HEAD_RESPONSE: &[&str] = &[":status"];
+
+/// The row's words for the block with the default [`RenderOptions`]:
+/// the fields that matter, metadata values unmasked.
 impl fmt::Display for HeaderFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let pseudo = |h| capped(self.get(h).unwrap_or("?"));
-        match self.kind() {
-            BlockKind::Request => write!(
-                f,
-                "{} {}",
-                pseudo(ShownHeader::Method),
-                pseudo(ShownHeader::Path)
-            )?,
-            BlockKind::Response => write!(f, ":status={}", pseudo(ShownHeader::Status))?,
-            BlockKind::Trailers => f.write_str("trailers")?,
-            BlockKind::TrailersOnly => f.write_str("trailers-only")?,
-        }
-        for (field, value) in self.iter().filter(|(h, _)| !h.is_pseudo()) {
-            let name = field.name();
-            if field == ShownHeader::GrpcMessage {
-                write!(f, " {name}={}", quoted(value))?;
-            } else {
-                write!(f, " {name}={}", capped(value))?;
-            }
-        }
-        Ok(())
+        f.write_str(&header_text(self, &HeaderWords::default()))
     }
 }
 
@@ -352,7 +418,7 @@ mod tests {
     use crate::wire::{ErrorCode, SettingId};
 
     fn text(frame: FrameType, flags: FrameFlags, detail: FrameDetail) -> String {
-        frame_text(frame, flags, &detail, None)
+        frame_text(frame, flags, &detail, None, &HeaderWords::default())
     }
 
     #[test]
@@ -362,7 +428,10 @@ mod tests {
             text(
                 FrameType::Data,
                 FrameFlags::END_STREAM,
-                FrameDetail::Data { len: 0 }
+                FrameDetail::Data {
+                    len: 0,
+                    compressed_flag: None
+                }
             ),
             "0 bytes END_STREAM"
         );
@@ -443,7 +512,8 @@ mod tests {
                 &FrameDetail::RstStream {
                     code: ErrorCode::Cancel
                 },
-                Some("RST_STREAM on stream 0 (RFC 9113 §6.4)")
+                Some("RST_STREAM on stream 0 (RFC 9113 §6.4)"),
+                &HeaderWords::default()
             ),
             "CANCEL, invalid: RST_STREAM on stream 0 (RFC 9113 §6.4)"
         );

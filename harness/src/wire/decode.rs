@@ -18,6 +18,7 @@
 //!   octets are only counted. A real peer would close the connection here.
 
 mod blocks;
+mod messages;
 mod parse;
 
 use self::blocks::PendingBlock;
@@ -145,6 +146,8 @@ struct Payload {
     first: Option<u8>,
     /// Set when the header already showed the frame is bad but skippable.
     reject: Option<String>,
+    /// A DATA frame's gRPC message follower (not for a rejected frame).
+    data: Option<messages::InData>,
 }
 
 /// Where the frame-size limit in force came from, for the FRAME_SIZE_ERROR
@@ -189,6 +192,7 @@ pub struct Decoder {
     pending: Option<PendingBlock>,
     hpack: FieldDecoder,
     streams: StreamKinds,
+    messages: messages::Messages,
 }
 
 impl std::fmt::Debug for Decoder {
@@ -244,6 +248,7 @@ impl Decoder {
             pending: None,
             hpack: FieldDecoder::new(limits.max_table_size, limits.max_header_list),
             streams: StreamKinds::new(direction),
+            messages: messages::Messages::default(),
         }
     }
 
@@ -393,6 +398,9 @@ impl Decoder {
                 } else if payload.first.is_none() {
                     payload.first = bytes.first().copied();
                 }
+                if let Some(data) = &mut payload.data {
+                    data.take(payload.head.len - payload.remaining, &bytes[..n]);
+                }
                 payload.remaining -= n as u32;
                 if payload.remaining == 0 {
                     (n, Step::PayloadDone)
@@ -484,12 +492,17 @@ impl Decoder {
         }
         let keep = !matches!(head.ty, FrameType::Data | FrameType::Unknown(_));
         let reject = check_skippable(&head).err();
+        let data = (head.ty == FrameType::Data && reject.is_none()).then(|| {
+            self.messages
+                .start(head.stream_id, head.len, head.has(flags::PADDED))
+        });
         self.state = State::Payload(Payload {
             head,
             remaining: head.len,
             keep: keep && reject.is_none(),
             first: None,
             reject,
+            data,
         });
         if head.len == 0 {
             self.on_payload(out);
@@ -568,7 +581,7 @@ impl Decoder {
             return;
         }
         let buf = std::mem::take(&mut self.buf);
-        let result = self.on_frame(head, payload.first, &buf, out);
+        let result = self.on_frame(head, payload.first, payload.data, &buf, out);
         self.buf = buf;
         self.recycle_buf();
         match result {
@@ -594,6 +607,7 @@ impl Decoder {
         &mut self,
         head: Head,
         first: Option<u8>,
+        data: Option<messages::InData>,
         payload: &[u8],
         out: &mut Vec<Event>,
     ) -> Result<(), Bad> {
@@ -601,10 +615,23 @@ impl Decoder {
             FrameType::Headers | FrameType::PushPromise => self.start_block(head, payload, out),
             FrameType::Continuation => self.continue_block(head, payload, out),
             _ => {
-                let detail = parse::detail(&head, first, payload)?;
-                let ended = match detail {
-                    Detail::Data { end_stream, .. } => end_stream,
-                    Detail::RstStream { .. } => true,
+                let mut detail = parse::detail(&head, first, payload)?;
+                let ended = match &mut detail {
+                    Detail::Data {
+                        end_stream,
+                        compressed_flag,
+                        ..
+                    } => {
+                        if let Some(data) = data {
+                            *compressed_flag = data.first_flag();
+                            self.messages.done(data, *end_stream);
+                        }
+                        *end_stream
+                    }
+                    Detail::RstStream { .. } => {
+                        self.messages.ended(head.stream_id);
+                        true
+                    }
                     _ => false,
                 };
                 if ended {

@@ -238,6 +238,13 @@ pub enum Detail {
         /// field and the padding. Flow control counts the whole
         /// [`Frame::len`] (§6.9.1).
         data_len: u32,
+        /// The Compressed-Flag octet (gRPC `PROTOCOL-HTTP2.md`,
+        /// Length-Prefixed-Message: 0 identity, 1 compressed with the
+        /// stream's `grpc-encoding`) of the first message whose 5-octet
+        /// prefix begins in this frame; `None` when none does (the frame
+        /// carries the rest of a message, or nothing). Followed per stream
+        /// by the [`Decoder`](super::Decoder), across frames.
+        compressed_flag: Option<u8>,
     },
     /// HEADERS (RFC 9113 §6.2), reported once the field block is complete:
     /// with `END_HEADERS` set, or after the last CONTINUATION (§6.10), in

@@ -65,6 +65,46 @@ impl Framing {
         found
     }
 
+    /// Feeds the next `data` octets like [`Framing::feed`], and returns the
+    /// Compressed-Flag octet of the first message whose 5-octet prefix
+    /// *begins* in them (its first octet is the flag, so a prefix split
+    /// across frames belongs to the frame that holds the flag). Collects
+    /// nothing else, so it does not allocate.
+    pub fn feed_first_flag(&mut self, mut data: &[u8]) -> Option<u8> {
+        let mut first = None;
+        while !data.is_empty() {
+            if self.remaining > 0 {
+                let take = usize::try_from(self.remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len());
+                self.remaining -= take as u64;
+                data = &data[take..];
+                if self.remaining == 0 {
+                    self.current = None;
+                }
+                continue;
+            }
+            if self.have == 0 {
+                first = first.or(Some(data[0]));
+            }
+            let take = (5 - self.have).min(data.len());
+            self.header[self.have..self.have + take].copy_from_slice(&data[..take]);
+            self.have += take;
+            data = &data[take..];
+            if self.have == 5 {
+                self.have = 0;
+                let [flag, a, b, c, d] = self.header;
+                let header = MessageHeader {
+                    flag,
+                    len: u32::from_be_bytes([a, b, c, d]),
+                };
+                self.remaining = u64::from(header.len);
+                self.current = (header.len > 0).then_some(header);
+            }
+        }
+        first
+    }
+
     /// Whether the octets so far end inside a message: inside its header
     /// or its body (a body cut there is one tonic's decoder refuses).
     pub fn ends_inside(&self) -> bool {
@@ -93,6 +133,19 @@ mod tests {
         let found = f.feed(&[9, 1, 0, 0, 0, 0]);
         assert_eq!(found, vec![(1, MessageHeader { flag: 1, len: 0 })]);
         assert_eq!(f.inside(), None, "both messages are whole");
+    }
+
+    #[test]
+    fn the_flag_belongs_to_the_frame_that_holds_it() {
+        let mut f = Framing::default();
+        assert_eq!(
+            f.feed_first_flag(&[1, 0]),
+            Some(1),
+            "the prefix begins here"
+        );
+        assert_eq!(f.feed_first_flag(&[0, 0, 2, 7]), None, "it ends here");
+        assert_eq!(f.feed_first_flag(&[8, 0, 0]), Some(0), "the next begins");
+        assert_eq!(f.feed_first_flag(&[0, 0, 0]), None);
     }
 
     #[test]

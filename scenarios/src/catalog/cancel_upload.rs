@@ -84,7 +84,7 @@ fn messages(trace: &Trace, from: &str, stream: u32) -> usize {
     trace
         .events_on(from)
         .filter(|e| {
-            matches!(&e.kind, EventKind::Frame { stream: s, detail: FrameDetail::Data { len }, .. }
+            matches!(&e.kind, EventKind::Frame { stream: s, detail: FrameDetail::Data { len, .. }, .. }
                 if *s == stream && *len > 0)
         })
         .count()

@@ -332,6 +332,30 @@ impl DirectionTap {
         let swallowed = asked.as_ref().is_some_and(|a| a.swallow)
             && matches!(fate, Fate::Passed | Fate::Behind { .. } | Fate::BehindHeld);
         let fate = if swallowed { Fate::Swallowed } else { fate };
+        if let Some((path, timeout)) = self.unrecorded_call(frame) {
+            let call = self.shared.recorder.next_call();
+            let recorder = &self.shared.recorder;
+            recorder.push_at(
+                now,
+                &self.from,
+                EventKind::CallSeenOnWire {
+                    call,
+                    conn: self.conn,
+                    stream: frame.stream_id,
+                },
+            );
+            recorder.push_at(
+                now,
+                &self.from,
+                EventKind::CallStarted {
+                    call,
+                    target: self.to.to_string(),
+                    path,
+                    timeout,
+                    parent: None,
+                },
+            );
+        }
         self.shared.recorder.push_at(
             now,
             &self.from,
@@ -390,6 +414,28 @@ impl DirectionTap {
         if let Some(asked) = asked {
             self.policy_act(asked, out);
         }
+    }
+
+    /// The path and `grpc-timeout` of a request a tonic client wrote
+    /// without the harness's call-id header (a call through a channel the
+    /// harness does not record: [`crate::Host::tonic_channel`]); `None`
+    /// for any other frame. tonic's channel puts `tonic/<version>` in the
+    /// `user-agent` of every request (`transport/channel/service/user_agent.rs`),
+    /// which tells its calls from a raw peer's requests.
+    fn unrecorded_call(&self, frame: &Frame) -> Option<(String, Option<Duration>)> {
+        let Detail::Headers { block, .. } = &frame.detail else {
+            return None;
+        };
+        let tonic = block
+            .get("user-agent")
+            .is_some_and(|ua| ua.contains("tonic/"));
+        let unrecorded = block.get(crate::recorder::CALL_ID_HEADER).is_none();
+        let request = self.decoder.direction() == Direction::ClientToServer
+            && block.kind == BlockKind::Request;
+        if !(request && tonic && unrecorded) {
+            return None;
+        }
+        Some((block.path.clone()?, block.grpc_timeout_duration()))
     }
 
     /// How a frame waits: for its own action, and behind what queues ahead

@@ -2,7 +2,7 @@
 //! ([`FrameDetail`]) and whether it is noise the default render hides. No
 //! words here: the trace's row builder makes them.
 
-use crate::recorder::event::{FrameDetail, FrameFlags, HeaderFields, ShownHeader};
+use crate::recorder::event::{FrameDetail, FrameFlags, HeaderFields};
 use crate::wire::{Detail, Frame, FrameType, HeaderBlock};
 
 /// Stream WINDOW_UPDATEs below this many octets are noise the default render
@@ -25,10 +25,14 @@ pub(crate) fn summarize(frame: &Frame) -> Summary {
         Detail::Data {
             end_stream,
             data_len,
+            compressed_flag,
             ..
         } => (
             flags.with(FrameFlags::END_STREAM, *end_stream),
-            FrameDetail::Data { len: *data_len },
+            FrameDetail::Data {
+                len: *data_len,
+                compressed_flag: *compressed_flag,
+            },
             false,
         ),
         Detail::Headers {
@@ -104,11 +108,11 @@ pub(crate) fn summarize(frame: &Frame) -> Summary {
     }
 }
 
-/// The fields of `block` a trace keeps ([`ShownHeader`]), in wire order.
+/// Every field of `block`, in wire order, as decoded.
 fn shown(block: &HeaderBlock) -> HeaderFields {
     let fields = block
         .all()
         .iter()
-        .filter_map(|(name, value)| Some((ShownHeader::from_name(name)?, value.as_str())));
+        .map(|(name, value)| (name.as_str(), value.as_str()));
     HeaderFields::new(block.kind, fields)
 }

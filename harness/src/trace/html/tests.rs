@@ -148,7 +148,10 @@ fn hostile_trace() -> Trace {
         frame(
             1,
             (FrameType::Data, FrameFlags::NONE),
-            FrameDetail::Data { len: 5 },
+            FrameDetail::Data {
+                len: 5,
+                compressed_flag: None,
+            },
             Fate::BehindHeld,
             false,
         ),

@@ -154,6 +154,7 @@ pub(super) fn detail(head: &Head, first: Option<u8>, payload: &[u8]) -> Result<D
                 end_stream: head.has(flags::END_STREAM),
                 padded_len,
                 data_len: head.len - overhead,
+                compressed_flag: None,
             }
         }
         FrameType::Priority => Detail::Priority,

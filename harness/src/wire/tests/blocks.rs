@@ -306,7 +306,9 @@ fn padding_on_data_and_headers() {
         Detail::Data {
             end_stream: true,
             padded_len: Some(3),
-            data_len: 5
+            data_len: 5,
+            // The first data octet, not the Pad Length before it.
+            compressed_flag: Some(0xAB),
         }
     );
     assert_eq!(f[2].len, 1 + 5 + 3);
@@ -315,7 +317,8 @@ fn padding_on_data_and_headers() {
         Detail::Data {
             end_stream: false,
             padded_len: Some(0),
-            data_len: 0
+            data_len: 0,
+            compressed_flag: None,
         }
     );
 }
