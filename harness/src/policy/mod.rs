@@ -130,6 +130,7 @@ mod enforcer;
 mod keepalive;
 mod middlebox;
 mod middlebox_presets;
+mod middlebox_streams;
 mod plan;
 mod presets;
 mod react;
