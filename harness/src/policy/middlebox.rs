@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
+use super::middlebox_timeout::UpstreamTimeout;
 use crate::recorder::event::{EventKind, Fate, FrameDetail};
 use crate::trace::fmt_duration;
 use crate::wire::{Direction, ErrorCode, FrameType};
@@ -111,6 +112,10 @@ pub struct Middlebox {
     /// `DEFAULT_LOCAL_RESET_COUNT_MAX`), so a box that refuses more than
     /// that on one connection is not emulated faithfully.
     pub max_concurrent_streams: Option<u32>,
+    /// An upstream response timeout: at expiry the box ends the client's
+    /// stream with the response the real box synthesizes (see
+    /// [`UpstreamTimeout`]). Default: none.
+    pub upstream_timeout: Option<UpstreamTimeout>,
     /// The client hosts whose connections pass the box; empty (the
     /// default): every client's. Connections from other hosts are not
     /// touched.
@@ -318,6 +323,7 @@ impl Middlebox {
             connection_lifetime: None,
             stream_lifetime: None,
             max_concurrent_streams: None,
+            upstream_timeout: None,
             clients: Vec::new(),
         }
     }
@@ -344,6 +350,9 @@ impl Middlebox {
         if let Some(l) = &self.stream_lifetime {
             out.push(("stream_lifetime.after", l.after));
         }
+        if let Some(t) = &self.upstream_timeout {
+            out.push(("upstream_timeout.after", t.after));
+        }
         out
     }
 }
@@ -364,6 +373,8 @@ pub(crate) struct BoxConn {
     pub(super) goaway_at: Option<Duration>,
     /// The stream limit and the streams it refused.
     pub(super) limit: super::middlebox_streams::Limit,
+    /// Streams the box ended at their upstream timeout.
+    pub(super) ended: super::middlebox_timeout::Ended,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -372,6 +383,12 @@ pub(super) struct Stream {
     pub(super) last: Duration,
     pub(super) client_done: bool,
     pub(super) server_done: bool,
+    /// When the client's request was complete (its END_STREAM).
+    pub(super) request_end: Option<Duration>,
+    /// The server's last HEADERS or DATA on the stream (from its open).
+    pub(super) last_read: Duration,
+    /// Whether the server's response headers went out.
+    pub(super) response_headers: bool,
 }
 
 /// Which of the box's timers is due.
@@ -380,6 +397,7 @@ enum Due {
     ConnIdle,
     StreamIdle(u32),
     StreamLife(u32),
+    Upstream(u32),
     GoAway,
     GraceOver,
 }
@@ -399,6 +417,7 @@ impl BoxConn {
             pings_noted: false,
             goaway_at: None,
             limit: Default::default(),
+            ended: Default::default(),
         }
     }
 
@@ -425,6 +444,9 @@ impl BoxConn {
             }
             if let Some(l) = &self.cfg.stream_lifetime {
                 out.push((s.opened + l.after, Due::StreamLife(id)));
+            }
+            if let Some(at) = self.upstream_due(id) {
+                out.push((at, Due::Upstream(id)));
             }
         }
         if let Some(l) = &self.cfg.connection_lifetime {
@@ -457,6 +479,9 @@ impl BoxConn {
                         last: now,
                         client_done: false,
                         server_done: false,
+                        request_end: None,
+                        last_read: now,
+                        response_headers: false,
                     },
                 );
             }
@@ -466,10 +491,21 @@ impl BoxConn {
             }
             _ => {}
         }
+        if let (false, Some(s)) = (client, self.streams.get_mut(&id)) {
+            match frame.frame_type() {
+                FrameType::Headers => {
+                    s.response_headers = true;
+                    s.last_read = now;
+                }
+                FrameType::Data => s.last_read = now,
+                _ => {}
+            }
+        }
         if frame.flags().end_stream() {
             if let Some(s) = self.streams.get_mut(&id) {
                 if client {
                     s.client_done = true;
+                    s.request_end = Some(now);
                 } else {
                     s.server_done = true;
                 }
@@ -563,7 +599,7 @@ impl ConnectionPolicy for BoxConn {
         if !self.active || frame.fate() == Fate::Dropped {
             return;
         }
-        if self.limit_frame(frame, fx) {
+        if self.ended_frame(frame, fx) || self.limit_frame(frame, fx) {
             self.arm(fx);
             return;
         }
@@ -625,6 +661,12 @@ impl ConnectionPolicy for BoxConn {
                         fmt_duration(s.opened)
                     );
                     self.reset_stream(fx, id, l.code, &why);
+                }
+                Due::Upstream(id) => {
+                    // A reply already sent (a reset, another timer) ends it.
+                    if self.upstream_due(id).is_some_and(|at| at <= now) {
+                        self.upstream_expired(fx, id);
+                    }
                 }
                 Due::GoAway => {
                     let Some(l) = self.cfg.connection_lifetime else {

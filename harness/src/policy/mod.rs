@@ -131,6 +131,7 @@ mod keepalive;
 mod middlebox;
 mod middlebox_presets;
 mod middlebox_streams;
+mod middlebox_timeout;
 mod plan;
 mod presets;
 mod react;
@@ -148,4 +149,5 @@ pub(crate) use middlebox::BoxConn;
 pub use middlebox::{
     Activity, ConnectionLifetime, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers,
 };
+pub use middlebox_timeout::{LocalReply, TimeoutStart, UpstreamTimeout};
 pub use plan::{reaction, Action, OpenStream, TOO_MANY_PINGS, UNAVAILABLE};
