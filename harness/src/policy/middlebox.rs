@@ -545,6 +545,12 @@ impl BoxConn {
     fn idle_words(&self, what: &str, t: &IdleTimeout, since: Duration) -> String {
         let reset = if t.reset_by == Activity::NONE {
             format!("open since {}", fmt_duration(since))
+        } else if t.reset_by == Activity::ANY_FRAME {
+            format!(
+                "no frame{} since {}",
+                t.written_by.words(),
+                fmt_duration(since)
+            )
         } else {
             format!(
                 "no {}{} since {}",

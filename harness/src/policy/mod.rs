@@ -124,6 +124,7 @@
 //! and no second reaction; server frames change nothing.
 
 mod check;
+mod check_middlebox;
 mod connection;
 mod enforce;
 mod enforcer;
@@ -140,6 +141,7 @@ mod react;
 mod tests;
 
 pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
+pub use check_middlebox::{check_middlebox, MiddleboxReport};
 pub(crate) use connection::{Close, TimerChange};
 pub use connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 pub(crate) use enforce::KeepaliveEnforcement;
