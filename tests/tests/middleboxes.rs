@@ -217,6 +217,31 @@ fn dead_backend_world(mb: Option<Middlebox>, deadline: Option<Duration>, seen: S
     sim
 }
 
+/// Envoy as deployments that stream configure it: the route timeout off
+/// (`timeout: 0s`, as Envoy's timeouts FAQ says for streaming responses).
+fn envoy_for_streaming() -> Middlebox {
+    let mut envoy = Middlebox::envoy();
+    envoy.upstream_timeout = None;
+    envoy
+}
+
+/// With Envoy's default route timeout (15 s) the same dead backend is
+/// found by the box: the call ends at 15 s with Envoy's trailers-only
+/// UNAVAILABLE "upstream request timeout", before the 30 s deadline.
+#[test]
+fn envoys_route_timeout_is_what_ends_a_call_to_a_dead_backend() -> grpc_chaos::Result {
+    let seen = seen();
+    let trace = dead_backend_world(Some(Middlebox::envoy()), Some(secs(30)), seen.clone()).run()?;
+    let (code, message, _) = seen.lock().unwrap().clone().expect("ended");
+    assert_eq!(
+        (code, message.as_str()),
+        (Code::Unavailable, "upstream request timeout")
+    );
+    let ended = trace.calls()[0].ended_at.expect("ended");
+    assert!(ended >= secs(15) && ended < secs(16), "{ended:?}");
+    Ok(())
+}
+
 /// The story: behind Envoy (which answers PINGs itself), the backend dies;
 /// every keepalive PING is ACKed by the box, so keepalive never closes the
 /// connection, and a call without a deadline hangs to the end of the run.
@@ -226,7 +251,7 @@ fn keepalive_cannot_see_a_dead_backend_behind_a_ping_answering_proxy() -> grpc_c
     // Without a deadline the call never ends: the run's clients are still
     // waiting when it is over.
     let seen_forever = seen();
-    let err = dead_backend_world(Some(Middlebox::envoy()), None, seen_forever.clone())
+    let err = dead_backend_world(Some(envoy_for_streaming()), None, seen_forever.clone())
         .run()
         .expect_err("the call hangs");
     assert!(seen_forever.lock().unwrap().is_none(), "{err}");
@@ -234,7 +259,8 @@ fn keepalive_cannot_see_a_dead_backend_behind_a_ping_answering_proxy() -> grpc_c
     // With a 30 s deadline: DEADLINE_EXCEEDED at 30 s, although eight
     // PINGs were ACKed (by the box) meanwhile.
     let seen = seen();
-    let trace = dead_backend_world(Some(Middlebox::envoy()), Some(secs(30)), seen.clone()).run()?;
+    let trace =
+        dead_backend_world(Some(envoy_for_streaming()), Some(secs(30)), seen.clone()).run()?;
     let text = trace.render();
     let acks = pings(&trace, true);
     assert!(acks.len() >= 5, "{text}");
@@ -322,12 +348,14 @@ fn an_nginx_read_timeout_resets_a_stream_the_backend_is_silent_on() -> grpc_chao
     let trace = watch_world(Some(Middlebox::nginx()), secs(70), 3, seen.clone()).run()?;
     let text = trace.render();
     assert!(
-        text.contains("c1 nginx: RST_STREAM(CANCEL) on s1 both ways: s1 idle timeout 60000ms: no DATA or HEADERS from the server since 20ms"),
+        text.contains("c1 nginx: s1 upstream timeout 60000ms (nothing read from the server since 20ms): RST_STREAM(INTERNAL_ERROR) to the client (its response headers went out); RST_STREAM(CANCEL) to the server"),
         "{text}"
     );
+    // tonic: INTERNAL for RST_STREAM(INTERNAL_ERROR), as gRPC's HTTP/2
+    // error-code table maps it.
     assert_eq!(
         seen.lock().unwrap().clone().map(|s| (s.0, s.2)),
-        Some((Code::Cancelled, 1))
+        Some((Code::Internal, 1))
     );
     Ok(())
 }

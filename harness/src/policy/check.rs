@@ -82,9 +82,9 @@ pub struct KeepaliveCheck {
 }
 
 /// The check's server host.
-const SERVER: &str = "server";
+pub(super) const SERVER: &str = "server";
 /// The check's client host.
-const CLIENT: &str = "client";
+pub(super) const CLIENT: &str = "client";
 /// The probe service's method: a server stream of empty messages.
 const HOLD: &str = "/grpc.chaos.KeepaliveProbe/Hold";
 
@@ -171,7 +171,7 @@ pub fn check_keepalive(
 }
 
 /// One call of the probe, read to its end.
-async fn hold(grpc: &mut tonic::client::Grpc<crate::Channel>) -> Result<(), Status> {
+pub(super) async fn hold(grpc: &mut tonic::client::Grpc<crate::Channel>) -> Result<(), Status> {
     grpc.ready()
         .await
         .map_err(|e| Status::unavailable(e.to_string()))?;
@@ -339,9 +339,9 @@ impl fmt::Display for KeepaliveReport {
 /// The probe service: one server-streaming method whose responses follow
 /// the [`Traffic`] shape, until `duration` after the start of the run.
 #[derive(Clone)]
-struct Probe {
-    traffic: Traffic,
-    duration: Duration,
+pub(super) struct Probe {
+    pub(super) traffic: Traffic,
+    pub(super) duration: Duration,
 }
 
 impl tonic::server::NamedService for Probe {

@@ -201,6 +201,9 @@ pub struct Effects {
     pub(crate) records: Vec<EventKind>,
     /// The policy's name, for a close.
     pub(crate) name: String,
+    /// Octets that go on the wire instead of the frame
+    /// [`ConnectionPolicy::on_frame`] is looking at ([`Effects::rewrite`]).
+    pub(crate) rewrite: Option<Bytes>,
 }
 
 impl Effects {
@@ -213,6 +216,7 @@ impl Effects {
         self.close = None;
         self.timer = TimerChange::Keep;
         self.records.clear();
+        self.rewrite = None;
     }
 
     /// *Simulated* time now, since the start of the run.
@@ -273,6 +277,18 @@ impl Effects {
             policy: self.name.clone(),
             reason: reason.into(),
         });
+    }
+
+    /// Puts `bytes` on the wire instead of the frame
+    /// [`ConnectionPolicy::on_frame`] is looking at, in its place in the
+    /// stream (no effect in [`ConnectionPolicy::on_timer`], or when a frame
+    /// fault already dropped or replaced the frame). The frame is recorded
+    /// as its sender wrote it; the policy says in its own trace line what
+    /// it changed. Crate-private: a middlebox uses it to keep the
+    /// receiver's HPACK decoder in step with a header block it must not
+    /// deliver as written (see [`super::Middlebox::max_concurrent_streams`]).
+    pub(crate) fn rewrite(&mut self, bytes: Bytes) {
+        self.rewrite = Some(bytes);
     }
 
     /// Keepalive enforcement's close: recorded as `KeepaliveClosed`.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
+use super::middlebox_timeout::UpstreamTimeout;
 use crate::recorder::event::{EventKind, Fate, FrameDetail};
 use crate::trace::fmt_duration;
 use crate::wire::{Direction, ErrorCode, FrameType};
@@ -69,6 +70,52 @@ pub struct Middlebox {
     pub connection_lifetime: Option<ConnectionLifetime>,
     /// A cap on a stream's age, from the client's HEADERS. Default: none.
     pub stream_lifetime: Option<StreamLifetime>,
+    /// A per-connection stream limit at the box: the box advertises
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` = this many to the client (in the
+    /// server's own SETTINGS, lowered to it when the server's is higher)
+    /// and answers a client stream that would exceed it with
+    /// RST_STREAM(REFUSED_STREAM) (RFC 9113 §5.1.2: "MUST treat this as a
+    /// stream error … of type PROTOCOL_ERROR or REFUSED_STREAM"; REFUSED_STREAM
+    /// says the request was not processed, §8.7, and gRPC's
+    /// `PROTOCOL-HTTP2.md` maps it to UNAVAILABLE). The refused stream never
+    /// reaches the server's handler. Default: none. `Some(0)` is a
+    /// misconfiguration from [`Sim::run`](crate::Sim::run).
+    ///
+    /// A client only exceeds the limit before it has read the box's
+    /// SETTINGS: hyper's client opens up to 100 streams on a new
+    /// connection before the server's SETTINGS arrive (hyper
+    /// `proto/h2/client.rs`, `DEFAULT_INITIAL_MAX_SEND_STREAMS`), and h2
+    /// queues streams above the limit locally after (read, and seen in
+    /// `tests/tests/middleboxes.rs`). So a burst on a cold connection is
+    /// refused in part; the same burst on a warm one waits in the client.
+    ///
+    /// How the box refuses without breaking HPACK: the box is drawn
+    /// transparent (one connection), and the client's HEADERS may have
+    /// added entries to the dynamic table its encoder shares with the
+    /// server's decoder (RFC 7541 §2.3.2), so the box must not swallow it.
+    /// It forwards the header block as the client wrote it, with one
+    /// literal field *without indexing* appended (`connection: close`,
+    /// RFC 7541 §6.2.2, which leaves the tables alone): h2's server decodes
+    /// the whole block, so its table stays in step, then rejects the request
+    /// as malformed (a connection-specific field, RFC 9113 §8.2.2) with
+    /// RST_STREAM(PROTOCOL_ERROR) before any handler sees it (h2
+    /// `frame/headers.rs` `HeaderBlock::load`, `codec/framed_read.rs`;
+    /// read). The box swallows that RST_STREAM and every later frame of the
+    /// stream except header blocks (which it forwards, for the same
+    /// reason). A real proxy terminates HTTP/2 and decodes the block
+    /// itself: nginx answers RST_STREAM(REFUSED_STREAM) and still parses
+    /// the refused stream's header block (`ngx_http_v2.c`,
+    /// `ngx_http_v2_state_headers`: "concurrent streams exceeded", then
+    /// the header-block states with no stream; read), so its table stays
+    /// in step; the wire toward the client is the same. h2 resets at most 1,024 such streams per
+    /// connection before it answers GOAWAY(ENHANCE_YOUR_CALM) (h2
+    /// `DEFAULT_LOCAL_RESET_COUNT_MAX`), so a box that refuses more than
+    /// that on one connection is not emulated faithfully.
+    pub max_concurrent_streams: Option<u32>,
+    /// An upstream response timeout: at expiry the box ends the client's
+    /// stream with the response the real box synthesizes (see
+    /// [`UpstreamTimeout`]). Default: none.
+    pub upstream_timeout: Option<UpstreamTimeout>,
     /// The client hosts whose connections pass the box; empty (the
     /// default): every client's. Connections from other hosts are not
     /// touched.
@@ -275,6 +322,8 @@ impl Middlebox {
             pings: Pings::Forward,
             connection_lifetime: None,
             stream_lifetime: None,
+            max_concurrent_streams: None,
+            upstream_timeout: None,
             clients: Vec::new(),
         }
     }
@@ -301,32 +350,45 @@ impl Middlebox {
         if let Some(l) = &self.stream_lifetime {
             out.push(("stream_lifetime.after", l.after));
         }
+        if let Some(t) = &self.upstream_timeout {
+            out.push(("upstream_timeout.after", t.after));
+        }
         out
     }
 }
 
 /// One connection through a [`Middlebox`].
 pub(crate) struct BoxConn {
-    cfg: Arc<Middlebox>,
-    conn: u32,
-    client: String,
+    pub(super) cfg: Arc<Middlebox>,
+    pub(super) conn: u32,
+    pub(super) client: String,
     /// Whether this connection passes the box (its client is listed).
-    active: bool,
-    opened_at: Duration,
+    pub(super) active: bool,
+    pub(super) opened_at: Duration,
     /// The last activity that resets the connection timer.
-    last: Duration,
-    streams: BTreeMap<u32, Stream>,
-    max_stream: u32,
-    pings_noted: bool,
-    goaway_at: Option<Duration>,
+    pub(super) last: Duration,
+    pub(super) streams: BTreeMap<u32, Stream>,
+    pub(super) max_stream: u32,
+    pub(super) pings_noted: bool,
+    pub(super) goaway_at: Option<Duration>,
+    /// The stream limit and the streams it refused.
+    pub(super) limit: super::middlebox_streams::Limit,
+    /// Streams the box ended at their upstream timeout.
+    pub(super) ended: super::middlebox_timeout::Ended,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Stream {
-    opened: Duration,
-    last: Duration,
-    client_done: bool,
-    server_done: bool,
+pub(super) struct Stream {
+    pub(super) opened: Duration,
+    pub(super) last: Duration,
+    pub(super) client_done: bool,
+    pub(super) server_done: bool,
+    /// When the client's request was complete (its END_STREAM).
+    pub(super) request_end: Option<Duration>,
+    /// The server's last HEADERS or DATA on the stream (from its open).
+    pub(super) last_read: Duration,
+    /// Whether the server's response headers went out.
+    pub(super) response_headers: bool,
 }
 
 /// Which of the box's timers is due.
@@ -335,6 +397,7 @@ enum Due {
     ConnIdle,
     StreamIdle(u32),
     StreamLife(u32),
+    Upstream(u32),
     GoAway,
     GraceOver,
 }
@@ -353,10 +416,12 @@ impl BoxConn {
             max_stream: 0,
             pings_noted: false,
             goaway_at: None,
+            limit: Default::default(),
+            ended: Default::default(),
         }
     }
 
-    fn note(&self, fx: &mut Effects, action: String) {
+    pub(super) fn note(&self, fx: &mut Effects, action: String) {
         fx.record(EventKind::PolicyActed {
             conn: self.conn,
             to: self.client.clone(),
@@ -380,6 +445,9 @@ impl BoxConn {
             if let Some(l) = &self.cfg.stream_lifetime {
                 out.push((s.opened + l.after, Due::StreamLife(id)));
             }
+            if let Some(at) = self.upstream_due(id) {
+                out.push((at, Due::Upstream(id)));
+            }
         }
         if let Some(l) = &self.cfg.connection_lifetime {
             match self.goaway_at {
@@ -390,7 +458,7 @@ impl BoxConn {
         out
     }
 
-    fn arm(&self, fx: &mut Effects) {
+    pub(super) fn arm(&self, fx: &mut Effects) {
         match self.deadlines().iter().map(|(at, _)| *at).min() {
             Some(at) => fx.timer_at(at),
             None => fx.clear_timer(),
@@ -411,6 +479,9 @@ impl BoxConn {
                         last: now,
                         client_done: false,
                         server_done: false,
+                        request_end: None,
+                        last_read: now,
+                        response_headers: false,
                     },
                 );
             }
@@ -420,10 +491,21 @@ impl BoxConn {
             }
             _ => {}
         }
+        if let (false, Some(s)) = (client, self.streams.get_mut(&id)) {
+            match frame.frame_type() {
+                FrameType::Headers => {
+                    s.response_headers = true;
+                    s.last_read = now;
+                }
+                FrameType::Data => s.last_read = now,
+                _ => {}
+            }
+        }
         if frame.flags().end_stream() {
             if let Some(s) = self.streams.get_mut(&id) {
                 if client {
                     s.client_done = true;
+                    s.request_end = Some(now);
                 } else {
                     s.server_done = true;
                 }
@@ -463,6 +545,12 @@ impl BoxConn {
     fn idle_words(&self, what: &str, t: &IdleTimeout, since: Duration) -> String {
         let reset = if t.reset_by == Activity::NONE {
             format!("open since {}", fmt_duration(since))
+        } else if t.reset_by == Activity::ANY_FRAME {
+            format!(
+                "no frame{} since {}",
+                t.written_by.words(),
+                fmt_duration(since)
+            )
         } else {
             format!(
                 "no {}{} since {}",
@@ -515,6 +603,10 @@ impl BoxConn {
 impl ConnectionPolicy for BoxConn {
     fn on_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
         if !self.active || frame.fate() == Fate::Dropped {
+            return;
+        }
+        if self.ended_frame(frame, fx) || self.limit_frame(frame, fx) {
+            self.arm(fx);
             return;
         }
         self.track(frame);
@@ -575,6 +667,12 @@ impl ConnectionPolicy for BoxConn {
                         fmt_duration(s.opened)
                     );
                     self.reset_stream(fx, id, l.code, &why);
+                }
+                Due::Upstream(id) => {
+                    // A reply already sent (a reset, another timer) ends it.
+                    if self.upstream_due(id).is_some_and(|at| at <= now) {
+                        self.upstream_expired(fx, id);
+                    }
                 }
                 Due::GoAway => {
                     let Some(l) = self.cfg.connection_lifetime else {

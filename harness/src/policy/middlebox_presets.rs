@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::middlebox::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers};
+use super::middlebox::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime};
+use super::middlebox_timeout::UpstreamTimeout;
 use crate::wire::ErrorCode;
 
 impl Middlebox {
@@ -84,7 +85,12 @@ impl Middlebox {
     /// stream's idle timer fires (a synthesized response before the
     /// response headers, a reset after). The preset resets the stream
     /// both ways with RST_STREAM(CANCEL); override `stream_idle.on_expiry`.
-    /// The route timeout (15 s, a synthesized response) is not modelled.
+    ///
+    /// `upstream_timeout`: the route `timeout`, 15 s from the end of the
+    /// request, answered with a trailers-only UNAVAILABLE "upstream request
+    /// timeout" ([`UpstreamTimeout::envoy_route`], where each value's
+    /// source is). Envoy's docs say to disable it (`timeout: 0s`) for
+    /// streaming responses; do that with `upstream_timeout = None`.
     pub fn envoy() -> Self {
         Self {
             stream_idle: Some(IdleTimeout::new(
@@ -101,6 +107,7 @@ impl Middlebox {
                 )
             }),
             pings: Pings::Answer,
+            upstream_timeout: Some(UpstreamTimeout::envoy_route()),
             ..Self::new("Envoy")
         }
     }
@@ -112,27 +119,14 @@ impl Middlebox {
     ///
     /// | field | value |
     /// |---|---|
-    /// | `stream_idle.after` | 60 s (`grpc_read_timeout 60s` default) |
-    /// | `stream_idle.reset_by` | DATA or HEADERS from the server ([`Writers::Server`]): the timeout is between two successive reads from the gRPC server, not for the whole response |
+    /// | `upstream_timeout` | [`UpstreamTimeout::nginx_read`]: 60 s (`grpc_read_timeout 60s` default) between two reads from the gRPC server, not for the whole response; at expiry `:status 504` with nginx's error page before the response headers, RST_STREAM(INTERNAL_ERROR) after them, and the stream reset upstream (each value's source is on that function) |
     /// | `pings` | [`Pings::Answer`]: nginx terminates HTTP/2 towards the client (PING is a frame of one connection, RFC 9113 §6.7); read, not measured |
     ///
-    /// **Not confirmed** from a source read here: what nginx sends the
-    /// client when the read timeout fires on a stream (before response
-    /// headers nginx's upstream module answers 504; after them, a reset is
-    /// expected but not checked). The preset resets the stream both ways
-    /// with RST_STREAM(CANCEL); override `stream_idle.on_expiry`.
     /// `grpc_send_timeout` (60 s between two writes to a server that does
     /// not read, a flow-control stall) is not modelled.
     pub fn nginx() -> Self {
         Self {
-            stream_idle: Some(IdleTimeout {
-                written_by: Writers::Server,
-                ..IdleTimeout::new(
-                    Duration::from_secs(60),
-                    Activity::DATA_OR_HEADERS,
-                    Expiry::RstStream(ErrorCode::Cancel),
-                )
-            }),
+            upstream_timeout: Some(UpstreamTimeout::nginx_read()),
             pings: Pings::Answer,
             ..Self::new("nginx")
         }

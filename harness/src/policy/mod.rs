@@ -124,12 +124,15 @@
 //! and no second reaction; server frames change nothing.
 
 mod check;
+mod check_middlebox;
 mod connection;
 mod enforce;
 mod enforcer;
 mod keepalive;
 mod middlebox;
 mod middlebox_presets;
+mod middlebox_streams;
+mod middlebox_timeout;
 mod plan;
 mod presets;
 mod react;
@@ -138,6 +141,7 @@ mod react;
 mod tests;
 
 pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
+pub use check_middlebox::{check_middlebox, MiddleboxReport};
 pub(crate) use connection::{Close, TimerChange};
 pub use connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 pub(crate) use enforce::KeepaliveEnforcement;
@@ -147,4 +151,5 @@ pub(crate) use middlebox::BoxConn;
 pub use middlebox::{
     Activity, ConnectionLifetime, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers,
 };
+pub use middlebox_timeout::{LocalReply, TimeoutStart, UpstreamTimeout};
 pub use plan::{reaction, Action, OpenStream, TOO_MANY_PINGS, UNAVAILABLE};

@@ -44,7 +44,12 @@ pub(crate) fn encode_action(action: &Action) -> Option<Vec<u8>> {
 /// (gRPC `PROTOCOL-HTTP2.md`): a trailers-only response (`:status: 200`,
 /// `content-type: application/grpc`, then the status) when `response` is
 /// true, plain trailers otherwise.
-fn status_headers(stream_id: u32, response: bool, status: u32, message: &str) -> Vec<u8> {
+pub(crate) fn status_headers(
+    stream_id: u32,
+    response: bool,
+    status: u32,
+    message: &str,
+) -> Vec<u8> {
     let mut block = Vec::new();
     if response {
         // `:status: 200` is entry 8 of the static table (RFC 7541 Appendix A).
@@ -60,6 +65,30 @@ fn status_headers(stream_id: u32, response: bool, status: u32, message: &str) ->
     encode::frame(
         FrameType::Headers,
         flags::END_STREAM | flags::END_HEADERS,
+        stream_id,
+        &block,
+    )
+}
+
+/// One HEADERS frame with END_HEADERS carrying a plain HTTP response's
+/// headers, as a proxy's own error page starts: `:status` (a literal with
+/// the static table's name 8, RFC 7541 Appendix A, so any code encodes)
+/// and `content-type`; END_STREAM when `end_stream` (no body follows).
+/// Same representations as [`status_headers`]: the peer's dynamic table is
+/// left alone.
+pub(crate) fn http_headers(
+    stream_id: u32,
+    status: u16,
+    content_type: &str,
+    end_stream: bool,
+) -> Vec<u8> {
+    let mut block = Vec::new();
+    literal_indexed_name(&mut block, 8, status.to_string().as_bytes());
+    literal_indexed_name(&mut block, 31, content_type.as_bytes());
+    let end = if end_stream { flags::END_STREAM } else { 0 };
+    encode::frame(
+        FrameType::Headers,
+        end | flags::END_HEADERS,
         stream_id,
         &block,
     )
@@ -231,6 +260,25 @@ mod tests {
 
     fn frames_block(frame: &[u8]) -> Vec<u8> {
         frame[9..].to_vec()
+    }
+
+    #[test]
+    fn an_http_reply_decodes_with_any_status() {
+        let frames = decode(&http_headers(5, 504, "text/html", false));
+        let Detail::Headers {
+            end_stream, block, ..
+        } = &frames[0].detail
+        else {
+            panic!("not HEADERS: {:?}", frames[0]);
+        };
+        assert!(!end_stream);
+        assert_eq!(
+            block.all(),
+            [
+                (":status".to_owned(), "504".to_owned()),
+                ("content-type".to_owned(), "text/html".to_owned()),
+            ]
+        );
     }
 
     #[test]

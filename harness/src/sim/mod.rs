@@ -392,8 +392,10 @@ impl Sim {
     ///
     /// Errors from [`Sim::run`] (misconfigurations that say what to
     /// change): an unknown `host` or a client host; a listed client that
-    /// is not a client host; an idle timer or a lifetime cap of zero; a run
-    /// with [`SimBuilder::wire_tap`]`(false)`.
+    /// is not a client host; an idle timer, a lifetime cap or an upstream
+    /// timeout of zero; a stream limit of zero
+    /// (`max_concurrent_streams: Some(0)`); a run with
+    /// [`SimBuilder::wire_tap`]`(false)`.
     pub fn middlebox(
         &mut self,
         host: impl Into<String>,

@@ -313,6 +313,13 @@ impl Sim {
                     ))));
                 }
             }
+            if mb.max_concurrent_streams == Some(0) {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "the middlebox {name} on `{host}` has max_concurrent_streams = Some(0), which \
+                     refuses every stream with REFUSED_STREAM (a client that read the box's \
+                     SETTINGS could open none); give it at least 1, or None for no limit at the box"
+                ))));
+            }
             for (field, value) in mb.durations() {
                 if value.is_zero() {
                     return Err(Error::new(Kind::Misconfigured(format!(

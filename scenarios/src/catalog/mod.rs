@@ -13,11 +13,14 @@ mod dead_peer_stream;
 mod deadline_chain;
 mod etcd_keepalive;
 mod fresh_request;
+mod gcp_lifetime_cap;
 mod graceful_drain;
 mod injected_resets;
 mod keepalive_mismatch;
 mod keepalive_world;
+mod nginx_read_timeout;
 mod partition_heals;
+mod proxy_stream_limit;
 mod proxy_timeout;
 mod queueing;
 mod receiver_speed;
@@ -106,6 +109,9 @@ pub fn all() -> Vec<Scenario> {
         connection_age::SCENARIO,
         graceful_drain::SCENARIO,
         partition_heals::SCENARIO,
+        nginx_read_timeout::SCENARIO,
+        gcp_lifetime_cap::SCENARIO,
+        proxy_stream_limit::SCENARIO,
     ]
 }
 

@@ -328,7 +328,7 @@ impl DirectionTap {
             (_, None, _) => Fate::Passed,
         });
         view.fate = fate;
-        let asked = self.policy_frame(&view, &mut scratch);
+        let mut asked = self.policy_frame(&view, &mut scratch);
         let swallowed = asked.as_ref().is_some_and(|a| a.swallow)
             && matches!(fate, Fate::Passed | Fate::Behind { .. } | Fate::BehindHeld);
         let fate = if swallowed { Fate::Swallowed } else { fate };
@@ -375,6 +375,16 @@ impl DirectionTap {
             Some(Verdict::Replace(with)) if !matches!(fate, Fate::Lost | Fate::LostBehind) => {
                 self.record_replacement(&with);
                 Some(with)
+            }
+            // A policy's rewrite of a frame that leaves as written (or
+            // waits to): the frame's row stays as its sender wrote it; the
+            // policy's own line says what it changed.
+            None if !matches!(
+                fate,
+                Fate::Dropped | Fate::Swallowed | Fate::Lost | Fate::LostBehind
+            ) =>
+            {
+                asked.as_mut().and_then(|a| a.rewrite.take())
             }
             _ => None,
         };

@@ -127,6 +127,8 @@ pub(super) struct Scratch {
 #[derive(Default)]
 pub(super) struct Asked {
     pub(super) swallow: bool,
+    /// Octets to put on the wire in the frame's place (`Effects::rewrite`).
+    pub(super) rewrite: Option<Bytes>,
     /// Frames for the direction the tap is on, in order.
     here: Vec<(Bytes, Option<BlockKind>)>,
     close: Option<Close>,
@@ -202,6 +204,13 @@ impl DirectionTap {
         if fx.swallow && !alters[side(direction)] {
             asked.refused.get_or_insert((fx.name.clone(), direction));
             asked.swallow = false;
+        }
+        if let Some(bytes) = fx.rewrite.take() {
+            if alters[side(direction)] {
+                asked.rewrite.get_or_insert(bytes);
+            } else {
+                asked.refused.get_or_insert((fx.name.clone(), direction));
+            }
         }
         for send in fx.sends.drain(..) {
             if !alters[side(send.direction)] {
@@ -318,8 +327,9 @@ impl DirectionTap {
             fx.name.clone_from(&entry.name);
             entry.policy.on_timer(&mut fx);
             apply_timer(entry, fx.timer);
-            // There is no frame to swallow.
+            // There is no frame to swallow or rewrite.
             fx.swallow = false;
+            fx.rewrite = None;
             self.take_effects(&mut fx, &mut asked, alters, &mut scratch);
         }
         scratch.effects = fx;

@@ -1,0 +1,78 @@
+//! The catalog's middlebox stories (issue 15), each run against the
+//! reference services: what it must show, pinned with numbers, plus a
+//! snapshot of its trace.
+
+use std::time::Duration;
+
+use grpc_chaos::trace::{CallEnd, RunEnd};
+use grpc_chaos::Trace;
+use grpc_chaos_scenarios::catalog::{self, Report};
+use grpc_chaos_scenarios::services::{SAVE, WATCH};
+
+const SEED: u64 = 0;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Runs a story, checks that its verdict passed, returns trace and report.
+fn story(name: &str) -> (Trace, Report) {
+    let scenario = catalog::find(name).expect("story in the catalog");
+    let trace = (scenario.simulate)(SEED).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let report = (scenario.judge)(&trace);
+    assert!(report.passed(), "{name}: {:?}", report.verdict);
+    (trace, report)
+}
+
+#[test]
+fn nginx_read_timeout_fails_the_call_at_60s_with_its_504_page() {
+    let (trace, report) = story("nginx-read-timeout");
+    let call = trace.calls_from("player").next().expect("a call");
+    // tonic reads nginx's HTML page as a gRPC message: its decoder stops at
+    // a Compressed-Flag of 60 (`<`), and tonic says INTERNAL.
+    assert!(
+        matches!(call.end, CallEnd::StoppedReading { flag: 60, .. }),
+        "{:?}",
+        call.end
+    );
+    let ended = call.ended_at.expect("ended");
+    assert!(ended >= ms(60_000) && ended < ms(60_100), "{ended:?}");
+    let run = trace
+        .runs_on("store")
+        .find(|r| r.path == SAVE)
+        .expect("ran");
+    assert_eq!(run.end, RunEnd::Dropped);
+    assert!(
+        report.happened.contains("nginx's 504 page: sent"),
+        "{}",
+        report.happened
+    );
+    insta::assert_snapshot!(trace.render());
+}
+
+#[test]
+fn gcp_lifetime_cap_cuts_a_healthy_watch_at_30s() {
+    let (trace, _) = story("gcp-lifetime-cap");
+    let call = trace.calls_from("player").next().expect("a call");
+    assert_eq!(call.outcome().map(|o| o.code), Some("CANCELLED"));
+    let run = trace
+        .runs_on("gateway")
+        .find(|r| r.path == WATCH)
+        .expect("ran");
+    assert_eq!(run.end, RunEnd::Dropped);
+    insta::assert_snapshot!(trace.render());
+}
+
+#[test]
+fn proxy_stream_limit_refuses_a_cold_burst_and_queues_a_warm_one() {
+    let (trace, report) = story("proxy-stream-limit");
+    assert_eq!(trace.handler_runs().len(), 8);
+    assert!(
+        report
+            .happened
+            .starts_with("cold burst: 2 OK, 4 UNAVAILABLE"),
+        "{}",
+        report.happened
+    );
+    insta::assert_snapshot!(trace.render());
+}

@@ -1,0 +1,97 @@
+//! `check_middlebox`: the one-line question "does this channel's keepalive
+//! keep a Watch alive through this box?", answered with a typed report.
+//! Times are simulated.
+
+use std::time::Duration;
+
+use grpc_chaos::policy::{check_middlebox, Middlebox, Traffic};
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// An NLB (350 s TCP idle, any byte resets it): a silent Watch lives 10
+/// minutes when the channel PINGs every 60 s, and is cut at 350 s without
+/// keepalive.
+#[test]
+fn keepalive_keeps_a_silent_watch_alive_through_an_nlb_and_nothing_else_does() -> grpc_chaos::Result
+{
+    let with = check_middlebox(
+        |e| e.http2_keep_alive_interval(secs(60)),
+        Middlebox::aws_nlb(),
+        Traffic::LongCall,
+        secs(10 * 60),
+    )?;
+    assert!(with.survived(), "{with}");
+    assert_eq!(with.pings.1, 0, "an NLB forwards PINGs: {with}");
+    assert!(with.pings.0 >= 9, "{with}");
+    assert!(
+        with.to_string()
+            .starts_with("alive through AWS NLB for 600000ms"),
+        "{with}"
+    );
+
+    let without = check_middlebox(
+        |e| e,
+        Middlebox::aws_nlb(),
+        Traffic::LongCall,
+        secs(10 * 60),
+    )?;
+    assert!(!without.survived(), "{without}");
+    let at = without.cut_after().expect("cut");
+    assert!(at >= secs(350) && at < secs(351), "{without}");
+    assert!(
+        without.to_string().starts_with(
+            "cut by AWS NLB after 350020ms (idle timeout 350000ms: no frame since 20ms); calls end with UNKNOWN"
+        ),
+        "{without}"
+    );
+    Ok(())
+}
+
+/// An ALB answers PINGs itself and they do not reset its 60 s idle timer:
+/// whatever the keepalive, a silent Watch is cut at 60 s, and tonic reports
+/// it as UNKNOWN where the spec says UNAVAILABLE.
+#[test]
+fn no_keepalive_keeps_a_silent_watch_alive_through_an_alb() -> grpc_chaos::Result {
+    let report = check_middlebox(
+        |e| e.http2_keep_alive_interval(secs(20)),
+        Middlebox::aws_alb(),
+        Traffic::LongCall,
+        secs(5 * 60),
+    )?;
+    assert!(!report.survived());
+    let at = report.cut_after().expect("cut");
+    assert!(at >= secs(60) && at < secs(61), "{report}");
+    let (sent, answered) = report.pings;
+    assert!(sent >= 2 && answered == sent, "{report}");
+    let end = report.calls_end.as_ref().expect("a call failed");
+    assert_eq!(
+        (end.code, end.spec_code),
+        ("UNKNOWN", "UNAVAILABLE"),
+        "{report}"
+    );
+    assert!(
+        report.to_string().contains("idle timeout 60000ms"),
+        "{report}"
+    );
+    Ok(())
+}
+
+/// A stream that delivers a message every 30 s survives an ALB, and a
+/// misconfigured box is the run's error.
+#[test]
+fn traffic_keeps_it_alive_and_a_bad_box_is_an_error() -> grpc_chaos::Result {
+    let report = check_middlebox(
+        |e| e,
+        Middlebox::aws_alb(),
+        Traffic::Streaming { every: secs(30) },
+        secs(5 * 60),
+    )?;
+    assert!(report.survived(), "{report}");
+    let mut bad = Middlebox::envoy();
+    bad.max_concurrent_streams = Some(0);
+    let err = check_middlebox(|e| e, bad, Traffic::LongCall, secs(60)).expect_err("bad box");
+    assert!(err.is_misconfigured(), "{err}");
+    Ok(())
+}
