@@ -1,16 +1,21 @@
 //! Captures the `tracing` events that user code emits inside a host, with
 //! the host's name and the *simulated* time.
+//!
+//! A [`Subscriber`] of its own rather than a layer on `tracing_subscriber`'s
+//! registry: turmoil opens a `node` span for every host on every step
+//! (`turmoil/src/sim.rs`, `Sim::step`), and the registry stores each one
+//! (a slab slot, its fields, an extension map) to throw it away a moment
+//! later. That was most of what an idle simulated minute cost the harness
+//! above bare turmoil. Here a `node` span is the index of its host's name
+//! in a small table and a push on a stack; every other span is nothing.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::field::{Field, Visit};
-use tracing::span::Attributes;
+use tracing::span::{Attributes, Record};
 use tracing::subscriber::Interest;
-use tracing::{Event as TracingEvent, Id, Subscriber};
-use tracing_subscriber::layer::Context;
-use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::Layer;
+use tracing::{Event as TracingEvent, Id, Metadata, Subscriber};
 
 use super::event::EventKind;
 use super::Recorder;
@@ -38,59 +43,103 @@ fn is_dependency(target: &str) -> bool {
 /// turmoil enters a span named `node` with field `name` while it runs a host.
 const TURMOIL_HOST_SPAN: &str = "node";
 
-pub(crate) struct CaptureLayer {
-    recorder: Arc<Recorder>,
+/// The id of every span that is not a host's `node` span: it carries
+/// nothing the capture needs (an event's host is the host running).
+const OTHER_SPAN: u64 = u64::MAX;
+
+/// Whether a callsite is one the capture acts on: a host's `node` span, or
+/// anything not from the libraries under test.
+fn wanted(meta: &Metadata<'_>) -> bool {
+    let host_span = meta.is_span() && meta.name() == TURMOIL_HOST_SPAN;
+    host_span || !is_dependency(meta.target())
 }
 
-impl CaptureLayer {
+pub(crate) struct Capture {
+    recorder: Arc<Recorder>,
+    hosts: Mutex<Hosts>,
+}
+
+/// The hosts seen in `node` spans, and the ones entered now (innermost
+/// last): turmoil enters one at a time, and the driver enters one of its
+/// own around a crash.
+#[derive(Default)]
+struct Hosts {
+    names: Vec<Box<str>>,
+    entered: Vec<usize>,
+}
+
+impl Capture {
     pub(crate) fn new(recorder: Arc<Recorder>) -> Self {
-        Self { recorder }
+        Self {
+            recorder,
+            hosts: Mutex::default(),
+        }
+    }
+
+    fn hosts(&self) -> MutexGuard<'_, Hosts> {
+        // Only ever held for a push, a pop or a lookup: a panic there
+        // leaves a usable table.
+        self.hosts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The index of a `node` span's host in the table, from its id.
+    fn host_index(id: &Id) -> Option<usize> {
+        match id.into_u64() {
+            OTHER_SPAN => None,
+            n => usize::try_from(n - 1).ok(),
+        }
     }
 }
 
-/// The host name stored on turmoil's `node` span.
-struct HostName(String);
-
-impl<S> Layer<S> for CaptureLayer
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
+impl Subscriber for Capture {
     /// Dependencies log at DEBUG/TRACE and open TRACE spans on every frame:
     /// turn them off at the call site, once, instead of filtering each one.
     /// A disabled span is transparent, so a user event inside one still
-    /// finds turmoil's `node` span, the one dependency span kept.
-    fn register_callsite(&self, meta: &'static tracing::Metadata<'static>) -> Interest {
-        let host_span = meta.is_span() && meta.name() == TURMOIL_HOST_SPAN;
-        if is_dependency(meta.target()) && !host_span {
-            Interest::never()
-        } else {
+    /// finds the host running, from turmoil's `node` span, the one
+    /// dependency span kept.
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if wanted(meta) {
             Interest::always()
+        } else {
+            Interest::never()
         }
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+    fn enabled(&self, meta: &Metadata<'_>) -> bool {
+        wanted(meta)
+    }
+
+    fn new_span(&self, attrs: &Attributes<'_>) -> Id {
         if attrs.metadata().name() != TURMOIL_HOST_SPAN {
-            return;
+            return Id::from_u64(OTHER_SPAN);
         }
-        let mut visitor = NameVisitor(None);
+        let mut visitor = NameVisitor {
+            hosts: &mut self.hosts(),
+            index: None,
+        };
         attrs.record(&mut visitor);
-        if let (Some(name), Some(span)) = (visitor.0, ctx.span(id)) {
-            span.extensions_mut().insert(HostName(name));
+        match visitor.index {
+            Some(i) => Id::from_u64(i as u64 + 1),
+            None => Id::from_u64(OTHER_SPAN),
         }
     }
 
-    fn on_event(&self, event: &TracingEvent<'_>, ctx: Context<'_, S>) {
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, event: &TracingEvent<'_>) {
         let meta = event.metadata();
         let target = meta.target();
         if is_dependency(target) {
             return;
         }
-        let Some(host) = ctx.event_scope(event).and_then(|scope| {
-            scope
-                .from_root()
-                .find_map(|span| span.extensions().get::<HostName>().map(|h| h.0.clone()))
-        }) else {
-            return; // outside any host: not part of the simulated world
+        let host = {
+            let hosts = self.hosts();
+            match hosts.entered.last() {
+                Some(&i) => hosts.names[i].to_string(),
+                None => return, // outside any host: not part of the simulated world
+            }
         };
         let mut message = MessageVisitor::default();
         event.record(&mut message);
@@ -102,6 +151,21 @@ where
                 message: message.finish(),
             },
         );
+    }
+
+    fn enter(&self, span: &Id) {
+        if let Some(i) = Self::host_index(span) {
+            self.hosts().entered.push(i);
+        }
+    }
+
+    fn exit(&self, span: &Id) {
+        if let Some(i) = Self::host_index(span) {
+            let mut hosts = self.hosts();
+            if let Some(at) = hosts.entered.iter().rposition(|&e| e == i) {
+                hosts.entered.remove(at);
+            }
+        }
     }
 }
 
@@ -115,18 +179,33 @@ fn level_name(level: &tracing::Level) -> &'static str {
     }
 }
 
-struct NameVisitor(Option<String>);
+/// Finds (or adds) the host a `node` span names in the table.
+struct NameVisitor<'a> {
+    hosts: &'a mut Hosts,
+    index: Option<usize>,
+}
 
-impl Visit for NameVisitor {
+impl NameVisitor<'_> {
+    fn found(&mut self, name: &str) {
+        let names = &mut self.hosts.names;
+        let i = names.iter().position(|n| **n == *name).unwrap_or_else(|| {
+            names.push(name.into());
+            names.len() - 1
+        });
+        self.index = Some(i);
+    }
+}
+
+impl Visit for NameVisitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "name" {
-            self.0 = Some(value.to_owned());
+            self.found(value);
         }
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         if field.name() == "name" {
-            self.0 = Some(format!("{value:?}").trim_matches('"').to_owned());
+            self.found(format!("{value:?}").trim_matches('"'));
         }
     }
 }
