@@ -7,10 +7,13 @@
 //! (a slab slot, its fields, an extension map) to throw it away a moment
 //! later. That was most of what an idle simulated minute cost the harness
 //! above bare turmoil. Here a `node` span is the index of its host's name
-//! in a small table and a push on a stack; every other span is nothing.
+//! in a small table and a push on a stack, both thread-local (a run steps
+//! every host on the thread that called it, so no lock is needed); every
+//! other span is nothing.
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Record};
@@ -56,30 +59,39 @@ fn wanted(meta: &Metadata<'_>) -> bool {
 
 pub(crate) struct Capture {
     recorder: Arc<Recorder>,
-    hosts: Mutex<Hosts>,
 }
 
-/// The hosts seen in `node` spans, and the ones entered now (innermost
-/// last): turmoil enters one at a time, and the driver enters one of its
-/// own around a crash.
+/// The hosts seen in `node` spans on this thread during a run (an index is
+/// a span's id, so it never changes within the run), and the ones entered now
+/// (innermost last): turmoil enters one at a time, and the driver enters
+/// one of its own around a crash.
 #[derive(Default)]
 struct Hosts {
     names: Vec<Box<str>>,
     entered: Vec<usize>,
 }
 
-impl Capture {
-    pub(crate) fn new(recorder: Arc<Recorder>) -> Self {
-        Self {
-            recorder,
-            hosts: Mutex::default(),
-        }
-    }
+thread_local! {
+    static HOSTS: RefCell<Hosts> = RefCell::default();
+}
 
-    fn hosts(&self) -> MutexGuard<'_, Hosts> {
-        // Only ever held for a push, a pop or a lookup: a panic there
-        // leaves a usable table.
-        self.hosts.lock().unwrap_or_else(|p| p.into_inner())
+/// Runs `f` on this thread's hosts. Never re-entered: nothing in here
+/// emits a `tracing` event or opens a span.
+fn with_hosts<R>(f: impl FnOnce(&mut Hosts) -> R) -> R {
+    HOSTS.with(|hosts| f(&mut hosts.borrow_mut()))
+}
+
+impl Capture {
+    /// A capture for one run. The thread's table starts empty, so it holds
+    /// this run's hosts only and a lookup stays a scan of a few names
+    /// (unless a host is entered now: a run started from inside one).
+    pub(crate) fn new(recorder: Arc<Recorder>) -> Self {
+        with_hosts(|hosts| {
+            if hosts.entered.is_empty() {
+                hosts.names.clear();
+            }
+        });
+        Self { recorder }
     }
 
     /// The index of a `node` span's host in the table, from its id.
@@ -113,12 +125,12 @@ impl Subscriber for Capture {
         if attrs.metadata().name() != TURMOIL_HOST_SPAN {
             return Id::from_u64(OTHER_SPAN);
         }
-        let mut visitor = NameVisitor {
-            hosts: &mut self.hosts(),
-            index: None,
-        };
-        attrs.record(&mut visitor);
-        match visitor.index {
+        let index = with_hosts(|hosts| {
+            let mut visitor = NameVisitor { hosts, index: None };
+            attrs.record(&mut visitor);
+            visitor.index
+        });
+        match index {
             Some(i) => Id::from_u64(i as u64 + 1),
             None => Id::from_u64(OTHER_SPAN),
         }
@@ -134,12 +146,12 @@ impl Subscriber for Capture {
         if is_dependency(target) {
             return;
         }
-        let host = {
-            let hosts = self.hosts();
-            match hosts.entered.last() {
-                Some(&i) => hosts.names[i].to_string(),
-                None => return, // outside any host: not part of the simulated world
-            }
+        let host = with_hosts(|hosts| {
+            let i = *hosts.entered.last()?;
+            hosts.names.get(i).map(|name| name.to_string())
+        });
+        let Some(host) = host else {
+            return; // outside any host: not part of the simulated world
         };
         let mut message = MessageVisitor::default();
         event.record(&mut message);
@@ -155,16 +167,17 @@ impl Subscriber for Capture {
 
     fn enter(&self, span: &Id) {
         if let Some(i) = Self::host_index(span) {
-            self.hosts().entered.push(i);
+            with_hosts(|hosts| hosts.entered.push(i));
         }
     }
 
     fn exit(&self, span: &Id) {
         if let Some(i) = Self::host_index(span) {
-            let mut hosts = self.hosts();
-            if let Some(at) = hosts.entered.iter().rposition(|&e| e == i) {
-                hosts.entered.remove(at);
-            }
+            with_hosts(|hosts| {
+                if let Some(at) = hosts.entered.iter().rposition(|&e| e == i) {
+                    hosts.entered.remove(at);
+                }
+            });
         }
     }
 }
