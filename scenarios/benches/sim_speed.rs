@@ -36,40 +36,74 @@
 //!    returned (tearing down, building the `Trace`), which should stay
 //!    small and linear in the number of calls.
 //!
+//! 3. **Server streams: CPU time and peak memory.** `BENCH_STREAMS`
+//!    (default 1000) concurrent `Scoreboard/Watch` streams on one
+//!    connection, each sending one `Score` per simulated second for
+//!    `BENCH_STREAM_SECS` (default 60) simulated seconds, the server a small
+//!    feed defined here, everything recording. *Anchor:* the same feed and
+//!    client on bare turmoil + tonic, same tick and latency. The ratios are
+//!    harness / anchor for CPU time and for peak heap.
+//! 4. **Event log per recorded frame.** After the unary and the streams
+//!    runs, every `EventKind::Frame` of the trace is cloned into a vector of
+//!    exactly their number, and the heap that took is counted by the
+//!    allocator below: the `Event` itself plus every heap block it owns
+//!    (host names, decoded header fields, settings, debug data). That is
+//!    what one frame costs in the log, headers decoded; the recorder's
+//!    vector grows by doubling, so during a run up to that much again of
+//!    the inline part can be capacity not yet used.
+//!
 //! Every figure is end to end: building the world, connecting, the calls,
 //! and (for the harness) handing back the trace.
 //!
-//! Every figure is the fastest of `BENCH_REPEAT` runs (default 3), harness
-//! and anchors alternating, because the machines this runs on are shared
-//! and the fastest run is the one least disturbed by others.
+//! **Time.** Each run reports wall time (`std::time::Instant`) and the CPU
+//! time of the process (`getrusage(RUSAGE_SELF)`, user + system). turmoil
+//! runs every host on the calling thread and the bench starts no other, so
+//! CPU time is the work done, without the time the (shared) machine gave
+//! to other processes; the ratios are taken on it. Every figure is the
+//! fastest of `BENCH_REPEAT` runs (default 3), harness and anchors
+//! alternating, so a burst of load does not land on one side only.
 //!
-//! Sizes: `BENCH_CALLS` (default 10000), `BENCH_IDLE_SECS` (default 600)
-//! and `BENCH_REPEAT` make a quick run possible, e.g.
-//! `BENCH_CALLS=1000 BENCH_IDLE_SECS=60 BENCH_REPEAT=1`.
+//! **Memory.** The bench binary's global allocator counts the bytes live on
+//! the heap (requested sizes, as `GlobalAlloc` sees them) and the highest
+//! count; each run's peak is that highest count minus what was live when
+//! the run started. That is exact and per run, in one process; an RSS
+//! figure would include allocator slack and could only be read per
+//! process (`ru_maxrss` never goes down). Counting costs two relaxed atomic
+//! operations per allocation, on both sides of every ratio.
 //!
-//! Wall time is measured with `std::time::Instant`. That is fine here, and
-//! only here: it is read outside the simulation, around `Sim::run` and
+//! Sizes: `BENCH_CALLS` (default 10000), `BENCH_IDLE_SECS` (default 600),
+//! `BENCH_STREAMS`, `BENCH_STREAM_SECS` and `BENCH_REPEAT` make a quick run
+//! possible, e.g. `BENCH_CALLS=1000 BENCH_IDLE_SECS=60 BENCH_REPEAT=1`;
+//! `BENCH_ONLY=idle`, `unary` or `streams` (comma-separated) runs only
+//! those parts (for a profiler).
+//!
+//! Wall time is read outside the simulation, around `Sim::run` and
 //! `turmoil::Sim::run`; the one reading inside a simulated host (the moment
 //! the calls client returns) is only reported, never acted on, so it
 //! cannot change what the simulation does.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
+use grpc_chaos::recorder::event::{Event, EventKind};
 use grpc_chaos::Sim;
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
+use grpc_chaos_scenarios::services::pb::scoreboard_server::{Scoreboard, ScoreboardServer};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
-use grpc_chaos_scenarios::services::pb::{LoadRequest, Rally};
+use grpc_chaos_scenarios::services::pb::{LoadRequest, Rally, Score, WatchRequest};
 use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tonic::transport::server::Connected;
 use tonic::transport::{Endpoint, Server, Uri};
+use tonic::{Request, Response, Status, Streaming};
 
 /// Ticks the idle story runs at.
 const IDLE_TICKS: [Duration; 2] = [Duration::from_millis(1), Duration::from_millis(10)];
@@ -78,20 +112,198 @@ const KEEPALIVE: Duration = Duration::from_secs(30);
 /// Seed of every harness run (any fixed value; the bench is not about it).
 const SEED: u64 = 1;
 
+/// Counts the bytes live on the heap and their highest count (see the
+/// module docs, "Memory").
+struct CountingAlloc;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+impl CountingAlloc {
+    fn add(n: usize) {
+        let live = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+        // The bench allocates from one thread; a lost update between two
+        // threads could only make the peak a little low.
+        if live > PEAK.load(Ordering::Relaxed) {
+            PEAK.store(live, Ordering::Relaxed);
+        }
+    }
+
+    fn sub(n: usize) {
+        LIVE.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is passed on to `System` unchanged; only counters move.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            Self::add(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            Self::add(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) };
+        Self::sub(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        // Counted as the change in size: a large block grows in place
+        // (glibc remaps it), so old and new never coexist.
+        if !p.is_null() {
+            match new_size.checked_sub(layout.size()) {
+                Some(grown) => Self::add(grown),
+                None => Self::sub(layout.size() - new_size),
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Heap bytes live now.
+fn heap_live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Starts a peak measurement: from now, [`heap_peak_since`] says how high
+/// the heap went above what is live now.
+fn heap_mark() -> usize {
+    let live = heap_live();
+    PEAK.store(live, Ordering::Relaxed);
+    live
+}
+
+fn heap_peak_since(mark: usize) -> usize {
+    PEAK.load(Ordering::Relaxed).saturating_sub(mark)
+}
+
+/// CPU time of the process so far (user + system), when the platform says.
+#[cfg(unix)]
+fn cpu_time() -> Option<Duration> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` writes a `rusage` into the pointer it is given,
+    // which points to one.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: it returned 0, so it filled the struct.
+    let usage = unsafe { usage.assume_init() };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    Some(tv(usage.ru_utime) + tv(usage.ru_stime))
+}
+
+#[cfg(not(unix))]
+fn cpu_time() -> Option<Duration> {
+    None
+}
+
+/// Wall time, CPU time and peak heap of one run, measured around `f`.
+struct Meter {
+    wall: Instant,
+    cpu: Option<Duration>,
+    heap: usize,
+}
+
+impl Meter {
+    fn start() -> Self {
+        let heap = heap_mark();
+        Self {
+            cpu: cpu_time(),
+            wall: Instant::now(),
+            heap,
+        }
+    }
+
+    /// A figure of `amount` units measured since [`Meter::start`].
+    fn figure(self, amount: f64, note: String) -> Figure {
+        let wall = self.wall.elapsed();
+        // Without a CPU clock, wall time stands in for it.
+        let cpu = match (self.cpu, cpu_time()) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => wall,
+        };
+        Figure {
+            amount,
+            wall,
+            cpu,
+            peak_heap: heap_peak_since(self.heap),
+            note,
+        }
+    }
+}
+
+/// Which parts of the bench run (`BENCH_ONLY`, default all).
+struct Parts(Option<String>);
+
+impl Parts {
+    fn from_env() -> Self {
+        Self(std::env::var("BENCH_ONLY").ok())
+    }
+
+    fn run(&self, part: &str) -> bool {
+        self.0
+            .as_deref()
+            .is_none_or(|only| only.split(',').any(|p| p.trim() == part))
+    }
+}
+
 fn main() {
     let calls = env_u64("BENCH_CALLS", 10_000);
     let idle = Duration::from_secs(env_u64("BENCH_IDLE_SECS", 600));
+    let streams = env_u64("BENCH_STREAMS", 1_000);
+    let stream_secs = env_u64("BENCH_STREAM_SECS", 60).max(1);
     let repeat = env_u64("BENCH_REPEAT", 3).max(1);
+    let parts = Parts::from_env();
 
     println!(
         "grpc-chaos sim_speed: best of {repeat} interleaved runs each \
-         (wall clock: std::time::Instant around each run)"
+         (CPU: getrusage, user + system; peak: heap bytes counted by the allocator)"
     );
     println!();
     println!(
         "{:<46} {:>12} {:>12} {:>8}",
         "measure", "grpc-chaos", "anchor", "ratio"
     );
+    if parts.run("idle") {
+        idle_rows(idle, repeat);
+    }
+    if parts.run("unary") {
+        unary_rows(calls, repeat);
+    }
+    if parts.run("streams") {
+        stream_rows(streams, stream_secs, repeat);
+    }
+    println!();
+    println!(
+        "ratio: idle rows    = grpc-chaos / bare turmoil, sim s per CPU s (1.00x = no overhead)"
+    );
+    println!("       calls rows   = anchor / grpc-chaos, calls per CPU s (overhead factor)");
+    println!("       streams rows = grpc-chaos / bare turmoil, CPU s and peak heap");
+}
+
+fn idle_rows(idle: Duration, repeat: u64) {
     for tick in IDLE_TICKS {
         let [harness, anchor, same_hosts] = best_of(repeat, || {
             [
@@ -101,7 +313,7 @@ fn main() {
             ]
         });
         let label = format!(
-            "idle {}s story, tick {}ms: sim s / wall s",
+            "idle {}s story, tick {}ms: sim s / CPU s",
             idle.as_secs(),
             tick.as_millis()
         );
@@ -117,6 +329,9 @@ fn main() {
         detail("  bare turmoil, 1 host + 1 client", &anchor, "sim s");
         detail("  bare turmoil, 2 hosts + 1 client", &same_hosts, "sim s");
     }
+}
+
+fn unary_rows(calls: u64, repeat: u64) {
     let [harness, untapped, anchor, bare] = best_of(repeat, || {
         [
             harness_calls(calls, true),
@@ -127,7 +342,7 @@ fn main() {
     });
     // anchor / harness: how many times slower a call is in the harness.
     row(
-        &format!("{calls} unary Store/Load: calls / wall s"),
+        &format!("{calls} unary Store/Load: calls / CPU s"),
         &harness,
         &anchor,
         anchor.rate() / harness.rate(),
@@ -144,37 +359,107 @@ fn main() {
         &bare,
         bare.rate() / harness.rate(),
     );
+    row(
+        "  (wire tap off, vs tonic on bare turmoil)",
+        &untapped,
+        &bare,
+        bare.rate() / untapped.rate(),
+    );
     detail("  grpc-chaos (tick 1ms)", &harness, "calls");
     detail("  grpc-chaos, wire_tap(false)", &untapped, "calls");
     detail("  tonic over tokio::io::duplex", &anchor, "calls");
     detail("  tonic on bare turmoil (tick 1ms)", &bare, "calls");
-    println!();
-    println!("ratio: idle rows  = grpc-chaos / bare turmoil (1.00x = no overhead)");
-    println!("       calls rows = anchor / grpc-chaos (overhead factor)");
+    // The log's size does not depend on the machine: one more run.
+    let trace = harness_calls_trace(calls.min(1_000));
+    log_size("  event log, unary (1000 calls max)", trace.events());
 }
 
-/// One measured run: `amount` units (simulated seconds, or calls) in `wall`.
+fn stream_rows(streams: u64, secs: u64, repeat: u64) {
+    let [harness, bare] = best_of(repeat, || {
+        [
+            harness_streams(streams, secs).0,
+            turmoil_streams(streams, secs),
+        ]
+    });
+    let label = format!("{streams} streams x {secs} sim s: CPU s");
+    println!(
+        "{label:<46} {:>12.3} {:>12.3} {:>7.2}x",
+        harness.cpu.as_secs_f64(),
+        bare.cpu.as_secs_f64(),
+        harness.cpu.as_secs_f64() / bare.cpu.as_secs_f64()
+    );
+    let mb = |f: &Figure| f.peak_heap as f64 / 1e6;
+    println!(
+        "{:<46} {:>12.1} {:>12.1} {:>7.2}x",
+        "  peak heap, MB",
+        mb(&harness),
+        mb(&bare),
+        harness.peak_heap as f64 / bare.peak_heap as f64
+    );
+    detail("  grpc-chaos", &harness, "messages");
+    detail("  tonic on bare turmoil", &bare, "messages");
+    let (_, trace) = harness_streams(streams, secs);
+    log_size("  event log, streams", trace.events());
+}
+
+/// Prints what the log's frame events take, heap included, measured by
+/// cloning them into a vector of exactly their number.
+fn log_size(label: &str, events: &[Event]) {
+    let frames: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Frame { .. }))
+        .collect();
+    let all = deep_bytes(events.iter());
+    let framed = deep_bytes(frames.iter().copied());
+    let per = |bytes: usize, n: usize| bytes as f64 / n.max(1) as f64;
+    println!(
+        "{label:<46} {:.1} bytes per frame ({} frames; Event is {} bytes inline), {:.1} per event ({} events)",
+        per(framed, frames.len()),
+        frames.len(),
+        std::mem::size_of::<Event>(),
+        per(all, events.len()),
+        events.len(),
+    );
+}
+
+/// Heap bytes a copy of `events` takes: the vector of them and whatever
+/// each owns.
+fn deep_bytes<'a>(events: impl ExactSizeIterator<Item = &'a Event>) -> usize {
+    let before = heap_live();
+    let mut copy = Vec::with_capacity(events.len());
+    copy.extend(events.cloned());
+    let bytes = heap_live().saturating_sub(before);
+    drop(copy);
+    bytes
+}
+
+/// One measured run: `amount` units (simulated seconds, calls, messages)
+/// in `wall` and `cpu`, with the heap at most `peak_heap` bytes above
+/// what was live before it.
 struct Figure {
     amount: f64,
     wall: Duration,
+    cpu: Duration,
+    peak_heap: usize,
     note: String,
 }
 
 impl Figure {
-    /// Units per wall second.
+    /// Units per CPU second.
     fn rate(&self) -> f64 {
-        self.amount / self.wall.as_secs_f64()
+        self.amount / self.cpu.as_secs_f64()
     }
 }
 
 /// Runs `measure` `repeat` times and keeps, for each of its figures, the
-/// fastest run. Harness and anchor alternate within a round, so a burst of
-/// load on this (shared) machine does not land on one side only.
+/// run with the least CPU time. Harness and anchor alternate within a
+/// round, so a burst of load on this (shared) machine does not land on one
+/// side only.
 fn best_of<const N: usize>(repeat: u64, mut measure: impl FnMut() -> [Figure; N]) -> [Figure; N] {
     let mut best = measure();
     for _ in 1..repeat {
         for (best, next) in best.iter_mut().zip(measure()) {
-            if next.wall < best.wall {
+            if next.cpu < best.cpu {
                 *best = next;
             }
         }
@@ -192,9 +477,11 @@ fn row(label: &str, harness: &Figure, anchor: &Figure, ratio: f64) {
 
 fn detail(label: &str, f: &Figure, unit: &str) {
     println!(
-        "{label:<46} {:.1} {unit} in {:.3} s wall{}",
+        "{label:<46} {:.1} {unit} in {:.3} s CPU, {:.3} s wall, peak heap {:.1} MB{}",
         f.amount,
+        f.cpu.as_secs_f64(),
         f.wall.as_secs_f64(),
+        f.peak_heap as f64 / 1e6,
         f.note
     );
 }
@@ -248,24 +535,26 @@ fn harness_idle(tick: Duration, idle: Duration) -> Figure {
         out.0.set(start.elapsed());
         Ok(())
     });
-    let wall = Instant::now();
+    let meter = Meter::start();
     let trace = sim
         .run()
         .unwrap_or_else(|e| panic!("idle story failed: {e}"));
-    let wall = wall.elapsed();
-    Figure {
-        amount: span.0.get().as_secs_f64(),
-        wall,
-        note: format!(
-            ", {} trace events, {} PING frames (ping + ack)",
-            trace.events().len(),
-            trace
-                .render()
-                .lines()
-                .filter(|l| l.contains(" PING"))
-                .count()
-        ),
-    }
+    let note = format!(
+        ", {} trace events, {} PING frames (ping + ack)",
+        trace.events().len(),
+        trace
+            .events()
+            .iter()
+            .filter(|e| matches!(
+                e.kind,
+                EventKind::Frame {
+                    frame: grpc_chaos::wire::FrameType::Ping,
+                    ..
+                }
+            ))
+            .count()
+    );
+    meter.figure(span.0.get().as_secs_f64(), note)
 }
 
 /// Bare turmoil: `hosts` hosts and a client that only sleep for `idle`.
@@ -289,19 +578,24 @@ fn turmoil_idle(tick: Duration, idle: Duration, hosts: usize) -> Figure {
         out.0.set(start.elapsed());
         Ok(())
     });
-    let wall = Instant::now();
+    let meter = Meter::start();
     sim.run()
         .unwrap_or_else(|e| panic!("bare turmoil idle run failed: {e}"));
-    Figure {
-        amount: span.0.get().as_secs_f64(),
-        wall: wall.elapsed(),
-        note: String::new(),
-    }
+    meter.figure(span.0.get().as_secs_f64(), String::new())
 }
 
 /// `calls` sequential `Store/Load` calls through the recorded channel, with
 /// the wire tap on or off.
 fn harness_calls(calls: u64, wire_tap: bool) -> Figure {
+    harness_calls_run(calls, wire_tap).0
+}
+
+/// The trace of [`harness_calls`] with the wire tap on.
+fn harness_calls_trace(calls: u64) -> grpc_chaos::Trace {
+    harness_calls_run(calls, true).1
+}
+
+fn harness_calls_run(calls: u64, wire_tap: bool) -> (Figure, grpc_chaos::Trace) {
     let span = SimSpan::default();
     // Each call takes a few simulated ms; leave plenty of room.
     let room = Duration::from_millis(10) * u32::try_from(calls).unwrap_or(u32::MAX);
@@ -332,27 +626,24 @@ fn harness_calls(calls: u64, wire_tap: bool) -> Figure {
         done.set(Some(Instant::now()));
         Ok(())
     });
-    let wall = Instant::now();
+    let meter = Meter::start();
     let trace = sim
         .run()
         .unwrap_or_else(|e| panic!("calls story failed: {e}"));
     let after_body = body_done.get().map(|t| t.elapsed()).unwrap_or_default();
-    let wall = wall.elapsed();
+    let note = format!(
+        " ({:.1} sim s, {} trace events; {:.3} s wall of it after the client returned)",
+        span.0.get().as_secs_f64(),
+        trace.events().len(),
+        after_body.as_secs_f64()
+    );
+    let figure = meter.figure(calls as f64, note);
     let recorded = trace.calls_from("bench").count();
     assert_eq!(
         recorded as u64, calls,
         "the trace should hold every call the client made"
     );
-    Figure {
-        amount: calls as f64,
-        wall,
-        note: format!(
-            " ({:.1} sim s, {} trace events; {:.3} s of it after the client returned)",
-            span.0.get().as_secs_f64(),
-            trace.events().len(),
-            after_body.as_secs_f64()
-        ),
-    }
+    (figure, trace)
 }
 
 /// The anchor for calls: Store served by tonic on one half of an in-memory
@@ -363,7 +654,7 @@ fn duplex_calls(calls: u64) -> Figure {
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
-    let wall = Instant::now();
+    let meter = Meter::start();
     rt.block_on(async {
         let (client_io, server_io) = tokio::io::duplex(64 * 1024);
         // One connection, then an incoming stream that never ends, so the
@@ -396,11 +687,7 @@ fn duplex_calls(calls: u64) -> Figure {
                 .unwrap_or_else(|e| panic!("Load over duplex: {e}"));
         }
     });
-    Figure {
-        amount: calls as f64,
-        wall: wall.elapsed(),
-        note: String::new(),
-    }
+    meter.figure(calls as f64, String::new())
 }
 
 /// Not an anchor, but it splits the calls overhead in two:
@@ -448,20 +735,174 @@ fn turmoil_calls(calls: u64) -> Figure {
         }
         Ok(())
     });
-    let wall = Instant::now();
+    let meter = Meter::start();
     sim.run()
         .unwrap_or_else(|e| panic!("tonic on bare turmoil failed: {e}"));
-    let wall = wall.elapsed();
+    let figure = meter.figure(calls as f64, String::new());
     assert_eq!(done.get(), calls, "every call should have been made");
-    Figure {
-        amount: calls as f64,
-        wall,
-        note: String::new(),
-    }
+    figure
 }
 
 /// The port the bare-turmoil store listens on.
 const PORT: u16 = 50051;
+
+/// The gap between two scores of a feed stream, *simulated* time.
+const FEED_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The streams case's server, the same on both sides: `Watch` sends
+/// `count` scores, one per [`FEED_INTERVAL`]; the other methods are not
+/// used.
+#[derive(Clone, Copy, Default)]
+struct Feed;
+
+type ScoreStream = Pin<Box<dyn Stream<Item = Result<Score, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Scoreboard for Feed {
+    async fn hit(&self, _: Request<Rally>) -> Result<Response<Score>, Status> {
+        Err(Status::unimplemented("the feed only streams"))
+    }
+
+    type WatchStream = ScoreStream;
+
+    async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<ScoreStream>, Status> {
+        let req = request.into_inner();
+        let stream = futures_util::stream::iter(0..req.count).then(move |i| {
+            let score = Score {
+                match_id: req.match_id.clone(),
+                home: i + 1,
+                ..Score::default()
+            };
+            async move {
+                if i > 0 {
+                    tokio::time::sleep(FEED_INTERVAL).await;
+                }
+                Ok(score)
+            }
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn upload(&self, _: Request<Streaming<Rally>>) -> Result<Response<Score>, Status> {
+        Err(Status::unimplemented("the feed only streams"))
+    }
+
+    type RallyStream = ScoreStream;
+
+    async fn rally(&self, _: Request<Streaming<Rally>>) -> Result<Response<ScoreStream>, Status> {
+        Err(Status::unimplemented("the feed only streams"))
+    }
+}
+
+/// `streams` concurrent `Watch` calls of `secs` scores each on one
+/// channel (the harness's recorded one or tonic's); the scores received,
+/// counted.
+async fn watch_all<T>(channel: T, streams: u64, secs: u64) -> Result<u64, Status>
+where
+    T: tonic::client::GrpcService<tonic::body::Body> + Clone,
+    T::Error: Into<tonic::codegen::StdError>,
+    T::ResponseBody: tonic::codegen::Body<Data = tonic::codegen::Bytes> + Send + 'static,
+    <T::ResponseBody as tonic::codegen::Body>::Error: Into<tonic::codegen::StdError> + Send,
+{
+    let count = u32::try_from(secs).unwrap_or(u32::MAX);
+    let received = Rc::new(Cell::new(0u64));
+    let watches = (0..streams).map(|i| {
+        let mut client = ScoreboardClient::new(channel.clone());
+        let received = received.clone();
+        async move {
+            let mut scores = client
+                .watch(WatchRequest {
+                    match_id: format!("m{i}"),
+                    count,
+                    padding: 0,
+                })
+                .await?
+                .into_inner();
+            while scores.message().await?.is_some() {
+                received.set(received.get() + 1);
+            }
+            Ok::<_, Status>(())
+        }
+    });
+    for done in futures_util::future::join_all(watches).await {
+        done?;
+    }
+    Ok(received.get())
+}
+
+/// The streams case in the harness, everything recording; the figure's
+/// amount is the scores received.
+fn harness_streams(streams: u64, secs: u64) -> (Figure, grpc_chaos::Trace) {
+    let received = Rc::new(Cell::new(0u64));
+    let mut sim = Sim::builder()
+        .seed(SEED)
+        .duration(Duration::from_secs(secs + 60))
+        .build();
+    sim.server("feed", |s| s.add_service(ScoreboardServer::new(Feed)));
+    let out = received.clone();
+    sim.client("watcher", move |c| async move {
+        out.set(watch_all(c.channel("feed"), streams, secs).await?);
+        Ok(())
+    });
+    let meter = Meter::start();
+    let trace = sim
+        .run()
+        .unwrap_or_else(|e| panic!("streams story failed: {e}"));
+    let note = format!(", {} trace events", trace.events().len());
+    let figure = meter.figure(received.get() as f64, note);
+    assert_eq!(
+        received.get(),
+        streams * secs,
+        "every stream should have received every score"
+    );
+    (figure, trace)
+}
+
+/// The streams case on bare turmoil + tonic, same tick and latency.
+fn turmoil_streams(streams: u64, secs: u64) -> Figure {
+    let received = Rc::new(Cell::new(0u64));
+    let latency = grpc_chaos::defaults::LATENCY;
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(SEED)
+        .tick_duration(grpc_chaos::defaults::TICK)
+        .min_message_latency(latency)
+        .max_message_latency(latency)
+        .simulation_duration(Duration::from_secs(secs + 60))
+        .build();
+    sim.host("feed", || async {
+        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+        let incoming = futures_util::stream::unfold(listener, |listener| async move {
+            let conn = listener.accept().await.map(|(stream, _)| TurmoilIo(stream));
+            Some((conn, listener))
+        });
+        Server::builder()
+            .add_service(ScoreboardServer::new(Feed))
+            .serve_with_incoming(incoming)
+            .await?;
+        Ok(())
+    });
+    let out = received.clone();
+    sim.client("watcher", async move {
+        let channel = Endpoint::from_static("http://feed:50051")
+            .connect_with_connector(tower::service_fn(|_: Uri| async {
+                let stream = turmoil::net::TcpStream::connect(("feed", PORT)).await?;
+                Ok::<_, io::Error>(TokioIo::new(stream))
+            }))
+            .await?;
+        out.set(watch_all(channel, streams, secs).await?);
+        Ok(())
+    });
+    let meter = Meter::start();
+    sim.run()
+        .unwrap_or_else(|e| panic!("streams on bare turmoil failed: {e}"));
+    let figure = meter.figure(received.get() as f64, String::new());
+    assert_eq!(
+        received.get(),
+        streams * secs,
+        "every stream should have received every score"
+    );
+    figure
+}
 
 /// A turmoil TCP stream tonic's server can accept: it needs `Connected`.
 struct TurmoilIo(turmoil::net::TcpStream);

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub(crate) use capture::CaptureLayer;
+pub(crate) use capture::Capture;
 use event::{CallId, Event, EventKind, RunId};
 
 /// Shared, append-only event log. Hosts run one at a time on the test's

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use futures_util::{FutureExt, StreamExt};
-use tracing_subscriber::layer::SubscriberExt;
 
 use super::Rules;
 use super::{defaults, Host, ServeHost, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::recorder::event::{EventKind, WaitingFor};
-use crate::recorder::CaptureLayer;
+use crate::recorder::Capture;
 use crate::trace::{fmt_duration, Trace};
 
 impl Sim {
@@ -222,8 +221,7 @@ fn drive(
     // A `Duration::MAX` run stops at its step ceiling (finite durations
     // past it were refused).
     let duration = config.end();
-    let subscriber =
-        tracing_subscriber::registry().with(CaptureLayer::new(shared.recorder.clone()));
+    let subscriber = Capture::new(shared.recorder.clone());
     let _guard = tracing::subscriber::set_default(subscriber);
     let mut faults = faults.into_iter().peekable();
     // When the last client body returned: the run goes on for `settle`, so
@@ -369,8 +367,13 @@ fn crash(world: &mut turmoil::Sim<'static>, shared: &Shared, host: &str) {
 /// Servers still draining a graceful shutdown when the run ended, with
 /// what they wait on.
 fn report_still_draining(shared: &Shared, ended: Duration) {
+    let draining = shared.shutdowns.all_draining();
+    if draining.is_empty() {
+        // The copy of the log below is the size of the whole run's log.
+        return;
+    }
     let events = shared.recorder.events();
-    for (host, draining) in shared.shutdowns.all_draining() {
+    for (host, draining) in draining {
         let waiting_on = crate::trace::open_runs(&events, &host);
         shared.recorder.push_at(
             ended,
