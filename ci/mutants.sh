@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Mutation testing of the harness's rule-bearing modules with cargo-mutants
+# (`cargo install cargo-mutants --locked`). Not part of CI: each mutant is a
+# rebuild of the harness's unit-test binary, minutes on 2 shared cores.
+#
+#   ci/mutants.sh                      every module below, one at a time
+#   ci/mutants.sh harness/src/spec.rs  only the files given
+#
+# Mutants are tried in place (`--in-place`: the warm `target/` is used, and
+# each mutated file is put back before the next); the script stops if a
+# mutated file is left behind. The tests are the harness's unit tests
+# (`cargo test -p grpc-chaos --lib`, the feature set `ci/check.sh` builds).
+# The first file runs the unmutated baseline; the later ones skip it.
+# Results: target/mutants/<file>/mutants.out/{caught,missed,unviable,timeout}.txt,
+# and one summary line per file at the end. README, "Mutation testing", has
+# the last figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+files=("$@")
+if [ ${#files[@]} -eq 0 ]; then
+    files=(
+        harness/src/spec.rs
+        harness/src/deadline.rs
+        harness/src/retry/backoff.rs
+        harness/src/retry/throttle.rs
+        harness/src/retry/decide.rs
+        harness/src/policy/keepalive.rs
+        harness/src/policy/enforce.rs
+        harness/src/policy/middlebox.rs
+        harness/src/trace/stalls.rs
+        harness/src/fault/rule.rs
+        harness/src/fault/builtin.rs
+        harness/src/fault/frame.rs
+    )
+fi
+if ! git diff --quiet -- harness; then
+    echo "harness/ has uncommitted changes: commit or stash them first" >&2
+    exit 1
+fi
+baseline=run
+summary=()
+for file in "${files[@]}"; do
+    out="target/mutants/$(echo "$file" | tr / _)"
+    rm -rf "$out"
+    status=0
+    nice -n 10 cargo mutants --in-place -j 1 --no-shuffle \
+        --file "$file" --test-package grpc-chaos \
+        --cargo-arg=--locked --cargo-test-arg=--lib \
+        --baseline "$baseline" --timeout 300 --output "$out" || status=$?
+    if ! git diff --quiet -- harness; then
+        echo "a mutated file is left behind in harness/: git checkout it" >&2
+        exit 1
+    fi
+    # 0: all caught; 2: some missed; 3: some timed out. Anything else (a
+    # failing baseline, a usage error) stops the run.
+    case $status in 0 | 2 | 3) ;; *) exit "$status" ;; esac
+    baseline=skip
+    count() { [ -f "$out/mutants.out/$1.txt" ] && wc -l <"$out/mutants.out/$1.txt" || echo 0; }
+    summary+=("$file: $(count caught) caught, $(count missed) missed, $(count unviable) unviable, $(count timeout) timeout")
+done
+printf '%s\n' "${summary[@]}"
