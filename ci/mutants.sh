@@ -6,7 +6,8 @@
 #   ci/mutants.sh                      every module below, one at a time
 #   ci/mutants.sh harness/src/spec.rs  only the files given
 #
-# Mutants are tried in place (`--in-place`: the warm `target/` is used, and
+# Mutants are tried in place, one at a time (`--in-place`, which cannot run
+# jobs in parallel: the warm `target/` is used, and
 # each mutated file is put back before the next); the script stops if a
 # mutated file is left behind. The tests are the harness's unit tests
 # (`cargo test -p grpc-chaos --lib`, the feature set `ci/check.sh` builds).
@@ -44,7 +45,7 @@ for file in "${files[@]}"; do
     out="target/mutants/$(echo "$file" | tr / _)"
     rm -rf "$out"
     status=0
-    nice -n 10 cargo mutants --in-place -j 1 --no-shuffle \
+    nice -n 10 cargo mutants --in-place --no-shuffle \
         --file "$file" --test-package grpc-chaos \
         --cargo-arg=--locked --cargo-test-arg=--lib \
         --baseline "$baseline" --timeout 300 --output "$out" || status=$?
