@@ -44,6 +44,7 @@ summary=()
 for file in "${files[@]}"; do
     out="target/mutants/$(echo "$file" | tr / _)"
     rm -rf "$out"
+    mkdir -p "$out"
     status=0
     nice -n 10 cargo mutants --in-place --no-shuffle \
         --file "$file" --test-package grpc-chaos \
