@@ -36,7 +36,7 @@ use bytes::Bytes;
 
 use super::{DirectionTap, Out};
 use crate::fault::{Fault, FaultKind, FrameRule, FrameView, Verdict};
-use crate::recorder::event::{Event, EventKind, Fate};
+use crate::recorder::event::{EventKind, Fate};
 use crate::sim::{lock_conn, Rules, Shared, SharedConn};
 use crate::wire::{encode, frame::PREFACE, Direction, FrameType};
 
@@ -246,6 +246,8 @@ struct TapFuzz {
     /// `FrameReleased` events owed: kept-back pieces that left.
     kept_left: [usize; 2],
     seen: Seen,
+    /// The events recorded so far, as far as the checks need them.
+    summary: Summary,
 }
 
 impl TapFuzz {
@@ -279,6 +281,7 @@ impl TapFuzz {
             left: Default::default(),
             kept_left: Default::default(),
             seen,
+            summary: Summary::default(),
         }
     }
 
@@ -319,43 +322,38 @@ impl TapFuzz {
         }
     }
 
-    /// The events the sender of side `s` recorded.
-    fn events(&self, s: usize) -> Vec<Event> {
-        let from = self.taps[s].from();
-        let mut events = self.shared.recorder.events();
-        events.retain(|e| e.host == from);
-        events
+    fn summary(mut self) -> Summary {
+        self.take_events();
+        self.summary
     }
 
-    fn summary(&self) -> Summary {
-        let mut summary = Summary::default();
-        for s in 0..2 {
-            for e in self.events(s) {
-                match e.kind {
-                    EventKind::Frame { fate, .. } => summary.fates[s].push(fate),
-                    EventKind::FrameReleased { .. } => summary.released[s] += 1,
-                    EventKind::FramesUndelivered { frames, more, .. } => {
-                        summary.undelivered[s] += frames.len() + more as usize;
-                    }
-                    _ => {}
+    /// Moves the events recorded since the last call into `summary`.
+    /// Taken, not copied: a copy of every event at every step was most
+    /// of a fuzz execution's time.
+    fn take_events(&mut self) {
+        for e in self.shared.recorder.take_events() {
+            let Some(s) = (0..2).find(|&s| self.taps[s].from() == e.host) else {
+                continue;
+            };
+            let summary = &mut self.summary;
+            match e.kind {
+                EventKind::Frame { fate, .. } => summary.fates[s].push(fate),
+                EventKind::FrameReleased { .. } => summary.released[s] += 1,
+                EventKind::FramesUndelivered { frames, more, .. } => {
+                    summary.undelivered[s] += frames.len() + more as usize;
                 }
+                _ => {}
             }
         }
-        summary
     }
 
     /// The promises that hold after every step.
-    fn check(&self) {
+    fn check(&mut self) {
+        self.take_events();
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         for s in 0..2 {
-            let events = self.events(s);
-            let fates: Vec<Fate> = events
-                .iter()
-                .filter_map(|e| match e.kind {
-                    EventKind::Frame { fate, .. } if fate != Fate::Injected => Some(fate),
-                    _ => None,
-                })
-                .collect();
-            let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner())[s].clone();
+            // No injections here: every Frame event is a frame written.
+            let (seen, fates) = (&seen[s], &self.summary.fates[s]);
             assert_eq!(
                 seen.len(),
                 fates.len(),
@@ -364,7 +362,7 @@ impl TapFuzz {
             // Octets accounted for, as a signed sum: taken off what was written.
             let mut gone: i128 = 0;
             let mut replaced = 0;
-            for (&(octets, len), fate) in seen.iter().zip(&fates) {
+            for (&(octets, len), fate) in seen.iter().zip(fates) {
                 assert_eq!(
                     octets as u64,
                     u64::from(len) + 9,
@@ -428,26 +426,19 @@ impl TapFuzz {
         for s in 0..2 {
             self.taps[s].finish();
             assert!(self.queues[s].is_empty(), "side {s}: a piece never left");
-            let events = self.events(s);
-            let kept = events
+        }
+        self.take_events();
+        for s in 0..2 {
+            let kept = self.summary.fates[s]
                 .iter()
-                .filter(|e| {
+                .filter(|f| {
                     matches!(
-                        e.kind,
-                        EventKind::Frame {
-                            fate: Fate::Delayed { .. }
-                                | Fate::Held
-                                | Fate::Behind { .. }
-                                | Fate::BehindHeld,
-                            ..
-                        }
+                        f,
+                        Fate::Delayed { .. } | Fate::Held | Fate::Behind { .. } | Fate::BehindHeld
                     )
                 })
                 .count();
-            let released = events
-                .iter()
-                .filter(|e| matches!(e.kind, EventKind::FrameReleased { .. }))
-                .count();
+            let released = self.summary.released[s];
             assert_eq!(
                 released, self.kept_left[s],
                 "side {s}: one release per kept piece"
@@ -478,16 +469,8 @@ impl TapFuzz {
                 "side {s}: a frame on the wire is still owed"
             );
             self.taps[s].record_undelivered();
-            let recorded: usize = self
-                .events(s)
-                .iter()
-                .map(|e| match &e.kind {
-                    EventKind::FramesUndelivered { frames, more, .. } => {
-                        frames.len() + *more as usize
-                    }
-                    _ => 0,
-                })
-                .sum();
+            self.take_events();
+            let recorded = self.summary.undelivered[s];
             assert_eq!(recorded, owed.len(), "side {s}: undelivered frames");
             let queued_frames = self.queues[s].iter().filter(|o| o.end > on_wire).count();
             assert!(
