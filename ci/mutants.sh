@@ -11,7 +11,8 @@
 # jobs in parallel: the warm `target/` is used, and
 # each mutated file is put back before the next); the script stops if a
 # mutated file is left behind. The tests are the harness's unit tests
-# (`cargo test -p grpc-chaos --lib`, the feature set `ci/check.sh` builds),
+# (`cargo test -p grpc-chaos --lib`, the feature set `ci/check.sh` builds;
+# `--lib` to the build as well, so that it builds the test binary alone),
 # by default only those of the module and of the code that uses it (after
 # `=`, libtest filters): the whole set takes over 2 minutes per mutant on 2
 # shared cores. A filter only makes a missed mutant more likely, never a
@@ -60,7 +61,7 @@ for entry in "${files[@]}"; do
     status=0
     nice -n 10 cargo mutants --in-place --no-shuffle \
         --file "$file" --test-package grpc-chaos \
-        --cargo-arg=--locked --cargo-test-arg=--lib \
+        --cargo-arg=--locked --cargo-arg=--lib \
         --baseline "$baseline" --timeout 300 --output "$out" \
         -- -- "${filters[@]}" || status=$?
     if ! git diff --quiet -- harness; then
