@@ -218,7 +218,7 @@ fn faults(input: &mut Input<'_>, seen: &Seen) -> Vec<Fault> {
             2 => f.hold_until(wait),
             3 => f.hold(hold),
             _ => {
-                let n = usize::from(action >> 3 & 7) + 1;
+                let n = usize::from((action >> 3) & 7) + 1;
                 f.rule(Script {
                     verdicts: input.take(n).to_vec(),
                     next: 0,
