@@ -89,7 +89,7 @@ pub(crate) fn run(data: &[u8]) -> Summary {
     if flags & 4 != 0 {
         fuzz.socket_gone();
     } else {
-        fuzz.to_the_end();
+        fuzz.run_out();
     }
     fuzz.summary()
 }
@@ -416,7 +416,7 @@ impl TapFuzz {
     }
 
     /// Every hold released, the clock past every wait: everything leaves.
-    fn to_the_end(&mut self) {
+    fn run_out(&mut self) {
         for hold in HOLDS {
             self.shared.release(hold, None);
         }
