@@ -40,6 +40,21 @@ pub mod spec;
 pub mod trace;
 pub mod wire;
 
+/// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz builds with
+/// `--cfg fuzzing`). Not part of the API: absent from every other build,
+/// undocumented, and free to change with any release.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Drives both directions of one connection's wire tap with `data`
+    /// (octets, frame rules, clock moves and releases, all read from it)
+    /// and panics when the tap breaks one of its promises
+    /// (`harness/src/net/tap/fuzzing.rs` lists them).
+    pub fn tap(data: &[u8]) {
+        crate::net::fuzzing::run(data);
+    }
+}
+
 pub use client::{Channel, RecordedBody, ResponseFuture};
 pub use error::{Error, Result};
 pub use fault::Fault;

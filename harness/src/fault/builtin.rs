@@ -82,3 +82,95 @@ impl FrameRule for HoldNamed {
         Some(&self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each built-in's verdict, words and check, at the boundaries.
+
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    use super::{DelayFrame, DropFrame, HoldNamed, HoldUntil};
+    use crate::error::Error;
+    use crate::fault::rule::{FrameRule, FrameView, RunCheck, Verdict};
+    use crate::recorder::event::{Fate, FrameDetail, FrameFlags};
+    use crate::wire::{Direction, FrameType};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// What `rule` says of a PING, and its check in a run of 1 s.
+    fn verdict_and_check(mut rule: impl FrameRule) -> (Verdict, Result<(), Error>) {
+        let detail = FrameDetail::Empty;
+        let frame = FrameView {
+            from: "player",
+            to: "store",
+            direction: Direction::ClientToServer,
+            conn: 1,
+            frame: FrameType::Ping,
+            flags: FrameFlags::default(),
+            stream: 0,
+            len: 8,
+            detail: &detail,
+            bytes: &[],
+            now: ms(5),
+            fate: Fate::Passed,
+        };
+        let hosts = BTreeSet::from(["player", "store"]);
+        let unknown = |_: &str, _: String| unreachable!("no host named");
+        let run = RunCheck {
+            duration: ms(1000),
+            hosts: &hosts,
+            unknown: &unknown,
+        };
+        (rule.on_frame(&frame), rule.check(&run))
+    }
+
+    #[test]
+    fn drop_drops_and_says_so() {
+        let (verdict, check) = verdict_and_check(DropFrame);
+        assert_eq!(verdict, Verdict::Drop);
+        assert!(check.is_ok());
+        assert_eq!(DropFrame.describe(), "drop");
+        assert_eq!(DropFrame.hold_name(), None);
+    }
+
+    #[test]
+    fn delay_keeps_back_for_its_time_and_no_longer_than_the_run() {
+        let (verdict, check) = verdict_and_check(DelayFrame(ms(1000)));
+        assert_eq!(verdict, Verdict::Delay(ms(1000)));
+        assert!(check.is_ok(), "as long as the run: {check:?}");
+        let (_, check) = verdict_and_check(DelayFrame(ms(1001)));
+        let err = check.expect_err("longer than the run");
+        assert!(err.is_misconfigured(), "{err}");
+        assert!(
+            err.to_string().contains("frame fault delay 1001ms"),
+            "{err}"
+        );
+        assert_eq!(DelayFrame(ms(2500)).describe(), "delay by 2500ms");
+    }
+
+    #[test]
+    fn hold_until_keeps_back_until_an_instant_inside_the_run() {
+        let (verdict, check) = verdict_and_check(HoldUntil(ms(500)));
+        assert_eq!(verdict, Verdict::HoldUntil(ms(500)));
+        assert!(check.is_ok(), "inside the run: {check:?}");
+        let (_, check) = verdict_and_check(HoldUntil(ms(1000)));
+        assert!(check.is_ok(), "at the run's end: {check:?}");
+        let (_, check) = verdict_and_check(HoldUntil(ms(1001)));
+        let err = check.expect_err("after the end");
+        assert!(err.to_string().contains("hold_until"), "{err}");
+        assert_eq!(HoldUntil(ms(1500)).describe(), "hold until 1500ms");
+    }
+
+    #[test]
+    fn a_named_hold_names_itself() {
+        let rule = HoldNamed("gate".into());
+        assert_eq!(rule.hold_name(), Some("gate"));
+        assert_eq!(rule.describe(), "hold until release \"gate\"");
+        let (verdict, check) = verdict_and_check(rule);
+        assert_eq!(verdict, Verdict::Hold("gate".into()));
+        assert!(check.is_ok());
+    }
+}

@@ -384,3 +384,196 @@ pub(crate) fn check_nth(what: &str, nth: Option<u32>) -> Result<(), Error> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! What a rule sees ([`FrameView`]), what a rule that says nothing more
+    //! gets by default, and the checks a rule's [`FrameRule::check`] uses,
+    //! at their boundaries.
+
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    use super::{check_nth, check_window, FrameRule, FrameView, RunCheck, Verdict, LONGEST_WAIT};
+    use crate::error::{Error, Kind};
+    use crate::recorder::event::{Fate, FrameDetail, FrameFlags};
+    use crate::wire::{Direction, FrameType};
+
+    const NS: Duration = Duration::from_nanos(1);
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// A HEADERS frame of 3 payload octets on stream 5 of connection 7,
+    /// server to client, as the tap would show it.
+    const HEADERS: [u8; 12] = [0, 0, 3, 1, 4, 0, 0, 0, 5, 0xaa, 0xbb, 0xcc];
+
+    fn view<'a>(detail: &'a FrameDetail, bytes: &'a [u8], flags: FrameFlags) -> FrameView<'a> {
+        FrameView {
+            from: "store",
+            to: "player",
+            direction: Direction::ServerToClient,
+            conn: 7,
+            frame: FrameType::Headers,
+            flags,
+            stream: 5,
+            len: u32::try_from(bytes.len().saturating_sub(9)).unwrap_or(0),
+            detail,
+            bytes,
+            now: ms(42),
+            fate: Fate::Dropped,
+        }
+    }
+
+    #[test]
+    fn a_view_shows_the_frame_as_the_tap_saw_it() {
+        let detail = FrameDetail::Data { len: 3 };
+        let v = view(&detail, &HEADERS, FrameFlags::END_HEADERS);
+        assert_eq!((v.from(), v.to()), ("store", "player"));
+        assert_eq!(v.direction(), Direction::ServerToClient);
+        assert_eq!((v.conn(), v.stream()), (7, 5));
+        assert_eq!(v.frame_type(), FrameType::Headers);
+        assert_eq!(v.flags(), FrameFlags::END_HEADERS);
+        assert!(!v.ack());
+        assert_eq!((v.len(), v.is_empty()), (3, false));
+        assert_eq!(v.detail(), &FrameDetail::Data { len: 3 });
+        assert_eq!(v.bytes(), &HEADERS[..]);
+        assert_eq!(v.payload(), &[0xaa, 0xbb, 0xcc]);
+        assert_eq!(v.now(), ms(42));
+        assert_eq!(v.fate(), Fate::Dropped);
+    }
+
+    #[test]
+    fn an_empty_ack_has_no_payload() {
+        let detail = FrameDetail::Empty;
+        let v = view(&detail, &HEADERS[..9], FrameFlags::ACK);
+        assert!(v.ack());
+        assert_eq!((v.len(), v.is_empty()), (0, true));
+        assert!(v.payload().is_empty());
+        // Where the tap keeps no octets (a policy's view), none either.
+        let v = view(&detail, &[], FrameFlags::ACK);
+        assert!(v.bytes().is_empty() && v.payload().is_empty());
+    }
+
+    /// A rule that only says what it does.
+    struct Bare;
+
+    impl FrameRule for Bare {
+        fn on_frame(&mut self, _: &FrameView<'_>) -> Verdict {
+            Verdict::Pass
+        }
+    }
+
+    /// `f` with a run of `duration` between hosts `player` and `store`;
+    /// an unknown host's error names it and who asked.
+    fn with_run<R>(duration: Duration, f: impl FnOnce(&RunCheck<'_>) -> R) -> R {
+        let hosts = BTreeSet::from(["player", "store"]);
+        let unknown = |host: &str, context: String| {
+            Error::new(Kind::Misconfigured(format!("{context} names {host}")))
+        };
+        f(&RunCheck {
+            duration,
+            hosts: &hosts,
+            unknown: &unknown,
+        })
+    }
+
+    #[test]
+    fn a_rule_of_its_own_has_default_words_no_check_and_no_hold() {
+        assert_eq!(Bare.describe(), "a rule of the test's own");
+        assert_eq!(Bare.hold_name(), None);
+        assert!(with_run(ms(10), |run| Bare.check(run)).is_ok());
+        // A closure is a rule: its verdict is the closure's.
+        let mut closure = |f: &FrameView<'_>| Verdict::Delay(f.now());
+        let detail = FrameDetail::Empty;
+        let v = view(&detail, &HEADERS, FrameFlags::default());
+        assert_eq!(
+            FrameRule::on_frame(&mut closure, &v),
+            Verdict::Delay(ms(42))
+        );
+    }
+
+    #[test]
+    fn a_run_check_knows_the_run() {
+        with_run(ms(1500), |run| {
+            assert_eq!(run.duration(), ms(1500));
+            assert!(run.is_host("store") && !run.is_host("stor"));
+            let debug = format!("{run:?}");
+            assert!(
+                debug.contains("1.5s") && debug.contains("\"store\""),
+                "{debug}"
+            );
+            let e = run.misconfigured("lower it");
+            assert!(e.is_misconfigured() && e.to_string() == "lower it", "{e}");
+            let e = run.after_end("my fault", ms(2000));
+            assert!(e.is_misconfigured(), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("my fault at 2000ms is after the end of the run (1500ms)"),
+                "{e}"
+            );
+            let e = run.unknown_host("stor", "a frame fault");
+            assert_eq!(e.to_string(), "a frame fault names stor");
+        });
+    }
+
+    #[test]
+    fn the_longest_wait_is_a_year_whatever_the_run() {
+        assert_eq!(LONGEST_WAIT, Duration::from_secs(31_536_000));
+        with_run(Duration::MAX, |run| {
+            assert!(run.wait("delay", ms(1)).is_ok());
+            assert!(run.wait("delay", LONGEST_WAIT).is_ok());
+            let e = run
+                .wait("delay", LONGEST_WAIT + NS)
+                .expect_err("over a year");
+            assert!(
+                e.is_misconfigured() && e.to_string().contains("(365 days)"),
+                "{e}"
+            );
+        });
+    }
+
+    #[test]
+    fn a_wait_is_no_longer_than_the_run() {
+        with_run(ms(1000), |run| {
+            assert!(run.wait("frame fault delay", ms(500)).is_ok());
+            assert!(run.wait("frame fault delay", ms(1000)).is_ok());
+            let e = run
+                .wait("frame fault delay", ms(1000) + NS)
+                .expect_err("past the end");
+            assert!(
+                e.to_string().contains("longer than the run (1000ms)"),
+                "{e}"
+            );
+        });
+    }
+
+    #[test]
+    fn a_window_is_not_empty_and_starts_within_the_run() {
+        let run = ms(1000);
+        assert!(check_window("w", None, run).is_ok());
+        assert!(check_window("w", Some((ms(10), ms(20))), run).is_ok());
+        let e = check_window("w", Some((ms(20), ms(20))), run).expect_err("empty");
+        assert!(e.to_string().contains("is empty"), "{e}");
+        assert!(check_window("w", Some((ms(30), ms(20))), run).is_err());
+        assert!(check_window("w", Some((ms(1000), ms(2000))), run).is_ok());
+        let e = check_window("w", Some((ms(1000) + NS, ms(2000))), run).expect_err("late");
+        assert!(e.to_string().starts_with("w window at"), "{e}");
+        with_run(run, |r| {
+            assert!(r.window("w", Some((ms(5), ms(5)))).is_err());
+            assert!(r.window("w", Some((ms(5), ms(6)))).is_ok());
+        });
+    }
+
+    #[test]
+    fn frames_are_counted_from_one() {
+        assert!(check_nth("f", None).is_ok());
+        assert!(check_nth("f", Some(1)).is_ok());
+        let e = check_nth("f", Some(0)).expect_err("nth(0)");
+        assert!(
+            e.is_misconfigured() && e.to_string().contains("nth(0)"),
+            "{e}"
+        );
+    }
+}

@@ -19,6 +19,8 @@ use conn::End;
 pub use conn::{PeerInfo, SimConn};
 use dial::Dial;
 pub(crate) use links::{LinkState, Links};
+#[cfg(fuzzing)]
+pub(crate) use tap::fuzzing;
 pub(crate) use tap::{Policies, Reset, TapPair, Waiting, Written};
 
 use crate::sim::Shared;

@@ -65,6 +65,12 @@ impl InFlight {
         }
     }
 
+    /// The frames not on the wire yet: their end offset, stream, type.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn frames(&self) -> impl Iterator<Item = &(u64, u32, FrameType)> {
+        self.frames.iter()
+    }
+
     /// Takes what never left.
     pub(crate) fn take(&mut self) -> VecDeque<(u64, u32, FrameType)> {
         std::mem::take(&mut self.frames)

@@ -885,6 +885,8 @@ fn max_frame_size(values: &[(SettingId, u32)]) -> Option<u32> {
         .map(|(_, v)| *v)
 }
 
+#[cfg(any(test, fuzzing))]
+pub(crate) mod fuzzing;
 #[cfg(test)]
 mod mock_io;
 #[cfg(test)]

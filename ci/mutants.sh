@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Mutation testing of the harness's rule-bearing modules with cargo-mutants
+# (`cargo install cargo-mutants --locked`). Not part of CI: each mutant is a
+# rebuild of the harness's unit-test binary, minutes on 2 shared cores.
+#
+#   ci/mutants.sh                      every module below, one at a time
+#   ci/mutants.sh harness/src/spec.rs  only the files given (all unit tests)
+#   ci/mutants.sh harness/src/spec.rs=spec::   ... only the tests named
+#
+# Mutants are tried in place, one at a time (`--in-place`, which cannot run
+# jobs in parallel: the warm `target/` is used, and
+# each mutated file is put back before the next); the script stops if a
+# mutated file is left behind. The tests are the harness's unit tests
+# (`cargo test -p grpc-chaos --lib`, the feature set `ci/check.sh` builds;
+# `--lib` to the build as well, so that it builds the test binary alone),
+# by default only those of the module and of the code that uses it (after
+# `=`, libtest filters): the whole set takes over 2 minutes per mutant on 2
+# shared cores. A filter only makes a missed mutant more likely, never a
+# caught one.
+# The first file runs the unmutated baseline; the later ones skip it.
+# Results: target/mutants/<file>/mutants.out/{caught,missed,unviable,timeout}.txt,
+# and one summary line per file at the end. README, "Mutation testing", has
+# the last figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+files=("$@")
+# The tap's fault engine is exercised by the tap's tests, the property
+# tests aside (10 s a run in a debug build).
+tap_faults=harness/src/fault
+tap_tests="fault:: net::tap::tests net::tap::mock_io net::tap::pair_tests net::tap::fuzzing sim::"
+if [ ${#files[@]} -eq 0 ]; then
+    files=(
+        "harness/src/spec.rs=spec:: check:: trace::"
+        "harness/src/deadline.rs=deadline:: retry::"
+        "harness/src/retry/backoff.rs=retry::"
+        "harness/src/retry/throttle.rs=retry::"
+        "harness/src/retry/decide.rs=retry::"
+        "harness/src/policy/keepalive.rs=policy::"
+        "harness/src/policy/enforce.rs=policy::"
+        "harness/src/policy/middlebox.rs=policy::"
+        "harness/src/trace/stalls.rs=trace::"
+        "$tap_faults/rule.rs=$tap_tests"
+        "$tap_faults/builtin.rs=$tap_tests"
+        "$tap_faults/frame.rs=$tap_tests"
+    )
+fi
+if ! git diff --quiet -- harness; then
+    echo "harness/ has uncommitted changes: commit or stash them first" >&2
+    exit 1
+fi
+baseline=run
+summary=()
+for entry in "${files[@]}"; do
+    file="${entry%%=*}"
+    filters=()
+    if [ "$entry" != "$file" ]; then read -r -a filters <<<"${entry#*=}"; fi
+    out="target/mutants/$(echo "$file" | tr / _)"
+    rm -rf "$out"
+    mkdir -p "$out"
+    status=0
+    nice -n 10 cargo mutants --in-place --no-shuffle \
+        --file "$file" --test-package grpc-chaos \
+        --cargo-arg=--locked --cargo-arg=--lib \
+        --baseline "$baseline" --timeout 300 --output "$out" \
+        -- -- "${filters[@]}" || status=$?
+    if ! git diff --quiet -- harness; then
+        echo "a mutated file is left behind in harness/: git checkout it" >&2
+        exit 1
+    fi
+    # 0: all caught; 2: some missed; 3: some timed out. Anything else (a
+    # failing baseline, a usage error) stops the run.
+    case $status in 0 | 2 | 3) ;; *) exit "$status" ;; esac
+    baseline=skip
+    count() { [ -f "$out/mutants.out/$1.txt" ] && wc -l <"$out/mutants.out/$1.txt" || echo 0; }
+    summary+=("$file: $(count caught) caught, $(count missed) missed, $(count unviable) unviable, $(count timeout) timeout")
+done
+printf '%s\n' "${summary[@]}"
