@@ -428,7 +428,10 @@ mod tests {
 
     #[test]
     fn a_view_shows_the_frame_as_the_tap_saw_it() {
-        let detail = FrameDetail::Data { len: 3 };
+        let detail = FrameDetail::Data {
+            len: 3,
+            compressed_flag: None,
+        };
         let v = view(&detail, &HEADERS, FrameFlags::END_HEADERS);
         assert_eq!((v.from(), v.to()), ("store", "player"));
         assert_eq!(v.direction(), Direction::ServerToClient);
@@ -437,7 +440,7 @@ mod tests {
         assert_eq!(v.flags(), FrameFlags::END_HEADERS);
         assert!(!v.ack());
         assert_eq!((v.len(), v.is_empty()), (3, false));
-        assert_eq!(v.detail(), &FrameDetail::Data { len: 3 });
+        assert_eq!(v.detail(), &detail);
         assert_eq!(v.bytes(), &HEADERS[..]);
         assert_eq!(v.payload(), &[0xaa, 0xbb, 0xcc]);
         assert_eq!(v.now(), ms(42));
