@@ -4,7 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::trace::{fmt_duration, Trace, Violation};
+use crate::trace::{Trace, Violation};
+use crate::units::fmt_duration;
 
 /// `Result` with the harness's [`Error`].
 pub type Result<T = (), E = Error> = std::result::Result<T, E>;

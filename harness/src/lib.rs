@@ -38,6 +38,7 @@ pub mod server;
 mod sim;
 pub mod spec;
 pub mod trace;
+mod units;
 pub mod wire;
 
 pub use client::{Channel, RecordedBody, ResponseFuture};
@@ -48,4 +49,5 @@ pub use sim::{
     defaults, ClientResult, Host, ServeHost, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV,
 };
 pub use spec::spec_code;
-pub use trace::{fmt_duration, Trace};
+pub use trace::Trace;
+pub use units::fmt_duration;

@@ -127,7 +127,7 @@ pub(super) fn connector(
                         io::ErrorKind::TimedOut,
                         format!(
                             "connect to {replica} timed out after {}",
-                            crate::trace::fmt_duration(t)
+                            crate::units::fmt_duration(t)
                         ),
                     )
                 })??,

@@ -168,10 +168,7 @@ fn sweep_with(
             // seed (a body that ignores its seed) stays.
             Ok(Err(e)) if e.seed() == Some(seed) => e.message(),
             Ok(Err(e)) => e.to_string(),
-            Err(panic) => format!(
-                "panicked: {}",
-                crate::fault::handler::panic_message(&*panic)
-            ),
+            Err(panic) => format!("panicked: {}", crate::units::panic_message(&*panic)),
         };
         report.failures.push((seed, message));
     }

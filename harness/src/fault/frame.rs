@@ -168,7 +168,7 @@ impl FrameFault {
             text += &format!(", match #{n}");
         }
         if let Some((a, b)) = self.window {
-            let fmt = crate::trace::fmt_duration;
+            let fmt = crate::units::fmt_duration;
             text += &format!(", written in [{}, {})", fmt(a), fmt(b));
         }
         text
@@ -359,7 +359,7 @@ impl Injection {
     /// The injection in the trace's words, for the "never fired" report.
     pub(crate) fn describe(&self, ended: Duration) -> String {
         let (from, to) = (&self.from, &self.to);
-        let fmt = crate::trace::fmt_duration;
+        let fmt = crate::units::fmt_duration;
         match &self.when {
             When::At(at) if *at > ended => format!(
                 "frame injected from {from} to {to} at {}: the run ended at {}, before it was due",

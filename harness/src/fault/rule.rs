@@ -327,7 +327,7 @@ impl RunCheck<'_> {
     /// A wait of `wait` named `what` (`frame fault delay`): no longer than
     /// a year, nor than the run.
     pub(crate) fn wait(&self, what: &str, wait: Duration) -> Result<(), Error> {
-        let fmt = crate::trace::fmt_duration;
+        let fmt = crate::units::fmt_duration;
         if wait > LONGEST_WAIT {
             return Err(self.misconfigured(format!(
                 "{what} {} is longer than the longest single wait a run simulates (365 days); lower it \
@@ -357,7 +357,7 @@ pub(crate) fn check_window(
     let Some((from, until)) = window else {
         return Ok(());
     };
-    let fmt = crate::trace::fmt_duration;
+    let fmt = crate::units::fmt_duration;
     if from >= until {
         return Err(Error::new(Kind::Misconfigured(format!(
             "{what} window [{}, {}) is empty; `during(from, until)` needs from < until",

@@ -93,7 +93,7 @@ impl Dial {
                     format!(
                         "connect to {} timed out: the link stayed partitioned for {}",
                         self.to,
-                        crate::trace::fmt_duration(limit)
+                        crate::units::fmt_duration(limit)
                     ),
                 ));
             }

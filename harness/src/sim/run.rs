@@ -14,7 +14,8 @@ use crate::error::{Error, Kind};
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::recorder::event::{EventKind, WaitingFor};
 use crate::recorder::CaptureLayer;
-use crate::trace::{fmt_duration, Trace};
+use crate::trace::Trace;
+use crate::units::fmt_duration;
 
 impl Sim {
     /// Runs the simulation until every client body has returned, and
@@ -204,7 +205,7 @@ fn register_server(
             let message = match AssertUnwindSafe(serve).catch_unwind().await {
                 Ok(Ok(())) => "its server stopped".to_owned(),
                 Ok(Err(e)) => e.to_string(),
-                Err(panic) => crate::fault::handler::panic_message(&*panic),
+                Err(panic) => crate::units::panic_message(&*panic),
             };
             shared.server_failed(&host, message.clone());
             Err(message.into())

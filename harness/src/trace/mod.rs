@@ -36,6 +36,11 @@ pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
 pub use words::PEER_STRING_LIMIT;
+// `fmt_duration` lives in `crate::units`, a leaf any module may use. This
+// path stays for one release so that branches written against
+// `crate::units::fmt_duration` still compile once merged; the trace's own
+// files use it through here too until then.
+pub(crate) use crate::units::fmt_duration;
 
 use crate::recorder::event::{CallId, Event, EventKind, RunId};
 
@@ -288,18 +293,6 @@ pub struct TraceFiles {
     pub html: PathBuf,
 }
 
-/// Formats a *simulated* duration in milliseconds with up to three
-/// decimals, trailing zeros dropped: `500ms`, `488.8ms`, `0.25ms`.
-pub fn fmt_duration(d: Duration) -> String {
-    let micros = d.as_micros();
-    let (ms, frac) = (micros / 1000, micros % 1000);
-    if frac == 0 {
-        return format!("{ms}ms");
-    }
-    let frac = format!("{frac:03}");
-    format!("{ms}.{}ms", frac.trim_end_matches('0'))
-}
-
 /// The calls `host` has open (started, not ended), and why each still
 /// waits as far as the trace knows: `r3 /tt.v1.Store/Save to store (no
 /// deadline; handler h2 on store has not answered; fault on it: hang)`.
@@ -350,18 +343,4 @@ pub(crate) fn open_runs(events: &[Event], host: &str) -> Vec<crate::recorder::ev
             path: r.path.clone(),
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fmt_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_render_in_ms() {
-        assert_eq!(fmt_duration(Duration::from_millis(500)), "500ms");
-        assert_eq!(fmt_duration(Duration::from_micros(488_800)), "488.8ms");
-        assert_eq!(fmt_duration(Duration::from_micros(250)), "0.25ms");
-        assert_eq!(fmt_duration(Duration::ZERO), "0ms");
-    }
 }

@@ -39,6 +39,7 @@ use crate::net::PeerInfo;
 use crate::recorder::event::{CallId, EventKind, LayerSide, RunId};
 use crate::recorder::{CALL_ID_HEADER, CURRENT_RUN};
 use crate::sim::Shared;
+use crate::units::panic_message;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -250,7 +251,7 @@ pub(crate) trait Acting {
 async fn apply(rule: &HandlerRule, guard: &mut impl Acting) -> Option<(Status, Reply)> {
     match &rule.action {
         Action::Delay(d) => {
-            guard.fault_fired(format!("delay {}", crate::trace::fmt_duration(*d)));
+            guard.fault_fired(format!("delay {}", crate::units::fmt_duration(*d)));
             tokio::time::sleep(*d).await;
             None
         }
@@ -287,13 +288,4 @@ async fn apply(rule: &HandlerRule, guard: &mut impl Acting) -> Option<(Status, R
             None
         }
     }
-}
-
-/// The text of a panic's payload (`panic!` gives a `&str` or a `String`).
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".to_owned())
 }

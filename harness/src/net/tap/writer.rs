@@ -41,7 +41,7 @@ pub(crate) fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
         // Unwinding here would only break the connection, which the trace
         // would show as a network failure: make it the run's error instead.
         if let Err(panic) = AssertUnwindSafe(run(tap, socket, rx)).catch_unwind().await {
-            shared.harness_panicked(task, crate::fault::handler::panic_message(&*panic));
+            shared.harness_panicked(task, crate::units::panic_message(&*panic));
         }
     });
     tx
