@@ -28,6 +28,7 @@ mod balance;
 pub mod check;
 mod client;
 pub mod deadline;
+mod env;
 mod error;
 pub mod fault;
 mod net;

@@ -18,11 +18,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use builder::{defaults, SimBuilder, JITTER_ENV, SEED_ENV};
-pub(crate) use builder::{env_set, replay_env};
+pub use crate::env::{JITTER_ENV, SEED_ENV};
+pub use builder::{defaults, SimBuilder};
 pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
 pub use host::{Host, ServerHost};
 pub(crate) use replicas::ReplicaSet;
+pub(crate) use run::run_failed;
 pub use serve_host::ServeHost;
 pub(crate) use shared::{Rules, Shared};
 

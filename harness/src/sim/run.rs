@@ -149,10 +149,18 @@ impl Sim {
         crate::trace::remember_run(&trace);
         let problem = shared.take_problem();
         match (problem, outcome) {
-            (Some(e), _) | (None, Err(e)) => Err(e.with_run(config.seed, Some(trace))),
+            (Some(e), _) | (None, Err(e)) => Err(run_failed(e, trace)),
             (None, Ok(())) => Ok(trace),
         }
     }
+}
+
+/// `e` with the run it came from attached, its trace written as a failure
+/// artifact with `e` as the `error.txt` (once per failure: an `Error`
+/// writes nothing itself, see `trace/artifacts.rs`).
+pub(crate) fn run_failed(e: Error, trace: Trace) -> Error {
+    let artifact = crate::trace::write_artifacts_with(&trace, &e.what());
+    e.with_run(trace.seed(), trace.replay_env(), Some(trace), artifact)
 }
 
 fn register_server(

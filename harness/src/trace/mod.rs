@@ -104,7 +104,7 @@ impl Trace {
     /// (A seed set in code with [`SimBuilder::seed`](crate::SimBuilder::seed)
     /// wins over `CHAOS_SEED`; rerunning then replays it anyway.)
     pub fn replay_env(&self) -> String {
-        crate::sim::replay_env(self.seed, self.jitter_env)
+        crate::env::replay_env(self.seed, self.jitter_env)
     }
 
     /// The seed of the run.
