@@ -236,6 +236,58 @@ impl Error {
     }
 }
 
+/// Problems found while a run's hosts run (a misconfiguration seen only
+/// then, a panicking handler, a task of the harness's own that panicked):
+/// the run fails with the first. Every layer that finds one holds this
+/// sink, not the run's whole state.
+#[derive(Default)]
+pub(crate) struct Problems(std::sync::Mutex<Vec<Error>>);
+
+impl Problems {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Error>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn push(&self, e: Error) {
+        self.lock().push(e);
+    }
+
+    /// Notes a misconfiguration found while the hosts run: the run fails
+    /// with it ([`Error::is_misconfigured`]).
+    pub(crate) fn misconfigured(&self, why: String) {
+        self.push(Error::new(Kind::Misconfigured(why)));
+    }
+
+    /// Notes that handler `path` on `host` panicked with `message`.
+    pub(crate) fn handler_panicked(&self, host: &str, path: &str, message: &str) {
+        self.push(Error::new(Kind::HandlerPanicked {
+            host: host.to_owned(),
+            path: path.to_owned(),
+            message: message.to_owned(),
+        }));
+    }
+
+    /// Notes that a task of the harness's own (`task`, e.g. `the wire tap
+    /// from a to b`) panicked: the run fails with it.
+    pub(crate) fn harness_panicked(&self, task: String, message: String) {
+        self.push(Error::new(Kind::HarnessPanicked { task, message }));
+    }
+
+    /// The first problem found, if any (taken out).
+    pub(crate) fn take_first(&self) -> Option<Error> {
+        let mut problems = self.lock();
+        (!problems.is_empty()).then(|| problems.remove(0))
+    }
+}
+
+impl fmt::Debug for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Problems")
+            .field("count", &self.lock().len())
+            .finish()
+    }
+}
+
 impl From<Violation> for Error {
     fn from(v: Violation) -> Self {
         Self::new(Kind::Violation(v))

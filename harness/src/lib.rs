@@ -31,6 +31,8 @@ pub mod deadline;
 mod env;
 mod error;
 pub mod fault;
+#[cfg(test)]
+mod flow_check;
 mod net;
 pub mod policy;
 pub mod recorder;

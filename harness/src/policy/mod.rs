@@ -127,6 +127,7 @@ mod check;
 mod connection;
 mod enforce;
 mod enforcer;
+mod hosts;
 mod keepalive;
 mod middlebox;
 mod middlebox_presets;
@@ -142,6 +143,7 @@ pub(crate) use connection::{Close, TimerChange};
 pub use connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 pub(crate) use enforce::KeepaliveEnforcement;
 pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
+pub(crate) use hosts::{PolicyFactory, PolicyPlan};
 pub use keepalive::{GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, ResetOn};
 pub(crate) use middlebox::BoxConn;
 pub use middlebox::{

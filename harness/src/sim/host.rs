@@ -55,7 +55,7 @@ impl Host {
         Channel::new(
             self.tonic_channel_with(to, configure),
             CallSite {
-                shared: self.shared.clone(),
+                recorder: self.shared.recorder.clone(),
                 from: self.name.clone(),
                 target: to.into(),
             },
@@ -103,13 +103,20 @@ impl Host {
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
         let site = CallSite {
-            shared: self.shared.clone(),
+            recorder: self.shared.recorder.clone(),
             from: self.name.clone(),
             target: set.into(),
         };
         match self.shared.replica_set(set, &self.name) {
             Some(replicas) => Channel::balanced(
-                crate::balance::channel(&self.shared, &self.name, replicas, Arc::new(configure)),
+                crate::balance::channel(
+                    self.shared.wiring(),
+                    self.shared.replicas.clone(),
+                    self.shared.seed,
+                    &self.name,
+                    replicas,
+                    Arc::new(configure),
+                ),
                 site,
             ),
             None => Channel::new(crate::net::unusable_channel(set), site),
@@ -164,7 +171,7 @@ impl Host {
     pub fn retry_layer(&self, to: &str, config: RetryConfig) -> RetryLayer {
         let seed = crate::retry::channel_seed(self.shared.seed, &self.name, to);
         let mut layer = RetryLayer::new(config, seed).observer(crate::retry::recording_observer(
-            self.shared.clone(),
+            self.shared.recorder.clone(),
             self.name.clone(),
             to.into(),
         ));
@@ -256,7 +263,7 @@ impl Host {
             let msg = format!("no server host `{to}`");
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
         }
-        crate::net::dial(self.shared.clone(), self.name.clone(), to.into(), 1).await
+        crate::net::dial(self.shared.wiring(), self.name.clone(), to.into(), 1).await
     }
 
     /// [`Host::tonic_channel`] with `Endpoint` options.
@@ -265,7 +272,10 @@ impl Host {
         to: &str,
         configure: impl FnOnce(Endpoint) -> Endpoint,
     ) -> tonic::transport::Channel {
-        crate::net::channel(&self.shared, &self.name, to, configure)
+        let known = self
+            .shared
+            .check_host(to, &format!("channel() on host `{}`", self.name));
+        crate::net::channel(&self.shared.wiring(), known, &self.name, to, configure)
     }
 }
 
@@ -317,7 +327,7 @@ pub(crate) struct ServerParts {
 
 impl ServerHost {
     pub(crate) fn new(host: Host) -> Self {
-        let layer = HandlerLayer::new(host.name.clone(), host.shared.clone());
+        let layer = HandlerLayer::new(host.name.clone(), Arc::new(host.shared.handler_env()));
         Self {
             host,
             base: None,

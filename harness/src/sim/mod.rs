@@ -2,10 +2,8 @@
 //! servers and client bodies, wired through the harness.
 
 mod builder;
-mod conns;
 mod host;
 mod limits;
-mod replicas;
 mod retry_use;
 mod run;
 mod serve_host;
@@ -18,17 +16,16 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub(crate) use crate::balance::ReplicaSet;
 pub use crate::env::{JITTER_ENV, SEED_ENV};
 pub use builder::{defaults, SimBuilder};
-pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
 pub use host::{Host, ServerHost};
-pub(crate) use replicas::ReplicaSet;
 pub(crate) use run::run_failed;
 pub use serve_host::ServeHost;
 pub(crate) use shared::{Rules, Shared};
 
 use crate::fault::Fault;
-use crate::policy::{ConnInfo, ConnectionPolicy, KeepalivePolicy};
+use crate::policy::{ConnInfo, ConnectionPolicy, KeepalivePolicy, PolicyFactory};
 
 /// What a client body returns: `Ok(())`, or any error (`?` works on
 /// `tonic::Status` and most others). An error fails the run.
@@ -408,7 +405,3 @@ impl Sim {
         })
     }
 }
-
-/// Makes a connection's policy when it opens ([`Sim::connection_policy`]).
-pub(crate) type PolicyFactory =
-    std::sync::Arc<dyn Fn(&ConnInfo<'_>) -> Box<dyn ConnectionPolicy> + Send + Sync>;

@@ -181,7 +181,7 @@ fn register_server(
                 if let Some(services) = &parts.services {
                     shared.check_services(&host, services);
                 }
-                let incoming = crate::net::incoming(shared.clone(), host.clone()).await?;
+                let incoming = crate::net::incoming(shared.wiring(), host.clone()).await?;
                 if let Some((serve, layer)) = parts.user {
                     // The user's own serve fn: it gets the counted
                     // connections and the shutdown as a receiver, and
@@ -448,7 +448,7 @@ fn lost_on_the_wire(world: &turmoil::Sim<'static>, shared: &Shared, a: &str, b: 
 /// such a frame, on a connection that stayed open or died with them.
 fn report_never_left(shared: &Shared, ended: Duration) {
     for (conn, state) in shared.conns().all() {
-        let state = super::lock_conn(&state);
+        let state = crate::net::lock_conn(&state);
         for w in state.tap.still_waiting() {
             shared.recorder.push_at(
                 ended,
@@ -509,7 +509,7 @@ fn never_left_because(shared: &Shared, w: &crate::net::Waiting) -> WaitingFor {
 fn kept_back(shared: &Shared) -> Vec<String> {
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for (_, state) in shared.conns().all() {
-        for w in super::lock_conn(&state).tap.still_waiting() {
+        for w in crate::net::lock_conn(&state).tap.still_waiting() {
             let why = never_left_because(shared, w);
             *counts
                 .entry(format!("{}→{} {why}", w.from, w.to))
