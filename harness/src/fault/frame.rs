@@ -429,7 +429,7 @@ impl Inject {
 
     /// SETTINGS (RFC 9113 §6.5) with `values` in order (the receiver applies
     /// them in order, the last of a duplicated id wins, §6.5.3); at most
-    /// 2,730 values ([`encode::MAX_SETTINGS`]), more are left out. Values
+    /// 2,730 values (`wire::encode::MAX_SETTINGS`), more are left out. Values
     /// are sent as given, out of range ones included (§6.5.2: the receiver
     /// then fails the connection with PROTOCOL_ERROR or FLOW_CONTROL_ERROR).
     ///

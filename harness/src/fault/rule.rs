@@ -38,7 +38,7 @@ pub enum Verdict {
     Hold(Arc<str>),
     /// The receiver gets these octets instead of the frame: zero or more
     /// whole frames, header included (build them with
-    /// [`wire::encode`](crate::wire::encode), or edit
+    /// `wire::encode`, feature `unstable-codec`, or edit
     /// [`FrameView::bytes`]). They go where the frame would have gone,
     /// waiting behind what waits ahead of it. The trace keeps both
     /// sides: the frame as sent, marked `[replaced: …]` with how many

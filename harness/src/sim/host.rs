@@ -214,7 +214,9 @@ impl Host {
     /// Opens one simulated TCP connection to server host `to` (port
     /// 50051) and hands you the socket, for a peer that speaks HTTP/2 (or
     /// anything else) itself: a hostile or broken client, a scripted test
-    /// peer. Build its bytes with [`crate::wire::encode`].
+    /// peer. Build its bytes with `grpc_chaos::wire::encode` and read the
+    /// peer's with `grpc_chaos::wire::Decoder` (the frame codec, public
+    /// with the `unstable-codec` feature).
     ///
     /// It is dialled as a channel's connection is (recorded as attempt 1,
     /// waiting across a partition), and what you write passes the wire tap
@@ -238,6 +240,8 @@ impl Host {
     /// fails with a misconfiguration error listing the server hosts).
     ///
     /// ```
+    /// # #[cfg(feature = "unstable-codec")]
+    /// # fn main() -> grpc_chaos::Result {
     /// use grpc_chaos::wire::{encode, frame::PREFACE};
     /// use grpc_chaos::{trace::RenderOptions, Sim};
     /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -255,7 +259,10 @@ impl Host {
     /// });
     /// let render = sim.run()?.render_with(&RenderOptions::everything());
     /// assert!(render.contains("mallory→store        c1 s0 PING 6d616c6c6f727921"), "{render}");
-    /// # Ok::<(), grpc_chaos::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "unstable-codec"))]
+    /// # fn main() {}
     /// ```
     pub async fn raw_connect(&self, to: &str) -> std::io::Result<crate::server::SimConn> {
         let context = format!("raw_connect() on host `{}`", self.name);
