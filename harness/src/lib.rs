@@ -24,6 +24,8 @@
 //!
 //! [turmoil]: https://docs.rs/turmoil
 
+#![warn(missing_debug_implementations)]
+
 mod balance;
 pub mod check;
 mod client;

@@ -75,6 +75,15 @@ pub struct SimConn {
     read_bytes: u64,
 }
 
+impl std::fmt::Debug for SimConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimConn")
+            .field("peer", &self.info.peer)
+            .field("read_bytes", &self.read_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Which end of a connection this is.
 pub(crate) struct End {
     pub(crate) wiring: Wiring,

@@ -319,6 +319,15 @@ pub struct ServerHost {
     user: Option<UserServe>,
 }
 
+impl std::fmt::Debug for ServerHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHost")
+            .field("host", &self.host)
+            .field("services", &self.services)
+            .finish_non_exhaustive()
+    }
+}
+
 type AddService = Box<dyn FnOnce(Routes) -> Routes>;
 
 /// What the host closure hands the server: routes, what they serve, and

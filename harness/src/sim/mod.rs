@@ -106,6 +106,21 @@ pub struct Sim {
     serve_fns: Vec<String>,
 }
 
+impl std::fmt::Debug for Sim {
+    // The hosts by name and how many faults: the closures say nothing.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let servers: Vec<&str> = self.servers.iter().map(|(n, _)| n.as_str()).collect();
+        let clients: Vec<&str> = self.clients.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Sim")
+            .field("seed", &self.config.seed)
+            .field("duration", &self.config.duration)
+            .field("servers", &servers)
+            .field("clients", &clients)
+            .field("faults", &self.faults.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Sim {
     /// A builder with the fixed defaults of [`defaults`].
     pub fn builder() -> SimBuilder {

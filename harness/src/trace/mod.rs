@@ -54,7 +54,7 @@ use crate::recorder::event::{CallId, Event, EventKind, RunId};
 /// [`Trace::handler_runs`], [`Trace::attempts`]) or check it
 /// ([`Trace::assert_deadline_propagated`], [`Trace::assert_no_orphan_work`]).
 /// It serializes as [`Trace::to_json`]'s document.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Trace {
     seed: u64,
     /// When the run ended, *simulated* time since its start.
@@ -70,6 +70,22 @@ pub struct Trace {
     /// Set once this run's trace was written as a failure artifact, in any
     /// clone: one write per failure, whichever way the test then fails.
     written: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Trace {
+    // Sizes, not the event log: a trace holds thousands of events, and a
+    // failed `unwrap_err` on a run prints this. The events are in
+    // `Trace::render` and `Trace::to_json`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trace")
+            .field("seed", &self.seed)
+            .field("ended", &self.ended)
+            .field("hosts", &self.hosts)
+            .field("events", &self.events.len())
+            .field("calls", &self.calls.len())
+            .field("runs", &self.runs.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Serialize for Trace {

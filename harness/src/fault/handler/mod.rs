@@ -86,6 +86,15 @@ pub struct HandlerService<S> {
     layered: Arc<AtomicBool>,
 }
 
+impl<S> std::fmt::Debug for HandlerService<S> {
+    // Without `S: Debug`: the server's own stack rarely is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlerService")
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 impl<S, B> tower::Service<http::Request<Body>> for HandlerService<S>
