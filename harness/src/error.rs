@@ -4,7 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::trace::{fmt_duration, Trace, Violation};
+use crate::trace::{Trace, Violation};
+use crate::units::fmt_duration;
 
 /// `Result` with the harness's [`Error`].
 pub type Result<T = (), E = Error> = std::result::Result<T, E>;
@@ -19,6 +20,9 @@ pub struct Error {
     // Boxed: an `Error` travels in every `Result` of a test; keep it small.
     kind: Box<Kind>,
     seed: Option<u64>,
+    /// The environment that replays the run (`CHAOS_SEED=<n>`), set with
+    /// the seed.
+    replay: Option<String>,
     trace: Option<Box<Trace>>,
     artifact: Option<std::path::PathBuf>,
 }
@@ -110,21 +114,36 @@ impl Error {
         Self {
             kind: Box::new(kind),
             seed: None,
+            replay: None,
             trace: None,
             artifact: None,
         }
     }
 
-    /// Attaches the run's seed and trace, and writes the trace as a failure
-    /// artifact (see [`crate::trace::ARTIFACTS_ENV`]).
-    pub(crate) fn with_run(mut self, seed: u64, trace: Option<Trace>) -> Self {
+    /// Attaches the run the error came from: its seed, the environment
+    /// that replays it (`CHAOS_SEED=<n>`, with the jitter when the run took
+    /// it from the environment), what it recorded, and where that was
+    /// written as a failure artifact. Building an `Error` writes nothing:
+    /// the run (and a failed assertion, for its [`Violation`]) writes the
+    /// artifact and hands its folder here.
+    pub(crate) fn with_run(
+        mut self,
+        seed: u64,
+        replay: String,
+        trace: Option<Trace>,
+        artifact: Option<std::path::PathBuf>,
+    ) -> Self {
         self.seed = Some(seed);
-        let why = self.kind.to_string();
-        self.artifact = trace
-            .as_ref()
-            .and_then(|t| crate::trace::write_artifacts_with(t, &why));
+        self.replay = Some(replay);
+        self.artifact = artifact;
         self.trace = trace.map(Box::new);
         self
+    }
+
+    /// What went wrong, without the seed or the artifact's folder: what a
+    /// failure artifact's `error.txt` says.
+    pub(crate) fn what(&self) -> String {
+        self.kind.to_string()
     }
 
     /// Where the run's trace was written as a failure artifact, if it was.
@@ -214,6 +233,58 @@ impl Error {
             Kind::Violation(v) => Some(v),
             _ => None,
         }
+    }
+}
+
+/// Problems found while a run's hosts run (a misconfiguration seen only
+/// then, a panicking handler, a task of the harness's own that panicked):
+/// the run fails with the first. Every layer that finds one holds this
+/// sink, not the run's whole state.
+#[derive(Default)]
+pub(crate) struct Problems(std::sync::Mutex<Vec<Error>>);
+
+impl Problems {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Error>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn push(&self, e: Error) {
+        self.lock().push(e);
+    }
+
+    /// Notes a misconfiguration found while the hosts run: the run fails
+    /// with it ([`Error::is_misconfigured`]).
+    pub(crate) fn misconfigured(&self, why: String) {
+        self.push(Error::new(Kind::Misconfigured(why)));
+    }
+
+    /// Notes that handler `path` on `host` panicked with `message`.
+    pub(crate) fn handler_panicked(&self, host: &str, path: &str, message: &str) {
+        self.push(Error::new(Kind::HandlerPanicked {
+            host: host.to_owned(),
+            path: path.to_owned(),
+            message: message.to_owned(),
+        }));
+    }
+
+    /// Notes that a task of the harness's own (`task`, e.g. `the wire tap
+    /// from a to b`) panicked: the run fails with it.
+    pub(crate) fn harness_panicked(&self, task: String, message: String) {
+        self.push(Error::new(Kind::HarnessPanicked { task, message }));
+    }
+
+    /// The first problem found, if any (taken out).
+    pub(crate) fn take_first(&self) -> Option<Error> {
+        let mut problems = self.lock();
+        (!problems.is_empty()).then(|| problems.remove(0))
+    }
+}
+
+impl fmt::Debug for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Problems")
+            .field("count", &self.lock().len())
+            .finish()
     }
 }
 
@@ -355,7 +426,7 @@ impl fmt::Display for Kind {
                     f,
                     "two runs with the same seed differ {at}:\n  first:  {left}\n  second: {right}\nsee the README's \"Determinism and reproducing failures\" for the known sources"
                 )?;
-                if !crate::check::tokio_rng_seeded() {
+                if !crate::env::tokio_rng_seeded() {
                     // The one source the harness cannot close by itself.
                     f.write_str("; tokio's select! RNG is not seeded: if your code uses select!, build with RUSTFLAGS=\"--cfg tokio_unstable\"")?;
                 }
@@ -377,11 +448,7 @@ fn list(items: &[String]) -> String {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.kind)?;
-        if let Some(seed) = self.seed {
-            let replay = self
-                .trace
-                .as_ref()
-                .map_or_else(|| crate::sim::replay_env(seed, None), |t| t.replay_env());
+        if let Some(replay) = &self.replay {
             write!(f, " (reproduce with {replay})")?;
         }
         if let Some(dir) = &self.artifact {
@@ -405,5 +472,37 @@ impl std::error::Error for Error {
             Kind::Violation(v) => Some(v),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attaching_a_run_keeps_the_callers_replay_hint_and_artifact() {
+        let trace = Trace::new(5, vec!["a".into()], Vec::new(), Duration::ZERO);
+        let e = Error::new(Kind::Misconfigured("bad".into())).with_run(
+            5,
+            crate::env::replay_env(5, Some(2000)),
+            Some(trace),
+            None,
+        );
+        // No artifact unless the caller wrote one: the error itself does
+        // not write (the run does, `sim/run.rs`).
+        assert_eq!(e.artifact(), None);
+        assert_eq!(e.seed(), Some(5));
+        assert_eq!(e.trace().map(Trace::seed), Some(5));
+        assert_eq!(
+            e.to_string(),
+            "bad (reproduce with CHAOS_JITTER_US=2000 CHAOS_SEED=5)"
+        );
+        assert_eq!(e.what(), "bad");
+        let written = e.with_run(5, "CHAOS_SEED=5".into(), None, Some("dir".into()));
+        assert_eq!(
+            written.to_string(),
+            "bad (reproduce with CHAOS_SEED=5); trace in dir"
+        );
+        assert_eq!(written.message(), "bad; trace in dir");
     }
 }

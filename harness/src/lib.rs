@@ -24,12 +24,17 @@
 //!
 //! [turmoil]: https://docs.rs/turmoil
 
+#![warn(missing_debug_implementations)]
+
 mod balance;
 pub mod check;
 mod client;
 pub mod deadline;
+mod env;
 mod error;
 pub mod fault;
+#[cfg(test)]
+mod flow_check;
 mod net;
 pub mod policy;
 pub mod recorder;
@@ -38,6 +43,7 @@ pub mod server;
 mod sim;
 pub mod spec;
 pub mod trace;
+mod units;
 pub mod wire;
 
 /// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz builds with
@@ -63,4 +69,5 @@ pub use sim::{
     defaults, ClientResult, Host, ServeHost, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV,
 };
 pub use spec::spec_code;
-pub use trace::{fmt_duration, Trace};
+pub use trace::Trace;
+pub use units::fmt_duration;

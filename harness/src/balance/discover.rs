@@ -33,7 +33,7 @@ pub(super) struct Discover {
 
 impl Discover {
     pub(super) fn new(site: Arc<Site>) -> Self {
-        let watcher = site.shared.replicas.watcher();
+        let watcher = site.replicas.watcher();
         Self {
             watcher,
             seen: None,
@@ -53,7 +53,7 @@ impl Stream for Discover {
             if let Some(change) = this.changes.pop_front() {
                 return Poll::Ready(Some(Ok(change)));
             }
-            let replicas = &this.site.shared.replicas;
+            let replicas = &this.site.replicas;
             let Some(now) =
                 replicas.poll_change(&this.site.set.name, this.seen, this.watcher, cx.waker())
             else {

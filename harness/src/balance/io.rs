@@ -16,8 +16,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tonic::transport::Uri;
 
-use crate::net::SimConn;
-use crate::sim::Shared;
+use crate::net::{SimConn, Wiring};
 
 /// Whether a replica connection's sockets are still held by hyper: how
 /// many are open (a redial by the channel's own reconnect can overlap the
@@ -96,7 +95,7 @@ impl AsyncWrite for Watched {
 /// `connect_with_connector` also starts a timer of the same length around
 /// the connector; this one is polled first and ends the attempt.)
 pub(super) fn connector(
-    shared: Arc<Shared>,
+    wiring: Wiring,
     from: Arc<str>,
     replica: Arc<str>,
     alive: Arc<Liveness>,
@@ -111,7 +110,7 @@ pub(super) fn connector(
        + 'static {
     tower::service_fn(move |_: Uri| {
         let attempt = dials.fetch_add(1, Ordering::Relaxed) + 1;
-        let dial = crate::net::dial(shared.clone(), from.clone(), replica.clone(), attempt);
+        let dial = crate::net::dial(wiring.clone(), from.clone(), replica.clone(), attempt);
         let (replica, alive) = (replica.clone(), alive.clone());
         async move {
             // turmoil's errors name the peer's address; the trace names hosts.
@@ -127,7 +126,7 @@ pub(super) fn connector(
                         io::ErrorKind::TimedOut,
                         format!(
                             "connect to {replica} timed out after {}",
-                            crate::trace::fmt_duration(t)
+                            crate::units::fmt_duration(t)
                         ),
                     )
                 })??,

@@ -16,6 +16,7 @@
 mod discover;
 mod io;
 mod replica;
+mod replicas;
 mod rng;
 
 use std::sync::Arc;
@@ -27,7 +28,9 @@ use tower::buffer::Buffer;
 use tower::util::BoxService;
 
 use crate::recorder::event::{BalancerChange, EventKind};
-use crate::sim::{ReplicaSet, Shared};
+pub(crate) use replicas::{ReplicaSet, Replicas};
+
+use crate::net::Wiring;
 
 /// tower's and tonic's boxed error.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -47,7 +50,9 @@ pub(crate) type Balanced =
 
 /// What every replica connection of one balanced channel shares.
 pub(crate) struct Site {
-    shared: Arc<Shared>,
+    wiring: Wiring,
+    /// The run's replica sets and their members now.
+    replicas: Arc<Replicas>,
     /// The calling host.
     from: Arc<str>,
     set: ReplicaSet,
@@ -56,7 +61,7 @@ pub(crate) struct Site {
 
 impl Site {
     fn record(&self, replica: &str, change: BalancerChange) {
-        self.shared.recorder.push(
+        self.wiring.tap.recorder.push(
             &self.from,
             EventKind::Balancer {
                 set: self.set.name.clone(),
@@ -74,14 +79,17 @@ impl Site {
 /// replicas in every process; two balanced channels from one host to one
 /// set draw the same sequence.
 pub(crate) fn channel(
-    shared: &Arc<Shared>,
+    wiring: Wiring,
+    replicas: Arc<Replicas>,
+    run_seed: u64,
     from: &str,
     set: ReplicaSet,
     configure: Configure,
 ) -> Balanced {
-    let seed = crate::retry::channel_seed(shared.seed, from, &set.name);
+    let seed = crate::retry::channel_seed(run_seed, from, &set.name);
     let site = Arc::new(Site {
-        shared: shared.clone(),
+        wiring,
+        replicas,
         from: from.into(),
         set,
         configure,

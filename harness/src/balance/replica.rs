@@ -73,7 +73,7 @@ impl Replica {
         let endpoint = (self.site.configure)(crate::net::endpoint(&self.name));
         let alive = Arc::new(Liveness::default());
         let connector = connector(
-            self.site.shared.clone(),
+            self.site.wiring.clone(),
             self.site.from.clone(),
             self.name.clone(),
             alive.clone(),
@@ -155,7 +155,7 @@ impl tower::Service<http::Request<Body>> for Replica {
             .and_then(|v| v.parse().ok())
             .map(CallId);
         if let Some(call) = call {
-            self.site.shared.recorder.push(
+            self.site.wiring.tap.recorder.push(
                 &self.site.from,
                 EventKind::CallRouted {
                     call,

@@ -13,8 +13,8 @@ use crate::Sim;
 /// `CHAOS_SEED=<n>`, behind `CHAOS_JITTER_US=<µs>` when that is set (to a
 /// number), as every "reproduce with" hint the harness prints reads.
 pub fn replay_env(seed: u64) -> String {
-    let jitter = crate::sim::env_set(crate::JITTER_ENV).and_then(|j| j.trim().parse().ok());
-    crate::sim::replay_env(seed, jitter)
+    let jitter = crate::env::env_set(crate::JITTER_ENV).and_then(|j| j.trim().parse().ok());
+    crate::env::replay_env(seed, jitter)
 }
 
 /// Runs the sim that `build` makes twice and compares the two runs' full
@@ -56,8 +56,10 @@ pub fn check_determinism(build: impl Fn() -> Sim) -> Result<Trace, Error> {
         });
     match diff {
         None => first,
-        Some((line, left, right)) => Err(Error::new(Kind::Nondeterministic { line, left, right })
-            .with_run(a.seed(), Some(a.clone()))),
+        Some((line, left, right)) => Err(crate::sim::run_failed(
+            Error::new(Kind::Nondeterministic { line, left, right }),
+            a.clone(),
+        )),
     }
 }
 
@@ -93,24 +95,7 @@ fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
     None
 }
 
-/// Whether tokio's internal RNG is seeded from the run's seed.
-///
-/// That RNG picks which ready branch of a `tokio::select!` is polled first.
-/// turmoil seeds it from [`SimBuilder::seed`](crate::SimBuilder::seed) only
-/// when tokio is built with `--cfg tokio_unstable`
-/// (`RUSTFLAGS="--cfg tokio_unstable"`); otherwise each host's runtime
-/// draws a fresh seed and code whose outcome depends on `select!` order can
-/// differ between two runs of the same seed. This answers for the flags
-/// this crate was built with, which are the flags tokio was built with
-/// unless they were set per package.
-///
-/// The harness does not warn when it is `false`: the catalog and the
-/// harness itself do not depend on `select!` order, so every test would
-/// print a warning that changes nothing. [`check_determinism`] mentions it
-/// when it finds a difference.
-pub fn tokio_rng_seeded() -> bool {
-    cfg!(tokio_unstable)
-}
+pub use crate::env::tokio_rng_seeded;
 
 #[cfg(test)]
 mod tests {

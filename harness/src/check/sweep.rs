@@ -4,8 +4,8 @@
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::env::{JITTER_ENV, SEED_ENV};
 use crate::error::Error;
-use crate::sim::{JITTER_ENV, SEED_ENV};
 
 /// The result of running one test body over many seeds.
 #[derive(Debug, Clone, Default)]
@@ -74,7 +74,7 @@ impl SweepReport {
     pub fn replay_env(&self, seed: u64) -> String {
         // A jitter that is not a number failed every run before it began.
         let jitter = self.jitter.as_deref().and_then(|j| j.trim().parse().ok());
-        crate::sim::replay_env(seed, jitter)
+        crate::env::replay_env(seed, jitter)
     }
 
     /// Panics with [`SweepReport::summary`] when a seed failed, so that a
@@ -123,7 +123,7 @@ impl SweepReport {
 /// }
 /// ```
 pub fn sweep(seeds: Range<u64>, body: impl FnMut(u64) -> Result<(), Error>) -> SweepReport {
-    let env = crate::sim::env_set;
+    let env = crate::env::env_set;
     sweep_with(seeds, env(SEED_ENV), env(JITTER_ENV), body)
 }
 
@@ -168,10 +168,7 @@ fn sweep_with(
             // seed (a body that ignores its seed) stays.
             Ok(Err(e)) if e.seed() == Some(seed) => e.message(),
             Ok(Err(e)) => e.to_string(),
-            Err(panic) => format!(
-                "panicked: {}",
-                crate::fault::handler::panic_message(&*panic)
-            ),
+            Err(panic) => format!("panicked: {}", crate::units::panic_message(&*panic)),
         };
         report.failures.push((seed, message));
     }
@@ -272,7 +269,8 @@ mod tests {
     #[test]
     fn a_run_error_loses_its_own_hint_for_the_sweeps() {
         let report = sweep_with(0..1, None, None, |seed| {
-            Err(Error::new(Kind::Misconfigured("bad".into())).with_run(seed, None))
+            let replay = crate::env::replay_env(seed, None);
+            Err(Error::new(Kind::Misconfigured("bad".into())).with_run(seed, replay, None, None))
         });
         assert_eq!(report.failures, [(0, "bad".to_owned())]);
     }

@@ -15,8 +15,7 @@ pub use future::ResponseFuture;
 
 use crate::deadline::parse_grpc_timeout;
 use crate::recorder::event::{CallId, EventKind, Outcome};
-use crate::recorder::{CALL_ID_HEADER, CURRENT_RUN};
-use crate::sim::Shared;
+use crate::recorder::{Recorder, CALL_ID_HEADER, CURRENT_RUN};
 
 /// A real [`tonic::transport::Channel`] over the simulated network, wrapped
 /// so that every call is recorded: start (path, `grpc-timeout`), end (status
@@ -48,7 +47,7 @@ enum Transport {
 
 /// Where calls come from and go to.
 pub(crate) struct CallSite {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) recorder: Arc<Recorder>,
     pub(crate) from: Arc<str>,
     pub(crate) target: Arc<str>,
 }
@@ -106,7 +105,7 @@ impl tower::Service<http::Request<Body>> for Channel {
     }
 
     fn call(&mut self, mut req: http::Request<Body>) -> Self::Future {
-        let recorder = &self.call.shared.recorder;
+        let recorder = &self.call.recorder;
         let id = recorder.next_call();
         let path = req.uri().path().to_owned();
         let timeout = req
@@ -184,7 +183,7 @@ impl CallGuard {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
-        self.site.shared.recorder.push(
+        self.site.recorder.push(
             &self.site.from,
             EventKind::CallEnded {
                 call: self.id,
@@ -218,7 +217,7 @@ impl CallGuard {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
-        self.site.shared.recorder.push(
+        self.site.recorder.push(
             &self.site.from,
             EventKind::CallStoppedReading {
                 call: self.id,
@@ -234,7 +233,7 @@ impl CallGuard {
 impl Drop for CallGuard {
     fn drop(&mut self) {
         if !self.done {
-            self.site.shared.recorder.push(
+            self.site.recorder.push(
                 &self.site.from,
                 EventKind::CallDropped {
                     call: self.id,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::rule::{FrameRule, FrameView, RunCheck, Verdict};
 use crate::error::Error;
-use crate::trace::fmt_duration;
+use crate::units::fmt_duration;
 
 /// [`FrameFault::drop`](super::FrameFault::drop).
 #[derive(Debug, Clone, Copy)]

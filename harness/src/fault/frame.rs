@@ -168,7 +168,7 @@ impl FrameFault {
             text += &format!(", match #{n}");
         }
         if let Some((a, b)) = self.window {
-            let fmt = crate::trace::fmt_duration;
+            let fmt = crate::units::fmt_duration;
             text += &format!(", written in [{}, {})", fmt(a), fmt(b));
         }
         text
@@ -359,7 +359,7 @@ impl Injection {
     /// The injection in the trace's words, for the "never fired" report.
     pub(crate) fn describe(&self, ended: Duration) -> String {
         let (from, to) = (&self.from, &self.to);
-        let fmt = crate::trace::fmt_duration;
+        let fmt = crate::units::fmt_duration;
         match &self.when {
             When::At(at) if *at > ended => format!(
                 "frame injected from {from} to {to} at {}: the run ended at {}, before it was due",
@@ -429,7 +429,7 @@ impl Inject {
 
     /// SETTINGS (RFC 9113 §6.5) with `values` in order (the receiver applies
     /// them in order, the last of a duplicated id wins, §6.5.3); at most
-    /// 2,730 values ([`encode::MAX_SETTINGS`]), more are left out. Values
+    /// 2,730 values (`wire::encode::MAX_SETTINGS`), more are left out. Values
     /// are sent as given, out of range ones included (§6.5.2: the receiver
     /// then fails the connection with PROTOCOL_ERROR or FLOW_CONTROL_ERROR).
     ///

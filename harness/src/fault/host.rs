@@ -51,7 +51,7 @@ impl HostAction {
             Self::Repair(a, b) => format!("repair between {a} and {b}"),
             Self::Latency(a, b, d) => format!(
                 "latency {} between {a} and {b}",
-                crate::trace::fmt_duration(*d)
+                crate::units::fmt_duration(*d)
             ),
             Self::Release(name) => format!("release {name:?}"),
             Self::Leave(h) => format!("leave of {h}"),
@@ -59,7 +59,7 @@ impl HostAction {
             Self::Shutdown(h, None) => format!("graceful shutdown of {h}"),
             Self::Shutdown(h, Some(grace)) => format!(
                 "graceful shutdown of {h} with grace {}",
-                crate::trace::fmt_duration(*grace)
+                crate::units::fmt_duration(*grace)
             ),
             Self::GraceEnded(h, _) => format!("end of the shutdown grace of {h}"),
         }

@@ -14,6 +14,8 @@ mod builtin;
 mod frame;
 pub(crate) mod handler;
 mod host;
+mod links;
+mod plan;
 mod rule;
 
 use std::time::Duration;
@@ -22,8 +24,10 @@ use tonic::Code;
 
 pub(crate) use frame::{check_release, FrameInfo, Injection, RuleEntry};
 pub use frame::{FrameFault, Inject, InjectAt};
-pub(crate) use handler::{Action, HandlerRule, Reply};
+pub(crate) use handler::rule::{Action, HandlerRule, Reply};
 pub(crate) use host::{HostAction, HostFault};
+pub(crate) use links::{LinkState, Links, SYN_GIVE_UP};
+pub(crate) use plan::FramePlan;
 pub(crate) use rule::{check_nth, check_window, LONGEST_WAIT};
 pub use rule::{FrameRule, FrameView, RunCheck, Verdict};
 

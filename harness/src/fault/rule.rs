@@ -38,7 +38,7 @@ pub enum Verdict {
     Hold(Arc<str>),
     /// The receiver gets these octets instead of the frame: zero or more
     /// whole frames, header included (build them with
-    /// [`wire::encode`](crate::wire::encode), or edit
+    /// `wire::encode`, feature `unstable-codec`, or edit
     /// [`FrameView::bytes`]). They go where the frame would have gone,
     /// waiting behind what waits ahead of it. The trace keeps both
     /// sides: the frame as sent, marked `[replaced: …]` with how many
@@ -327,7 +327,7 @@ impl RunCheck<'_> {
     /// A wait of `wait` named `what` (`frame fault delay`): no longer than
     /// a year, nor than the run.
     pub(crate) fn wait(&self, what: &str, wait: Duration) -> Result<(), Error> {
-        let fmt = crate::trace::fmt_duration;
+        let fmt = crate::units::fmt_duration;
         if wait > LONGEST_WAIT {
             return Err(self.misconfigured(format!(
                 "{what} {} is longer than the longest single wait a run simulates (365 days); lower it \
@@ -357,7 +357,7 @@ pub(crate) fn check_window(
     let Some((from, until)) = window else {
         return Ok(());
     };
-    let fmt = crate::trace::fmt_duration;
+    let fmt = crate::units::fmt_duration;
     if from >= until {
         return Err(Error::new(Kind::Misconfigured(format!(
             "{what} window [{}, {}) is empty; `during(from, until)` needs from < until",

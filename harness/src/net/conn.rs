@@ -13,9 +13,10 @@ use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
 use super::tap::ends::CloseEnd;
+use super::tap::{lock_conn, ConnState, SharedConn};
 use super::tap::{reset_error, spawn_writer, DirectionTap, RawRead, Read, Reset};
+use super::Wiring;
 use crate::policy::ConnInfo;
-use crate::sim::{lock_conn, ConnState, Shared, SharedConn};
 use crate::wire::Direction;
 
 /// What a server handler learns about its connection (available as a request
@@ -74,9 +75,18 @@ pub struct SimConn {
     read_bytes: u64,
 }
 
+impl std::fmt::Debug for SimConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimConn")
+            .field("peer", &self.info.peer)
+            .field("read_bytes", &self.read_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Which end of a connection this is.
 pub(crate) struct End {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) wiring: Wiring,
     pub(crate) me: Arc<str>,
     pub(crate) peer: Arc<str>,
     pub(crate) direction: Direction,
@@ -99,9 +109,9 @@ impl SimConn {
             Direction::ClientToServer => &end.me,
             Direction::ServerToClient => &end.peer,
         };
-        let now = end.shared.recorder.now();
-        let (conn, state) = end.shared.conns().open(client, server, |conn| ConnState {
-            policies: end.shared.connection_policies(&ConnInfo {
+        let now = end.wiring.tap.recorder.now();
+        let (conn, state) = end.wiring.conns.open(client, server, |conn| ConnState {
+            policies: end.wiring.policies(&ConnInfo {
                 conn,
                 client: client_host,
                 server: server_host,
@@ -121,8 +131,8 @@ impl SimConn {
                 lock_conn(&state).dialled = true;
                 None
             }
-            Direction::ServerToClient if end.shared.wire_tap() => Some(Box::new(RawRead::new(
-                end.shared.clone(),
+            Direction::ServerToClient if end.wiring.tap.wire_tap => Some(Box::new(RawRead::new(
+                end.wiring.tap.clone(),
                 conn,
                 end.peer.clone(),
                 end.me.clone(),
@@ -136,9 +146,9 @@ impl SimConn {
             }
             _ => None,
         };
-        let close = end.shared.wire_tap().then(|| {
+        let close = end.wiring.tap.wire_tap.then(|| {
             Box::new(CloseEnd {
-                shared: end.shared.clone(),
+                env: end.wiring.tap.clone(),
                 conn,
                 peer: end.peer.clone(),
                 direction: end.direction,
@@ -149,11 +159,11 @@ impl SimConn {
         let info = PeerInfo {
             peer: end.peer.clone(),
         };
-        let links = end.shared.links().active();
+        let links = end.wiring.tap.links.active();
         let reset = links.then(|| (lock_conn(&state).reset.clone(), end.direction));
         // Under link faults the writer task keeps bytes back even with the
         // tap off (it then records nothing).
-        if !end.shared.wire_tap() && !links {
+        if !end.wiring.tap.wire_tap && !links {
             let conn_end = Self {
                 read,
                 write: Write::Direct(write),
@@ -167,7 +177,7 @@ impl SimConn {
             };
             return Ok((conn_end, conn));
         }
-        let tap = DirectionTap::new(end.shared, conn, end.direction, end.me, end.peer, state);
+        let tap = DirectionTap::new(end.wiring.tap, conn, end.direction, end.me, end.peer, state);
         let conn_end = Self {
             read,
             write: Write::Tapped(PollSender::new(spawn_writer(tap, write))),

@@ -11,14 +11,14 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::links::{LinkState, SYN_GIVE_UP};
+use super::Wiring;
+use crate::fault::{LinkState, SYN_GIVE_UP};
 use crate::recorder::event::{ConnectFailure, EventKind};
-use crate::sim::Shared;
 
 /// One connection attempt. Dropped before [`Dial::connected`] or
 /// [`Dial::failed`], it records that the caller abandoned it.
 pub(crate) struct Dial {
-    shared: Arc<Shared>,
+    wiring: Wiring,
     me: Arc<str>,
     to: Arc<str>,
     attempt: u32,
@@ -30,9 +30,9 @@ pub(crate) struct Dial {
 
 impl Dial {
     /// Starts attempt number `attempt` of a channel from `me` to `to`.
-    pub(crate) fn start(shared: Arc<Shared>, me: Arc<str>, to: Arc<str>, attempt: u32) -> Self {
-        let started = shared.recorder.now();
-        shared.recorder.push(
+    pub(crate) fn start(wiring: Wiring, me: Arc<str>, to: Arc<str>, attempt: u32) -> Self {
+        let started = wiring.tap.recorder.now();
+        wiring.tap.recorder.push(
             &me,
             EventKind::ConnectStarted {
                 to: to.to_string(),
@@ -40,7 +40,7 @@ impl Dial {
             },
         );
         Self {
-            shared,
+            wiring,
             me,
             to,
             attempt,
@@ -56,7 +56,7 @@ impl Dial {
     /// partition's `reset_after`, else after [`SYN_GIVE_UP`], counted from
     /// the start of the attempt (*simulated* time).
     pub(crate) async fn wait_for_link(&mut self) -> io::Result<()> {
-        let links = self.shared.links();
+        let links = &self.wiring.tap.links;
         if !links.active() {
             return Ok(());
         }
@@ -68,7 +68,7 @@ impl Dial {
             }
             if !self.waited {
                 self.waited = true;
-                self.shared.recorder.push(
+                self.wiring.tap.recorder.push(
                     &self.me,
                     EventKind::ConnectWaiting {
                         to: self.to.to_string(),
@@ -86,14 +86,14 @@ impl Dial {
             let left = self
                 .started
                 .saturating_add(limit)
-                .saturating_sub(self.shared.recorder.now());
+                .saturating_sub(self.wiring.tap.recorder.now());
             if left.is_zero() {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
                         "connect to {} timed out: the link stayed partitioned for {}",
                         self.to,
-                        crate::trace::fmt_duration(limit)
+                        crate::units::fmt_duration(limit)
                     ),
                 ));
             }
@@ -108,7 +108,7 @@ impl Dial {
     pub(crate) fn connected(mut self, conn: u32) {
         self.done = true;
         let took = self.took();
-        self.shared.recorder.push(
+        self.wiring.tap.recorder.push(
             &self.me,
             EventKind::Connected {
                 conn,
@@ -130,7 +130,7 @@ impl Dial {
             _ => ConnectFailure::Other,
         };
         let took = self.took();
-        self.shared.recorder.push(
+        self.wiring.tap.recorder.push(
             &self.me,
             EventKind::ConnectFailed {
                 to: self.to.to_string(),
@@ -143,7 +143,7 @@ impl Dial {
     }
 
     fn took(&self) -> Duration {
-        self.shared.recorder.now().saturating_sub(self.started)
+        self.wiring.tap.recorder.now().saturating_sub(self.started)
     }
 }
 
@@ -153,7 +153,7 @@ impl Drop for Dial {
             return;
         }
         let after = self.took();
-        self.shared.recorder.push(
+        self.wiring.tap.recorder.push(
             &self.me,
             EventKind::ConnectAbandoned {
                 to: self.to.to_string(),

@@ -4,7 +4,6 @@
 
 mod conn;
 mod dial;
-mod links;
 mod tap;
 
 use std::io;
@@ -15,41 +14,61 @@ use futures_util::Stream;
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Endpoint, Uri};
 
+pub(crate) use crate::fault::{LinkState, Links};
 use conn::End;
 pub use conn::{PeerInfo, SimConn};
 use dial::Dial;
-pub(crate) use links::{LinkState, Links};
 #[cfg(fuzzing)]
 pub(crate) use tap::fuzzing;
-pub(crate) use tap::{Policies, Reset, TapPair, Waiting, Written};
+pub(crate) use tap::{lock_conn, Policies, Registry, TapEnv, Waiting};
 
-use crate::sim::Shared;
+use crate::policy::{ConnInfo, PolicyPlan};
 use crate::wire::Direction;
+
+/// What the wiring needs of the run, and no more: the tap's handle, the
+/// registry that gives both ends of a connection one id and state, and the
+/// policies to put on each new connection. A clone shares all it holds.
+#[derive(Clone)]
+pub(crate) struct Wiring {
+    pub(crate) tap: TapEnv,
+    pub(crate) conns: Arc<Registry>,
+    pub(crate) policies: Arc<PolicyPlan>,
+}
+
+impl Wiring {
+    /// The policies of the connection `info` describes (keepalive
+    /// enforcement first, then its server host's connection policies in
+    /// the order added); `None` when it has none.
+    fn policies(&self, info: &ConnInfo<'_>) -> Option<Policies> {
+        let list = self.policies.for_conn(info);
+        (!list.is_empty()).then(|| Policies::new(list))
+    }
+}
 
 /// The port every sim server host listens on (gRPC's customary 50051).
 pub(crate) const PORT: u16 = 50051;
 
 /// Accepts connections on `host`'s listener, forever.
 pub(crate) async fn incoming(
-    shared: Arc<Shared>,
+    wiring: Wiring,
     host: Arc<str>,
 ) -> io::Result<impl Stream<Item = io::Result<SimConn>>> {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
     Ok(futures_util::stream::unfold(
-        (listener, shared, host),
-        |(listener, shared, host)| async move {
+        (listener, wiring, host),
+        |(listener, wiring, host)| async move {
             let accepted = listener.accept().await.and_then(|(stream, addr)| {
                 let peer =
                     turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.ip().to_string());
                 let end = End {
-                    shared: shared.clone(),
+                    wiring: wiring.clone(),
                     me: host.clone(),
                     peer: peer.into(),
                     direction: Direction::ServerToClient,
                 };
                 SimConn::new(stream, end).map(|(conn, _)| conn)
             });
-            Some((accepted, (listener, shared, host)))
+            Some((accepted, (listener, wiring, host)))
         },
     ))
 }
@@ -68,27 +87,28 @@ const RESET_STREAM_DURATION: std::time::Duration = std::time::Duration::from_sec
 /// A lazily connecting tonic channel from `from` to `to`.
 ///
 /// `configure` sees a fresh `Endpoint` for `http://<to>:50051` and may set
-/// any tonic option (keepalive, timeouts, windows). An unknown `to` is
-/// recorded as a configuration error (the run fails with the list of known
-/// hosts) and every connection attempt fails with `NotFound`. Every attempt
-/// is recorded (`net/dial.rs`); one across a partition waits for the repair.
+/// any tonic option (keepalive, timeouts, windows). `known` is false for
+/// an unknown `to` (the caller records that as a configuration error, and
+/// the run fails with the list of known hosts): every connection attempt
+/// then fails with `NotFound`. Every attempt is recorded (`net/dial.rs`);
+/// one across a partition waits for the repair.
 pub(crate) fn channel(
-    shared: &Arc<Shared>,
+    wiring: &Wiring,
+    known: bool,
     from: &str,
     to: &str,
     configure: impl FnOnce(Endpoint) -> Endpoint,
 ) -> tonic::transport::Channel {
-    let known = shared.check_host(to, &format!("channel() on host `{from}`"));
     let endpoint = configure(endpoint(to));
     let target: Arc<str> = to.into();
     let me: Arc<str> = from.into();
-    let shared = shared.clone();
+    let wiring = wiring.clone();
     // Dials of this channel, counted so that a redial says so.
     let attempts = Arc::new(AtomicU32::new(0));
     endpoint.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
         let attempt = attempts.fetch_add(1, Ordering::Relaxed) + 1;
         let peer = target.clone();
-        let dial = dial(shared.clone(), me.clone(), peer.clone(), attempt);
+        let dial = dial(wiring.clone(), me.clone(), peer.clone(), attempt);
         async move {
             if !known {
                 let msg = format!("unknown host `{peer}`");
@@ -119,20 +139,20 @@ pub(crate) fn unusable_channel(name: &str) -> tonic::transport::Channel {
 /// dial of that channel or replica connection, more for a redial) is
 /// recorded (`net/dial.rs`); across a partition it waits for the repair.
 pub(crate) fn dial(
-    shared: Arc<Shared>,
+    wiring: Wiring,
     from: Arc<str>,
     to: Arc<str>,
     attempt: u32,
 ) -> impl std::future::Future<Output = io::Result<SimConn>> + Send {
     let end = End {
-        shared,
+        wiring,
         me: from,
         peer: to,
         direction: Direction::ClientToServer,
     };
     async move {
         let mut dial = Dial::start(
-            end.shared.clone(),
+            end.wiring.clone(),
             end.me.clone(),
             end.peer.clone(),
             attempt,

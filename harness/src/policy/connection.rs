@@ -231,7 +231,7 @@ impl Effects {
     }
 
     /// Sends `frame` — whole HTTP/2 frames, header included (see
-    /// [`wire::encode`](crate::wire::encode)) — into `direction`, as if its
+    /// `wire::encode`, feature `unstable-codec`) — into `direction`, as if its
     /// sender had written it: [`Direction::ServerToClient`] reaches the
     /// client.
     pub fn send(&mut self, direction: Direction, frame: impl Into<Bytes>) {

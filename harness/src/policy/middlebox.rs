@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 use super::middlebox_timeout::UpstreamTimeout;
 use crate::recorder::event::{EventKind, Fate, FrameDetail};
-use crate::trace::fmt_duration;
+use crate::units::fmt_duration;
 use crate::wire::{Direction, ErrorCode, FrameType};
 
 /// A load balancer or proxy in front of a server host, emulated in the wire

@@ -128,6 +128,7 @@ mod check_middlebox;
 mod connection;
 mod enforce;
 mod enforcer;
+mod hosts;
 mod keepalive;
 mod middlebox;
 mod middlebox_presets;
@@ -146,6 +147,7 @@ pub(crate) use connection::{Close, TimerChange};
 pub use connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 pub(crate) use enforce::KeepaliveEnforcement;
 pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
+pub(crate) use hosts::{PolicyFactory, PolicyPlan};
 pub use keepalive::{GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, ResetOn};
 pub(crate) use middlebox::BoxConn;
 pub use middlebox::{

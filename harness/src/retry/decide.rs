@@ -198,7 +198,7 @@ impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Decision::Retry { delay, reason } => {
-                write!(f, "retry after {}", crate::trace::fmt_duration(*delay))?;
+                write!(f, "retry after {}", crate::units::fmt_duration(*delay))?;
                 match reason {
                     RetryReason::Backoff { n } => write!(f, " (backoff n={n})"),
                     RetryReason::Pushback { ms } => write!(f, " (pushback {ms}ms)"),

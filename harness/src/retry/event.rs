@@ -8,7 +8,7 @@ use tonic::Code;
 
 use super::decide::{Decision, Pushback};
 use crate::spec::code_name;
-use crate::trace::fmt_duration;
+use crate::units::fmt_duration;
 
 /// The observer hook: called synchronously, in order, for every
 /// [`AttemptEvent`] of every call through the layer. Keep it cheap; it runs

@@ -91,6 +91,7 @@
 
 pub mod backoff;
 mod body;
+mod check;
 pub mod config;
 pub mod decide;
 mod event;

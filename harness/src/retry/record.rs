@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::decide::{Decision, Pushback, RetryReason};
 use super::event::{AttemptEvent, AttemptEventKind, AttemptOutcome, Observer};
 use crate::recorder::event::EventKind;
-use crate::sim::Shared;
+use crate::recorder::Recorder;
 use crate::spec::code_name;
 
 /// Key under which the recorder counts logical calls (a host name no
@@ -21,17 +21,16 @@ struct Open {
     calls: HashMap<u64, (u32, Option<AttemptOutcome>)>,
 }
 
-/// An observer recording into `shared`'s trace, on host `host`, for calls
-/// to `target`.
+/// An observer recording into `recorder`, on host `host`, for calls to
+/// `target`.
 pub(crate) fn recording_observer(
-    shared: Arc<Shared>,
+    recorder: Arc<Recorder>,
     host: Arc<str>,
     target: Arc<str>,
 ) -> Observer {
     let open = Mutex::new(Open::default());
     Arc::new(move |event: &AttemptEvent| {
         let mut open = open.lock().unwrap_or_else(|p| p.into_inner());
-        let recorder = &shared.recorder;
         let entry = open.calls.entry(event.call).or_insert_with(|| {
             // Numbered in order of first attempt across the whole run.
             (recorder.count_request(GROUP_COUNTER, ""), None)

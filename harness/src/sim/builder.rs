@@ -3,15 +3,7 @@
 use std::time::Duration;
 
 use super::Sim;
-
-/// Environment variable that sets the seed when the builder was not given
-/// one: `CHAOS_SEED=42 cargo test`.
-pub const SEED_ENV: &str = "CHAOS_SEED";
-
-/// Environment variable that sets the default latency jitter, in
-/// microseconds (`CHAOS_JITTER_US=2000`): how `grpc-chaos sweep` makes the
-/// catalog's stories explore interleavings without changing their code.
-pub const JITTER_ENV: &str = "CHAOS_JITTER_US";
+use crate::env::{env_u64, JITTER_ENV, SEED_ENV};
 
 /// The defaults, all fixed so that a run is the same on every machine.
 ///
@@ -208,36 +200,5 @@ impl SimBuilder {
             },
             problem,
         )
-    }
-}
-
-/// The environment that replays a run of `seed`: `CHAOS_SEED=<n>`, behind
-/// `CHAOS_JITTER_US=<µs>` when the run took its jitter from there (a seed
-/// alone would replay it without the jitter, so differently).
-pub(crate) fn replay_env(seed: u64, jitter_us: Option<u64>) -> String {
-    match jitter_us {
-        Some(us) => format!("{JITTER_ENV}={us} {SEED_ENV}={seed}"),
-        None => format!("{SEED_ENV}={seed}"),
-    }
-}
-
-/// The variable `name` when it is set to something: CI templates often set
-/// a variable to nothing, and that means unset.
-pub(crate) fn env_set(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-/// An unsigned integer from the environment: `Ok(None)` when unset or
-/// empty, an
-/// error naming the variable when set to something else (a typo while
-/// replaying a failure must not quietly run seed 0).
-fn env_u64(name: &str) -> Result<Option<u64>, String> {
-    match env_set(name) {
-        None => Ok(None),
-        Some(v) => v.trim().parse().map(Some).map_err(|e| {
-            format!(
-                "{name}={v:?} is not an unsigned 64-bit integer ({e}); unset it or give a number"
-            )
-        }),
     }
 }

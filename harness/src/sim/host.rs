@@ -55,7 +55,7 @@ impl Host {
         Channel::new(
             self.tonic_channel_with(to, configure),
             CallSite {
-                shared: self.shared.clone(),
+                recorder: self.shared.recorder.clone(),
                 from: self.name.clone(),
                 target: to.into(),
             },
@@ -103,13 +103,20 @@ impl Host {
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
         let site = CallSite {
-            shared: self.shared.clone(),
+            recorder: self.shared.recorder.clone(),
             from: self.name.clone(),
             target: set.into(),
         };
         match self.shared.replica_set(set, &self.name) {
             Some(replicas) => Channel::balanced(
-                crate::balance::channel(&self.shared, &self.name, replicas, Arc::new(configure)),
+                crate::balance::channel(
+                    self.shared.wiring(),
+                    self.shared.replicas.clone(),
+                    self.shared.seed,
+                    &self.name,
+                    replicas,
+                    Arc::new(configure),
+                ),
                 site,
             ),
             None => Channel::new(crate::net::unusable_channel(set), site),
@@ -164,7 +171,7 @@ impl Host {
     pub fn retry_layer(&self, to: &str, config: RetryConfig) -> RetryLayer {
         let seed = crate::retry::channel_seed(self.shared.seed, &self.name, to);
         let mut layer = RetryLayer::new(config, seed).observer(crate::retry::recording_observer(
-            self.shared.clone(),
+            self.shared.recorder.clone(),
             self.name.clone(),
             to.into(),
         ));
@@ -213,7 +220,9 @@ impl Host {
     /// Opens one simulated TCP connection to server host `to` (port
     /// 50051) and hands you the socket, for a peer that speaks HTTP/2 (or
     /// anything else) itself: a hostile or broken client, a scripted test
-    /// peer. Build its bytes with [`crate::wire::encode`].
+    /// peer. Build its bytes with `grpc_chaos::wire::encode` and read the
+    /// peer's with `grpc_chaos::wire::Decoder` (the frame codec, public
+    /// with the `unstable-codec` feature).
     ///
     /// It is dialled as a channel's connection is (recorded as attempt 1,
     /// waiting across a partition), and what you write passes the wire tap
@@ -237,6 +246,8 @@ impl Host {
     /// fails with a misconfiguration error listing the server hosts).
     ///
     /// ```
+    /// # #[cfg(feature = "unstable-codec")]
+    /// # fn main() -> grpc_chaos::Result {
     /// use grpc_chaos::wire::{encode, frame::PREFACE};
     /// use grpc_chaos::{trace::RenderOptions, Sim};
     /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -254,7 +265,10 @@ impl Host {
     /// });
     /// let render = sim.run()?.render_with(&RenderOptions::everything());
     /// assert!(render.contains("mallory→store        c1 s0 PING 6d616c6c6f727921"), "{render}");
-    /// # Ok::<(), grpc_chaos::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "unstable-codec"))]
+    /// # fn main() {}
     /// ```
     pub async fn raw_connect(&self, to: &str) -> std::io::Result<crate::server::SimConn> {
         let context = format!("raw_connect() on host `{}`", self.name);
@@ -262,7 +276,7 @@ impl Host {
             let msg = format!("no server host `{to}`");
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
         }
-        crate::net::dial(self.shared.clone(), self.name.clone(), to.into(), 1).await
+        crate::net::dial(self.shared.wiring(), self.name.clone(), to.into(), 1).await
     }
 
     /// [`Host::tonic_channel`] with `Endpoint` options.
@@ -271,7 +285,10 @@ impl Host {
         to: &str,
         configure: impl FnOnce(Endpoint) -> Endpoint,
     ) -> tonic::transport::Channel {
-        crate::net::channel(&self.shared, &self.name, to, configure)
+        let known = self
+            .shared
+            .check_host(to, &format!("channel() on host `{}`", self.name));
+        crate::net::channel(&self.shared.wiring(), known, &self.name, to, configure)
     }
 }
 
@@ -308,6 +325,15 @@ pub struct ServerHost {
     user: Option<UserServe>,
 }
 
+impl std::fmt::Debug for ServerHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHost")
+            .field("host", &self.host)
+            .field("services", &self.services)
+            .finish_non_exhaustive()
+    }
+}
+
 type AddService = Box<dyn FnOnce(Routes) -> Routes>;
 
 /// What the host closure hands the server: routes, what they serve, and
@@ -323,7 +349,7 @@ pub(crate) struct ServerParts {
 
 impl ServerHost {
     pub(crate) fn new(host: Host) -> Self {
-        let layer = HandlerLayer::new(host.name.clone(), host.shared.clone());
+        let layer = HandlerLayer::new(host.name.clone(), Arc::new(host.shared.handler_env()));
         Self {
             host,
             base: None,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::Sim;
 use crate::error::{Error, Kind};
 use crate::fault::{Action, FaultKind, HostAction, HostFault, LONGEST_WAIT};
-use crate::trace::fmt_duration;
+use crate::units::fmt_duration;
 
 impl Sim {
     /// Tick, duration, latency and jitter fit the run; link latencies and

@@ -2,10 +2,8 @@
 //! servers and client bodies, wired through the harness.
 
 mod builder;
-mod conns;
 mod host;
 mod limits;
-mod replicas;
 mod retry_use;
 mod run;
 mod serve_host;
@@ -18,16 +16,16 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use builder::{defaults, SimBuilder, JITTER_ENV, SEED_ENV};
-pub(crate) use builder::{env_set, replay_env};
-pub(crate) use conns::{lock as lock_conn, ConnState, SharedConn};
+pub(crate) use crate::balance::ReplicaSet;
+pub use crate::env::{JITTER_ENV, SEED_ENV};
+pub use builder::{defaults, SimBuilder};
 pub use host::{Host, ServerHost};
-pub(crate) use replicas::ReplicaSet;
+pub(crate) use run::run_failed;
 pub use serve_host::ServeHost;
 pub(crate) use shared::{Rules, Shared};
 
 use crate::fault::Fault;
-use crate::policy::{ConnInfo, ConnectionPolicy, KeepalivePolicy};
+use crate::policy::{ConnInfo, ConnectionPolicy, KeepalivePolicy, PolicyFactory};
 
 /// What a client body returns: `Ok(())`, or any error (`?` works on
 /// `tonic::Status` and most others). An error fails the run.
@@ -106,6 +104,21 @@ pub struct Sim {
     /// Server hosts added with [`Sim::server_fn`]; they are in `servers`
     /// too.
     serve_fns: Vec<String>,
+}
+
+impl std::fmt::Debug for Sim {
+    // The hosts by name and how many faults: the closures say nothing.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let servers: Vec<&str> = self.servers.iter().map(|(n, _)| n.as_str()).collect();
+        let clients: Vec<&str> = self.clients.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Sim")
+            .field("seed", &self.config.seed)
+            .field("duration", &self.config.duration)
+            .field("servers", &servers)
+            .field("clients", &clients)
+            .field("faults", &self.faults.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Sim {
@@ -409,7 +422,3 @@ impl Sim {
         })
     }
 }
-
-/// Makes a connection's policy when it opens ([`Sim::connection_policy`]).
-pub(crate) type PolicyFactory =
-    std::sync::Arc<dyn Fn(&ConnInfo<'_>) -> Box<dyn ConnectionPolicy> + Send + Sync>;

@@ -13,7 +13,8 @@ use crate::error::{Error, Kind};
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::recorder::event::{EventKind, WaitingFor};
 use crate::recorder::Capture;
-use crate::trace::{fmt_duration, Trace};
+use crate::trace::Trace;
+use crate::units::fmt_duration;
 
 impl Sim {
     /// Runs the simulation until every client body has returned, and
@@ -147,10 +148,18 @@ impl Sim {
         crate::trace::remember_run(&trace);
         let problem = shared.take_problem();
         match (problem, outcome) {
-            (Some(e), _) | (None, Err(e)) => Err(e.with_run(config.seed, Some(trace))),
+            (Some(e), _) | (None, Err(e)) => Err(run_failed(e, trace)),
             (None, Ok(())) => Ok(trace),
         }
     }
+}
+
+/// `e` with the run it came from attached, its trace written as a failure
+/// artifact with `e` as the `error.txt` (once per failure: an `Error`
+/// writes nothing itself, see `trace/artifacts.rs`).
+pub(crate) fn run_failed(e: Error, trace: Trace) -> Error {
+    let artifact = crate::trace::write_artifacts_with(&trace, &e.what());
+    e.with_run(trace.seed(), trace.replay_env(), Some(trace), artifact)
 }
 
 fn register_server(
@@ -171,7 +180,7 @@ fn register_server(
                 if let Some(services) = &parts.services {
                     shared.check_services(&host, services);
                 }
-                let incoming = crate::net::incoming(shared.clone(), host.clone()).await?;
+                let incoming = crate::net::incoming(shared.wiring(), host.clone()).await?;
                 if let Some((serve, layer)) = parts.user {
                     // The user's own serve fn: it gets the counted
                     // connections and the shutdown as a receiver, and
@@ -203,7 +212,7 @@ fn register_server(
             let message = match AssertUnwindSafe(serve).catch_unwind().await {
                 Ok(Ok(())) => "its server stopped".to_owned(),
                 Ok(Err(e)) => e.to_string(),
-                Err(panic) => crate::fault::handler::panic_message(&*panic),
+                Err(panic) => crate::units::panic_message(&*panic),
             };
             shared.server_failed(&host, message.clone());
             Err(message.into())
@@ -442,7 +451,7 @@ fn lost_on_the_wire(world: &turmoil::Sim<'static>, shared: &Shared, a: &str, b: 
 /// such a frame, on a connection that stayed open or died with them.
 fn report_never_left(shared: &Shared, ended: Duration) {
     for (conn, state) in shared.conns().all() {
-        let state = super::lock_conn(&state);
+        let state = crate::net::lock_conn(&state);
         for w in state.tap.still_waiting() {
             shared.recorder.push_at(
                 ended,
@@ -503,7 +512,7 @@ fn never_left_because(shared: &Shared, w: &crate::net::Waiting) -> WaitingFor {
 fn kept_back(shared: &Shared) -> Vec<String> {
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for (_, state) in shared.conns().all() {
-        for w in super::lock_conn(&state).tap.still_waiting() {
+        for w in crate::net::lock_conn(&state).tap.still_waiting() {
             let why = never_left_because(shared, w);
             *counts
                 .entry(format!("{}→{} {why}", w.from, w.to))

@@ -5,13 +5,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::futures::Notified;
-use tokio::sync::Notify;
-
-use crate::error::{Error, Kind};
-use crate::fault::{FrameInfo, FrameView, HandlerRule, Injection, RuleEntry, Verdict};
-use crate::net::Policies;
-use crate::policy::{ConnInfo, ConnectionPolicy, KeepaliveEnforcement, KeepalivePolicy};
+use crate::error::{Error, Kind, Problems};
+use crate::fault::{FramePlan, HandlerRule, Injection, RuleEntry};
+use crate::net::{Links, Registry, TapEnv, Wiring};
+use crate::policy::{KeepalivePolicy, PolicyPlan};
 use crate::recorder::event::EventKind;
 use crate::recorder::Recorder;
 
@@ -37,24 +34,25 @@ pub(crate) struct Shared {
     pub(crate) seed: u64,
     servers: Vec<String>,
     clients: Vec<String>,
-    rules: Rules,
-    conns: super::conns::Registry,
+    /// Handler faults, in the order added.
+    handler: Arc<[HandlerRule]>,
+    /// Frame faults and injections, and the holds released so far.
+    frames: Arc<FramePlan>,
+    /// Keepalive enforcement and connection policies per server host.
+    policies: Arc<PolicyPlan>,
+    conns: Arc<Registry>,
     /// Whether connections go through the wire tap.
     wire_tap: bool,
-    problems: Mutex<Vec<Error>>,
+    problems: Arc<Problems>,
     finished: Mutex<BTreeSet<String>>,
-    /// Names released so far ([`FrameFault::hold`](crate::fault::FrameFault::hold)).
-    released: Mutex<BTreeSet<String>>,
-    /// Wakes every writer task waiting on a named hold when one is released.
-    release_notify: Notify,
     /// The retry layers hosts made, and what their configs matched.
     pub(crate) retry_uses: super::retry_use::RetryUses,
     /// Replica sets and their members now ([`super::Sim::servers`]).
-    pub(crate) replicas: super::replicas::Replicas,
+    pub(crate) replicas: Arc<crate::balance::Replicas>,
     /// Graceful shutdowns of server hosts ([`crate::Fault::shutdown`]).
     pub(crate) shutdowns: super::shutdown::Shutdowns,
     /// Partitions, black holes and pauses in force.
-    links: crate::net::Links,
+    links: Arc<Links>,
 }
 
 impl Shared {
@@ -64,35 +62,35 @@ impl Shared {
             seed,
             servers,
             clients,
-            rules,
-            conns: super::conns::Registry::default(),
+            handler: rules.handler.into(),
+            frames: Arc::new(FramePlan::new(rules.frame, rules.inject)),
+            policies: Arc::new(PolicyPlan::new(rules.keepalive, rules.policies)),
+            conns: Arc::default(),
             wire_tap: true,
-            problems: Mutex::default(),
+            problems: Arc::default(),
             finished: Mutex::default(),
-            released: Mutex::default(),
-            release_notify: Notify::new(),
             retry_uses: super::retry_use::RetryUses::default(),
-            replicas: super::replicas::Replicas::default(),
+            replicas: Arc::default(),
             shutdowns: super::shutdown::Shutdowns::default(),
-            links: crate::net::Links::default(),
+            links: Arc::default(),
         }
     }
 
     /// Adds the run's replica sets, every replica a member.
     pub(crate) fn with_replica_sets(mut self, sets: &[super::ReplicaSet]) -> Self {
-        self.replicas = super::replicas::Replicas::new(sets);
+        self.replicas = Arc::new(crate::balance::Replicas::new(sets));
         self
     }
 
     /// Makes the links table active: the run has partition, black hole or
     /// pause faults.
     pub(crate) fn with_link_faults(mut self, active: bool) -> Self {
-        self.links = crate::net::Links::new(active);
+        self.links = Arc::new(Links::new(active));
         self
     }
 
     /// The links table (partitions, black holes, pauses in force).
-    pub(crate) fn links(&self) -> &crate::net::Links {
+    pub(crate) fn links(&self) -> &Links {
         &self.links
     }
 
@@ -103,16 +101,13 @@ impl Shared {
     }
 
     pub(crate) fn problem(&self, e: Error) {
-        self.problems
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(e);
+        self.problems.push(e);
     }
 
     /// Notes a misconfiguration found while the hosts run: the run fails
     /// with it ([`Error::is_misconfigured`]).
     pub(crate) fn misconfigured(&self, why: String) {
-        self.problem(Error::new(Kind::Misconfigured(why)));
+        self.problems.misconfigured(why);
     }
 
     /// Whether `host` is a server host one can connect to; records an
@@ -170,7 +165,7 @@ impl Shared {
     /// (known only once its server closure has run).
     pub(crate) fn check_services(&self, host: &str, served: &[&'static str]) {
         self.retry_uses.served(host, served);
-        for rule in self.rules.handler.iter().filter(|r| r.host == host) {
+        for rule in self.handler.iter().filter(|r| r.host == host) {
             if let Some(service) = rule.service() {
                 if !served.contains(&service) {
                     self.problem(Error::new(Kind::UnknownService {
@@ -185,26 +180,10 @@ impl Shared {
 
     /// The handler faults naming `host`, described.
     pub(crate) fn handler_faults_on(&self, host: &str) -> Vec<String> {
-        self.rules
-            .handler
+        self.handler
             .iter()
             .filter(|r| r.host == host)
             .map(HandlerRule::describe)
-            .collect()
-    }
-
-    /// The handler faults matching a request for `path` on `host` now:
-    /// those acting before the server's own layers, or (`inside`) those
-    /// acting inside them; in the order they were added (the order they
-    /// act in). A rule counts as fired when it acts, not here: one behind
-    /// a fault that answers the request never reaches it.
-    pub(crate) fn handler_rules(&self, host: &str, path: &str, inside: bool) -> Vec<HandlerRule> {
-        let now = self.recorder.now();
-        self.rules
-            .handler
-            .iter()
-            .filter(|r| r.inside == inside && r.matches(host, path, now))
-            .cloned()
             .collect()
     }
 
@@ -213,20 +192,19 @@ impl Shared {
     /// passed, an injection with no connection to go on.
     pub(crate) fn unused_faults(&self, ended: Duration) -> Vec<(String, String)> {
         let handler = self
-            .rules
             .handler
             .iter()
             .filter(|r| !r.fired())
             .map(|r| (r.host.clone(), r.describe()));
         let frame = self
-            .rules
-            .frame
+            .frames
+            .rules()
             .iter()
             .filter(|r| !r.fired())
             .map(|r| (r.filter.from.clone().unwrap_or_default(), r.describe()));
         let inject = self
-            .rules
-            .inject
+            .frames
+            .injections_all()
             .iter()
             .filter(|i| !i.fired())
             .map(|i| (i.from.clone(), i.describe(ended)));
@@ -245,49 +223,6 @@ impl Shared {
         unused
     }
 
-    /// What the frame faults do with a frame: the verdict of the first
-    /// whose filter matches and whose rule acts, if any.
-    pub(crate) fn frame_verdict(
-        &self,
-        info: &FrameInfo<'_>,
-        view: &FrameView<'_>,
-    ) -> Option<Verdict> {
-        self.rules.frame.iter().find_map(|r| r.verdict(info, view))
-    }
-
-    /// Whether any frame fault exists (the tap then cuts the byte stream at
-    /// frame boundaries; otherwise it only watches).
-    pub(crate) fn has_frame_rules(&self) -> bool {
-        !self.rules.frame.is_empty() || !self.rules.inject.is_empty()
-    }
-
-    /// `.at` injections into the direction `from` → `to` still due at or
-    /// after `now`, soonest first.
-    pub(crate) fn injections(&self, from: &str, to: &str, now: Duration) -> Vec<Injection> {
-        let mut due: Vec<Injection> = self
-            .rules
-            .inject
-            .iter()
-            .filter(|i| i.from == from && i.to == to && i.at().is_some_and(|at| at >= now))
-            .cloned()
-            .collect();
-        due.sort_by_key(Injection::at);
-        due
-    }
-
-    /// `.after` injections whose frame goes on a connection between `a`
-    /// and `b` (either way), with their index among the run's injections.
-    pub(crate) fn triggers_between(&self, a: &str, b: &str) -> Vec<(usize, Injection)> {
-        self.rules
-            .inject
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| i.trigger().is_some())
-            .filter(|(_, i)| (i.from == a && i.to == b) || (i.from == b && i.to == a))
-            .map(|(n, i)| (n, i.clone()))
-            .collect()
-    }
-
     /// Releases the frames held under `name` ([`Verdict::Hold`]) and
     /// wakes every writer task waiting on one. `by` names the host whose
     /// code asked (`None`: a timed [`Fault::release`](crate::Fault::release));
@@ -295,23 +230,16 @@ impl Shared {
     pub(crate) fn release(&self, name: &str, by: Option<&str>) {
         let who = by.map_or_else(String::new, |h| format!(" on `{h}`"));
         let what = format!("release({name:?}){who}");
-        if let Err(e) = crate::fault::check_release(&what, name, &self.rules.frame) {
-            self.problem(e);
-            return;
-        }
-        self.released
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_owned());
         // A timed release has no host of its own: it is shown at the host
         // whose frames the hold keeps back, or else at the one they go to,
         // when the hold names one.
-        let holder = self
-            .rules
-            .frame
-            .iter()
-            .filter(|r| r.hold_name() == Some(name))
-            .find_map(|r| r.filter.from.as_deref().or(r.filter.to.as_deref()));
+        let holder = match self.frames.release(&what, name) {
+            Ok(holder) => holder,
+            Err(e) => {
+                self.problem(e);
+                return;
+            }
+        };
         self.recorder.push(
             by.or(holder).unwrap_or_default(),
             EventKind::HoldReleased {
@@ -319,44 +247,37 @@ impl Shared {
                 timed: by.is_none(),
             },
         );
-        self.release_notify.notify_waiters();
+        self.frames.wake_released();
     }
 
-    /// Whether the hold `name` was released.
-    pub(crate) fn is_released(&self, name: &str) -> bool {
-        self.released
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(name)
+    /// What the tap needs of the run ([`TapEnv`]).
+    pub(crate) fn tap_env(&self) -> TapEnv {
+        TapEnv {
+            recorder: self.recorder.clone(),
+            frames: self.frames.clone(),
+            links: self.links.clone(),
+            problems: self.problems.clone(),
+            wire_tap: self.wire_tap,
+        }
     }
 
-    /// Resolves at the next release. Create it before checking
-    /// [`Shared::is_released`]: a release in between still wakes it.
-    pub(crate) fn next_release(&self) -> Notified<'_> {
-        self.release_notify.notified()
+    /// What the wiring needs of the run ([`Wiring`]).
+    pub(crate) fn wiring(&self) -> Wiring {
+        Wiring {
+            tap: self.tap_env(),
+            conns: self.conns.clone(),
+            policies: self.policies.clone(),
+        }
     }
 
-    /// The policies of the connection `info` describes: keepalive
-    /// enforcement first, then the connection policies of its server host
-    /// in the order added; `None` when it has none.
-    pub(crate) fn connection_policies(&self, info: &ConnInfo<'_>) -> Option<Policies> {
-        let server = info.server();
-        let keepalive = self
-            .rules
-            .keepalive
-            .iter()
-            .filter(|(h, _)| h == server)
-            .map(|(_, p)| {
-                Box::new(KeepaliveEnforcement::new(*p, info)) as Box<dyn ConnectionPolicy>
-            });
-        let others = self
-            .rules
-            .policies
-            .iter()
-            .filter(|(h, _)| h == server)
-            .map(|(_, make)| make(info));
-        let list: Vec<Box<dyn ConnectionPolicy>> = keepalive.chain(others).collect();
-        (!list.is_empty()).then(|| Policies::new(list))
+    /// What the handler layer needs of the run.
+    pub(crate) fn handler_env(&self) -> crate::fault::handler::HandlerEnv {
+        crate::fault::handler::HandlerEnv {
+            recorder: self.recorder.clone(),
+            rules: self.handler.clone(),
+            problems: self.problems.clone(),
+            seed: self.seed,
+        }
     }
 
     /// The connection registry (ids shared by both ends).
@@ -366,21 +287,8 @@ impl Shared {
         self
     }
 
-    /// Whether connections go through the wire tap.
-    pub(crate) fn wire_tap(&self) -> bool {
-        self.wire_tap
-    }
-
-    pub(crate) fn conns(&self) -> &super::conns::Registry {
+    pub(crate) fn conns(&self) -> &Registry {
         &self.conns
-    }
-
-    pub(crate) fn note_panic(&self, host: &str, path: &str, message: &str) {
-        self.problem(Error::new(Kind::HandlerPanicked {
-            host: host.to_owned(),
-            path: path.to_owned(),
-            message: message.to_owned(),
-        }));
     }
 
     pub(crate) fn server_failed(&self, host: &str, message: String) {
@@ -388,12 +296,6 @@ impl Shared {
             host: host.to_owned(),
             message,
         }));
-    }
-
-    /// Notes that a task of the harness's own (`task`, e.g. `the wire tap
-    /// from a to b`) panicked: the run fails with it.
-    pub(crate) fn harness_panicked(&self, task: String, message: String) {
-        self.problem(Error::new(Kind::HarnessPanicked { task, message }));
     }
 
     /// Notes that a client body returned, with its error if it failed.
@@ -422,8 +324,7 @@ impl Shared {
 
     /// The first problem found while running, if any.
     pub(crate) fn take_problem(&self) -> Option<Error> {
-        let mut problems = self.problems.lock().unwrap_or_else(|p| p.into_inner());
-        (!problems.is_empty()).then(|| problems.remove(0))
+        self.problems.take_first()
     }
 
     pub(crate) fn known_hosts(&self) -> Vec<String> {

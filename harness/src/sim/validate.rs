@@ -178,7 +178,7 @@ impl Sim {
             };
             let member = !out.contains(host);
             if member == join {
-                let at = crate::trace::fmt_duration(fault.at);
+                let at = crate::units::fmt_duration(fault.at);
                 let why = if join {
                     "it is a member of its set then (every replica is at the start); \
                      make it leave first"
@@ -209,7 +209,7 @@ impl Sim {
     fn check_host_schedule(&self) -> Result<(), Error> {
         let mut faults: Vec<&HostFault> = self.host_faults().collect();
         faults.sort_by_key(|f| f.at);
-        let fmt = crate::trace::fmt_duration;
+        let fmt = crate::units::fmt_duration;
         let bad = |text: String| Err(Error::new(Kind::Misconfigured(text)));
         let pair = |a: &str, b: &str| {
             if a <= b {
@@ -419,7 +419,7 @@ impl Sim {
         if let HostAction::Shutdown(host, Some(grace)) = &fault.action {
             let ends = fault.at.saturating_add(*grace);
             if ends > self.config.duration {
-                let fmt = crate::trace::fmt_duration;
+                let fmt = crate::units::fmt_duration;
                 return Err(Error::new(Kind::Misconfigured(format!(
                     "graceful shutdown of {host} at {} with grace {}: the grace ends at {}, after the end \
                      of the run ({}), so the host would never be crashed; shorten the grace, start the \

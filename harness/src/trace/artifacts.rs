@@ -141,7 +141,7 @@ fn install_hook() {
             if trace.written.load(Ordering::Relaxed) {
                 return;
             }
-            let message = crate::fault::handler::panic_message(info.payload());
+            let message = crate::units::panic_message(info.payload());
             let why = match info.location() {
                 Some(at) => format!("panicked at {at}: {message}"),
                 None => format!("panicked: {message}"),

@@ -281,7 +281,7 @@ impl Trace {
     }
 
     /// Writes the trace as a failure artifact and notes where in `v`.
-    pub(super) fn keep(&self, mut v: Violation) -> Violation {
+    pub(crate) fn keep(&self, mut v: Violation) -> Violation {
         v.artifact = super::write_artifacts_with(self, &v.to_string());
         v.replay = Some(self.replay_env());
         v

@@ -37,6 +37,11 @@ pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
 pub use words::PEER_STRING_LIMIT;
+// `fmt_duration` lives in `crate::units`, a leaf any module may use. This
+// path stays for one release so that branches written against
+// `crate::units::fmt_duration` still compile once merged; the trace's own
+// files use it through here too until then.
+pub(crate) use crate::units::fmt_duration;
 
 use crate::recorder::event::{CallId, Event, EventKind, RunId};
 
@@ -50,7 +55,7 @@ use crate::recorder::event::{CallId, Event, EventKind, RunId};
 /// [`Trace::handler_runs`], [`Trace::attempts`]) or check it
 /// ([`Trace::assert_deadline_propagated`], [`Trace::assert_no_orphan_work`]).
 /// It serializes as [`Trace::to_json`]'s document.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Trace {
     seed: u64,
     /// When the run ended, *simulated* time since its start.
@@ -66,6 +71,22 @@ pub struct Trace {
     /// Set once this run's trace was written as a failure artifact, in any
     /// clone: one write per failure, whichever way the test then fails.
     written: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Trace {
+    // Sizes, not the event log: a trace holds thousands of events, and a
+    // failed `unwrap_err` on a run prints this. The events are in
+    // `Trace::render` and `Trace::to_json`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trace")
+            .field("seed", &self.seed)
+            .field("ended", &self.ended)
+            .field("hosts", &self.hosts)
+            .field("events", &self.events.len())
+            .field("calls", &self.calls.len())
+            .field("runs", &self.runs.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Serialize for Trace {
@@ -101,7 +122,7 @@ impl Trace {
     /// (A seed set in code with [`SimBuilder::seed`](crate::SimBuilder::seed)
     /// wins over `CHAOS_SEED`; rerunning then replays it anyway.)
     pub fn replay_env(&self) -> String {
-        crate::sim::replay_env(self.seed, self.jitter_env)
+        crate::env::replay_env(self.seed, self.jitter_env)
     }
 
     /// The seed of the run.
@@ -292,18 +313,6 @@ pub struct TraceFiles {
     pub html: PathBuf,
 }
 
-/// Formats a *simulated* duration in milliseconds with up to three
-/// decimals, trailing zeros dropped: `500ms`, `488.8ms`, `0.25ms`.
-pub fn fmt_duration(d: Duration) -> String {
-    let micros = d.as_micros();
-    let (ms, frac) = (micros / 1000, micros % 1000);
-    if frac == 0 {
-        return format!("{ms}ms");
-    }
-    let frac = format!("{frac:03}");
-    format!("{ms}.{}ms", frac.trim_end_matches('0'))
-}
-
 /// The calls `host` has open (started, not ended), and why each still
 /// waits as far as the trace knows: `r3 /tt.v1.Store/Save to store (no
 /// deadline; handler h2 on store has not answered; fault on it: hang)`.
@@ -355,18 +364,4 @@ pub(crate) fn open_runs(events: &[Event], host: &str) -> Vec<crate::recorder::ev
             path: r.path.clone(),
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fmt_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_render_in_ms() {
-        assert_eq!(fmt_duration(Duration::from_millis(500)), "500ms");
-        assert_eq!(fmt_duration(Duration::from_micros(488_800)), "488.8ms");
-        assert_eq!(fmt_duration(Duration::from_micros(250)), "0.25ms");
-        assert_eq!(fmt_duration(Duration::ZERO), "0ms");
-    }
 }

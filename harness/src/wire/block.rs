@@ -109,7 +109,7 @@ impl HeaderBlock {
     }
 
     /// Whether the block was larger than the decoder's header-list limit
-    /// (see [`Limits::max_header_list`](super::Limits::max_header_list)), in
+    /// (`Limits::max_header_list`), in
     /// which case [`HeaderBlock::all`] and the named fields hold only the
     /// fields before the limit was reached.
     pub fn is_truncated(&self) -> bool {
@@ -193,6 +193,7 @@ fn utf8_lossy(bytes: Vec<u8>) -> String {
 /// an escape that is not two hex digits is kept verbatim ("implementations
 /// MUST NOT error"), and the result is read as UTF-8 with invalid sequences
 /// replaced.
+#[cfg_attr(not(feature = "unstable-codec"), allow(unreachable_pub))]
 pub fn percent_decode(raw: &[u8]) -> String {
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;

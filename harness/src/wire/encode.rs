@@ -158,12 +158,14 @@ pub fn grpc_message(message: &[u8]) -> Vec<u8> {
 /// send what it likes.
 ///
 /// ```
+/// # #[cfg(feature = "unstable-codec")] {
 /// use grpc_chaos::wire::encode::{headers, hpack_literal};
 ///
 /// let block = hpack_literal(&[(":status", "200"), ("content-type", "application/grpc")]);
 /// let frame = headers(1, &block, false, true);
 /// assert_eq!(frame[3], 0x1, "a HEADERS frame");
 /// assert_eq!(&block[..2], &[0x00, 7], "literal, new name, 7 octets");
+/// # }
 /// ```
 pub fn hpack_literal(fields: &[(&str, &str)]) -> Vec<u8> {
     let mut out = Vec::new();

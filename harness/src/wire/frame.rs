@@ -222,7 +222,7 @@ impl Frame {
     }
 }
 
-/// The decoded payload of a [`Frame`], one variant per frame type.
+/// The decoded payload of a frame, one variant per frame type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Detail {
@@ -234,9 +234,9 @@ pub enum Detail {
         /// padding after the data (the 1-octet Pad Length field itself not
         /// included). `None` when the frame is not padded.
         padded_len: Option<u8>,
-        /// Octets of application data: [`Frame::len`] minus the Pad Length
-        /// field and the padding. Flow control counts the whole
-        /// [`Frame::len`] (§6.9.1).
+        /// Octets of application data: the frame's payload length minus the
+        /// Pad Length field and the padding. Flow control counts the whole
+        /// payload length (§6.9.1).
         data_len: u32,
         /// The Compressed-Flag octet (gRPC `PROTOCOL-HTTP2.md`,
         /// Length-Prefixed-Message: 0 identity, 1 compressed with the

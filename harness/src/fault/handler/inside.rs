@@ -20,16 +20,16 @@ use tokio::sync::OwnedSemaphorePermit;
 use tonic::body::Body;
 
 use super::run::{after_headers, with_pushback};
+use super::HandlerEnv;
 use super::{apply, Acting, BoxFuture, RunTag};
 use crate::recorder::event::{EventKind, LayerSide, RunId};
-use crate::sim::Shared;
 
 /// Applies a host's inside-layers faults, then calls the routes.
 #[derive(Clone)]
 pub(crate) struct InsideService<S> {
     inner: S,
     host: Arc<str>,
-    shared: Arc<Shared>,
+    env: Arc<HandlerEnv>,
     /// Whether the host's builder has layers of its own (see
     /// [`super::HandlerLayer`]).
     layered: Arc<AtomicBool>,
@@ -37,11 +37,11 @@ pub(crate) struct InsideService<S> {
 
 impl<S> InsideService<S> {
     pub(crate) fn new(inner: S, layer: &super::HandlerLayer) -> Self {
-        let (host, shared, layered) = layer.parts();
+        let (host, env, layered) = layer.parts();
         Self {
             inner,
             host,
-            shared,
+            env,
             layered,
         }
     }
@@ -73,12 +73,12 @@ where
             return Box::pin(inner.call(req));
         };
         let path = req.uri().path().to_owned();
-        let rules = self.shared.handler_rules(&self.host, &path, true);
+        let rules = self.env.handler_rules(&self.host, &path, true);
         if rules.is_empty() {
             return Box::pin(inner.call(req));
         }
         let mut acting = Inside {
-            shared: self.shared.clone(),
+            env: self.env.clone(),
             host: self.host.clone(),
             run,
             path,
@@ -117,7 +117,7 @@ where
 
 /// The run an inside fault acts on.
 struct Inside {
-    shared: Arc<Shared>,
+    env: Arc<HandlerEnv>,
     host: Arc<str>,
     run: RunId,
     path: String,
@@ -128,7 +128,7 @@ struct Inside {
 
 impl Acting for Inside {
     fn record(&self, kind: EventKind) {
-        self.shared.recorder.push(&self.host, kind);
+        self.env.recorder.push(&self.host, kind);
     }
 
     fn run_path(&self) -> (RunId, &str) {
@@ -140,7 +140,7 @@ impl Acting for Inside {
     }
 
     fn now(&self) -> Duration {
-        self.shared.recorder.now()
+        self.env.recorder.now()
     }
 
     fn keep_permit(&mut self, permit: OwnedSemaphorePermit) {

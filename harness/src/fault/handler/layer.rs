@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use tower::Layer;
 
+use super::HandlerEnv;
 use super::HandlerService;
-use crate::sim::Shared;
 
 /// The harness's recording and handler-fault layer, the first (outermost)
 /// layer of every sim server's builder
@@ -21,7 +21,7 @@ use crate::sim::Shared;
 #[derive(Clone)]
 pub struct HandlerLayer {
     host: Arc<str>,
-    shared: Arc<Shared>,
+    env: Arc<HandlerEnv>,
     layered: Arc<AtomicBool>,
     /// Set once a server put the layer around its service (tonic's builder
     /// does so when it starts serving, before its first connection): how a
@@ -39,10 +39,10 @@ impl std::fmt::Debug for HandlerLayer {
 }
 
 impl HandlerLayer {
-    pub(crate) fn new(host: Arc<str>, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(host: Arc<str>, env: Arc<HandlerEnv>) -> Self {
         Self {
             host,
-            shared,
+            env,
             layered: Arc::default(),
             applied: Arc::default(),
         }
@@ -53,10 +53,10 @@ impl HandlerLayer {
         self.applied.load(Ordering::Relaxed)
     }
 
-    /// The host, the shared state and the layered flag, for the layer
+    /// The host, the run's handle and the layered flag, for the layer
     /// inside the server's own layers.
-    pub(crate) fn parts(&self) -> (Arc<str>, Arc<Shared>, Arc<AtomicBool>) {
-        (self.host.clone(), self.shared.clone(), self.layered.clone())
+    pub(crate) fn parts(&self) -> (Arc<str>, Arc<HandlerEnv>, Arc<AtomicBool>) {
+        (self.host.clone(), self.env.clone(), self.layered.clone())
     }
 
     /// Notes that the server's builder added layers of its own: the trace
@@ -74,7 +74,7 @@ impl<S> Layer<S> for HandlerLayer {
         HandlerService {
             inner,
             host: self.host.clone(),
-            shared: self.shared.clone(),
+            env: self.env.clone(),
             layered: self.layered.clone(),
         }
     }

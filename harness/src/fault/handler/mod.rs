@@ -10,7 +10,7 @@
 
 mod inside;
 mod layer;
-mod rule;
+pub(super) mod rule;
 mod run;
 mod seen;
 
@@ -35,10 +35,37 @@ pub use run::HandlerBody;
 use run::RunGuard;
 
 use crate::deadline::{parse_grpc_timeout, tonic_reads_grpc_timeout, Arrival};
+use crate::error::Problems;
 use crate::net::PeerInfo;
 use crate::recorder::event::{CallId, EventKind, LayerSide, RunId};
-use crate::recorder::{CALL_ID_HEADER, CURRENT_RUN};
-use crate::sim::Shared;
+use crate::recorder::{Recorder, CALL_ID_HEADER, CURRENT_RUN};
+use crate::units::panic_message;
+
+/// What the handler layer needs of the run, and no more: the recorder,
+/// the handler faults in the order added, where a panicking handler is
+/// reported, and the run's seed (named in that report).
+pub(crate) struct HandlerEnv {
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) rules: Arc<[HandlerRule]>,
+    pub(crate) problems: Arc<Problems>,
+    pub(crate) seed: u64,
+}
+
+impl HandlerEnv {
+    /// The handler faults matching a request for `path` on `host` now:
+    /// those acting before the server's own layers, or (`inside`) those
+    /// acting inside them; in the order they were added (the order they
+    /// act in). A rule counts as fired when it acts, not here: one behind
+    /// a fault that answers the request never reaches it.
+    pub(crate) fn handler_rules(&self, host: &str, path: &str, inside: bool) -> Vec<HandlerRule> {
+        let now = self.recorder.now();
+        self.rules
+            .iter()
+            .filter(|r| r.inside == inside && r.matches(host, path, now))
+            .cloned()
+            .collect()
+    }
+}
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -53,10 +80,19 @@ const PREVIOUS_ATTEMPTS: &str = "grpc-previous-rpc-attempts";
 pub struct HandlerService<S> {
     inner: S,
     host: Arc<str>,
-    shared: Arc<Shared>,
+    env: Arc<HandlerEnv>,
     /// Whether the host's builder has layers of its own (set once the
     /// user's configure closure returned), for [`LayerSide`] in the trace.
     layered: Arc<AtomicBool>,
+}
+
+impl<S> std::fmt::Debug for HandlerService<S> {
+    // Without `S: Debug`: the server's own stack rarely is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlerService")
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -89,7 +125,7 @@ where
         let seen = seen::SeenRequest::default();
         let mut req = req.map(|b| Body::new(seen::WatchedBody::new(b, seen.clone())));
         let guard = self.start(&mut req, side).watching(seen);
-        let rules = self.shared.handler_rules(&self.host, guard.path(), false);
+        let rules = self.env.handler_rules(&self.host, guard.path(), false);
         Box::pin(serve(inner, req, guard, rules))
     }
 }
@@ -103,7 +139,7 @@ pub(crate) struct RunTag(pub(crate) RunId);
 impl<S> HandlerService<S> {
     /// Records the request's arrival and returns the guard of its run.
     fn start(&self, req: &mut http::Request<Body>, side: Option<LayerSide>) -> RunGuard {
-        let recorder = &self.shared.recorder;
+        let recorder = &self.env.recorder;
         let path = req.uri().path().to_owned();
         let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
         let timeout = header("grpc-timeout").and_then(parse_grpc_timeout);
@@ -160,7 +196,7 @@ impl<S> HandlerService<S> {
         req.extensions_mut()
             .insert(Arrival(tokio::time::Instant::now()));
         req.extensions_mut().insert(RunTag(run));
-        RunGuard::new(self.shared.clone(), self.host.clone(), run, path, side)
+        RunGuard::new(self.env.clone(), self.host.clone(), run, path, side)
     }
 }
 
@@ -250,7 +286,7 @@ pub(crate) trait Acting {
 async fn apply(rule: &HandlerRule, guard: &mut impl Acting) -> Option<(Status, Reply)> {
     match &rule.action {
         Action::Delay(d) => {
-            guard.fault_fired(format!("delay {}", crate::trace::fmt_duration(*d)));
+            guard.fault_fired(format!("delay {}", crate::units::fmt_duration(*d)));
             tokio::time::sleep(*d).await;
             None
         }
@@ -287,13 +323,4 @@ async fn apply(rule: &HandlerRule, guard: &mut impl Acting) -> Option<(Status, R
             None
         }
     }
-}
-
-/// The text of a panic's payload (`panic!` gives a `&str` or a `String`).
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".to_owned())
 }

@@ -46,7 +46,7 @@ impl Action {
     pub(crate) fn describe(&self) -> String {
         let code = |c: &Code| crate::spec::code_name(*c);
         match self {
-            Self::Delay(d) => format!("delay {}", crate::trace::fmt_duration(*d)),
+            Self::Delay(d) => format!("delay {}", crate::units::fmt_duration(*d)),
             Self::Abort(c, message, reply) => {
                 format!("abort {} {message:?}{}", code(c), reply.describe())
             }
@@ -131,8 +131,8 @@ impl HandlerRule {
         let window = self.window.map_or(String::new(), |(a, b)| {
             format!(
                 " during [{}, {})",
-                crate::trace::fmt_duration(a),
-                crate::trace::fmt_duration(b)
+                crate::units::fmt_duration(a),
+                crate::units::fmt_duration(b)
             )
         });
         let inside = if self.inside {

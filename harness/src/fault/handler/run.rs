@@ -36,7 +36,7 @@ impl HttpBody for TrailersOnlyBody {
         self.0.is_none()
     }
 }
-use crate::sim::Shared;
+use super::HandlerEnv;
 
 /// `status` with `grpc-retry-pushback-ms` when `reply` asks for it.
 pub(super) fn with_pushback(status: Status, reply: Reply) -> Status {
@@ -69,7 +69,7 @@ pub(super) fn after_headers(status: Status) -> http::Response<Body> {
 /// dropped the handler future or the response body: RST_STREAM from the
 /// peer, connection closed, host crashed) it records `HandlerDropped`.
 pub(crate) struct RunGuard {
-    shared: Arc<Shared>,
+    env: Arc<HandlerEnv>,
     host: Arc<str>,
     run: RunId,
     path: String,
@@ -87,15 +87,15 @@ pub(crate) struct RunGuard {
 
 impl RunGuard {
     pub(crate) fn new(
-        shared: Arc<Shared>,
+        env: Arc<HandlerEnv>,
         host: Arc<str>,
         run: RunId,
         path: String,
         side: Option<LayerSide>,
     ) -> Self {
-        let started = shared.recorder.now();
+        let started = env.recorder.now();
         Self {
-            shared,
+            env,
             host,
             run,
             path,
@@ -122,15 +122,17 @@ impl RunGuard {
     }
 
     fn push(&self, kind: EventKind) {
-        self.shared.recorder.push(&self.host, kind);
+        self.env.recorder.push(&self.host, kind);
     }
 
     pub(crate) fn panicked(&self, message: String) {
         eprintln!(
             "grpc-chaos: handler {} on host `{}` panicked: {message} (CHAOS_SEED={})",
-            self.path, self.host, self.shared.seed
+            self.path, self.host, self.env.seed
         );
-        self.shared.note_panic(&self.host, &self.path, &message);
+        self.env
+            .problems
+            .handler_panicked(&self.host, &self.path, &message);
         self.push(EventKind::HandlerPanicked {
             run: self.run,
             path: self.path.clone(),
@@ -217,7 +219,7 @@ impl super::Acting for RunGuard {
     }
 
     fn now(&self) -> Duration {
-        self.shared.recorder.now()
+        self.env.recorder.now()
     }
 
     fn keep_permit(&mut self, permit: OwnedSemaphorePermit) {

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::pair::side;
+use super::{lock_conn, SharedConn, TapEnv};
 use crate::recorder::event::{EventKind, UndeliveredCause};
-use crate::sim::{lock_conn, Shared, SharedConn};
 use crate::wire::{Direction, FrameType};
 
 /// Most frames an [`EventKind::FramesUndelivered`] names; the rest are
@@ -79,7 +79,7 @@ impl InFlight {
 
 /// One end of a connection, as its close sees it.
 pub(crate) struct CloseEnd {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) env: TapEnv,
     pub(crate) conn: u32,
     pub(crate) peer: Arc<str>,
     /// The direction this end writes.
@@ -95,7 +95,7 @@ impl CloseEnd {
     /// order. Not noted while the driver crashes or restarts the host
     /// (closes by a crash are not recorded).
     pub(crate) fn reset_with_unread(&self, read: u64) {
-        if self.shared.recorder.driving_host() {
+        if self.env.recorder.driving_host() {
             return;
         }
         let peer_dir = match self.direction {

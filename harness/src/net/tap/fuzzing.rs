@@ -34,10 +34,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{DirectionTap, Out};
+use super::{lock_conn, DirectionTap, Out, SharedConn, TapEnv};
+use crate::fault::FramePlan;
 use crate::fault::{Fault, FaultKind, FrameRule, FrameView, Verdict};
 use crate::recorder::event::{EventKind, Fate};
-use crate::sim::{lock_conn, Rules, Shared, SharedConn};
 use crate::wire::{encode, frame::PREFACE, Direction, FrameType};
 
 const C2S: Direction = Direction::ClientToServer;
@@ -234,7 +234,7 @@ fn faults(input: &mut Input<'_>, seen: &Seen) -> Vec<Fault> {
 /// Both directions of connection 1 between client `player` and server
 /// `store`, and what went through each.
 struct TapFuzz {
-    shared: Arc<Shared>,
+    env: TapEnv,
     conn: SharedConn,
     taps: [DirectionTap; 2],
     queues: [VecDeque<Out>; 2],
@@ -253,27 +253,28 @@ struct TapFuzz {
 impl TapFuzz {
     fn new(input: &mut Input<'_>) -> Self {
         let seen = Seen::default();
-        let mut rules = Rules::default();
+        let mut frame = Vec::new();
         for f in faults(input, &seen) {
             if let FaultKind::Frame(r) = f.0 {
-                rules.frame.push(r);
+                frame.push(r);
             }
         }
-        let shared = Arc::new(Shared::new(
-            0,
-            vec!["store".into()],
-            vec!["player".into()],
-            rules,
-        ));
+        let env = TapEnv {
+            recorder: Arc::default(),
+            frames: Arc::new(FramePlan::new(frame, Vec::new())),
+            links: Arc::default(),
+            problems: Arc::default(),
+            wire_tap: true,
+        };
         let conn = SharedConn::default();
         let tap = |direction, from: &str, to: &str| {
             let (from, to) = (from.into(), to.into());
-            DirectionTap::new(shared.clone(), 1, direction, from, to, conn.clone())
+            DirectionTap::new(env.clone(), 1, direction, from, to, conn.clone())
         };
         let taps = [tap(C2S, "player", "store"), tap(S2C, "store", "player")];
-        shared.recorder.set_driver_clock(Duration::ZERO);
+        env.recorder.set_driver_clock(Duration::ZERO);
         Self {
-            shared,
+            env,
             conn,
             taps,
             queues: Default::default(),
@@ -293,20 +294,30 @@ impl TapFuzz {
     }
 
     fn advance(&mut self, by: Duration) {
-        let now = self.shared.recorder.now();
-        self.shared.recorder.set_driver_clock(now + by);
+        let now = self.env.recorder.now();
+        self.env.recorder.set_driver_clock(now + by);
         self.drain();
     }
 
+    /// What a timed `Fault::release` does to the tap: the hold's frames
+    /// may leave and their writers wake (a name no rule holds under is
+    /// the run's misconfiguration, of no interest here).
+    fn release_hold(&self, hold: &str) {
+        let what = format!("release({hold:?})");
+        if self.env.frames.release(&what, hold).is_ok() {
+            self.env.frames.wake_released();
+        }
+    }
+
     fn release(&mut self, hold: &str) {
-        self.shared.release(hold, None);
+        self.release_hold(hold);
         self.drain();
     }
 
     /// What the writer task does when it wakes: every due piece leaves,
     /// in order, up to the first that is not due.
     fn drain(&mut self) {
-        let now = self.shared.recorder.now();
+        let now = self.env.recorder.now();
         for s in 0..2 {
             let (tap, queue) = (&mut self.taps[s], &mut self.queues[s]);
             while queue.front().is_some_and(|o| tap.is_due(o, now)) {
@@ -331,7 +342,7 @@ impl TapFuzz {
     /// Taken, not copied: a copy of every event at every step was most
     /// of a fuzz execution's time.
     fn take_events(&mut self) {
-        for e in self.shared.recorder.take_events() {
+        for e in self.env.recorder.take_events() {
             let Some(s) = (0..2).find(|&s| self.taps[s].from() == e.host) else {
                 continue;
             };
@@ -418,9 +429,9 @@ impl TapFuzz {
     /// Every hold released, the clock past every wait: everything leaves.
     fn run_out(&mut self) {
         for hold in HOLDS {
-            self.shared.release(hold, None);
+            self.release_hold(hold);
         }
-        self.shared.recorder.set_driver_clock(THE_END);
+        self.env.recorder.set_driver_clock(THE_END);
         self.drain();
         self.check();
         for s in 0..2 {

@@ -10,9 +10,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::lock_conn;
 use super::{DirectionTap, Out};
 use crate::fault::Injection;
-use crate::sim::lock_conn;
 use crate::wire::{self, BlockKind, Direction, Frame};
 
 impl DirectionTap {
@@ -42,7 +42,7 @@ impl DirectionTap {
         out: &mut VecDeque<Out>,
     ) {
         let head = self.record_injected_as(&bytes, kind);
-        let now = self.shared.recorder.now();
+        let now = self.env.recorder.now();
         let keep = self.keep(None, now, out);
         let kept = keep
             .until

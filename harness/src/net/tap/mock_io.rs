@@ -28,9 +28,9 @@ use tokio_test::io::{Builder, Mock};
 
 use super::tests::tap_for;
 use super::writer::{run, CHANNEL_CHUNKS, SEND_BUFFER};
+use super::TapEnv;
 use crate::fault::Fault;
 use crate::recorder::event::{Event, EventKind, Fate};
-use crate::sim::Shared;
 use crate::wire::testing::{unhex, H2_C2S, H2_S2C};
 use crate::wire::{encode, Direction, FrameType};
 
@@ -115,13 +115,13 @@ impl AsyncWrite for Socket {
 /// Paused time moves only while every task waits, never during a poll, so
 /// the value is exact for the whole poll.
 fn on_tokio_clock<F: Future>(
-    shared: Arc<Shared>,
+    env: TapEnv,
     start: Instant,
     task: F,
 ) -> impl Future<Output = F::Output> {
     let mut task = Box::pin(task);
     std::future::poll_fn(move |cx| {
-        shared.recorder.set_driver_clock(start.elapsed());
+        env.recorder.set_driver_clock(start.elapsed());
         task.as_mut().poll(cx)
     })
 }
@@ -130,7 +130,7 @@ fn on_tokio_clock<F: Future>(
 struct Writer {
     tx: mpsc::Sender<Bytes>,
     task: JoinHandle<()>,
-    shared: Arc<Shared>,
+    env: TapEnv,
     start: Instant,
     log: Arc<Mutex<Log>>,
 }
@@ -141,7 +141,7 @@ impl Writer {
     /// the write before it is done, so a script starts with a write.
     fn start(direction: Direction, faults: Vec<Fault>, script: &mut Builder) -> Self {
         let tap = tap_for(direction, faults);
-        let shared = Arc::clone(tap.shared());
+        let env = tap.env().clone();
         let start = Instant::now();
         let log = Arc::default();
         let socket = Socket {
@@ -152,15 +152,11 @@ impl Writer {
         // The same capacity as the real wiring: backpressure is part of
         // what a kept-back frame does to its sender.
         let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
-        let task = tokio::spawn(on_tokio_clock(
-            Arc::clone(&shared),
-            start,
-            run(tap, socket, rx),
-        ));
+        let task = tokio::spawn(on_tokio_clock(env.clone(), start, run(tap, socket, rx)));
         Self {
             tx,
             task,
-            shared,
+            env,
             start,
             log,
         }
@@ -201,7 +197,7 @@ impl Writer {
             std::panic::resume_unwind(e.into_panic());
         }
         let log = std::mem::take(&mut *lock(&self.log));
-        (log, self.shared.recorder.events())
+        (log, self.env.recorder.events())
     }
 }
 

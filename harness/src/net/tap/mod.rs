@@ -32,6 +32,7 @@
 //! SETTINGS frame passes, a frame is kept back or leaves, or a trigger
 //! matches: never for an ordinary frame.
 
+mod conns;
 pub(crate) mod ends;
 mod inject;
 mod pair;
@@ -47,6 +48,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+pub(crate) use conns::{lock as lock_conn, ConnState, Registry, SharedConn};
 pub(crate) use ends::Written;
 pub(crate) use pair::{TapPair, Until, Waiting};
 pub(crate) use policy::Policies;
@@ -54,12 +56,29 @@ pub(crate) use raw::{RawRead, Read};
 pub(crate) use reset::{reset_error, Reset};
 pub(crate) use writer::spawn_writer;
 
-use crate::fault::{FrameInfo, FrameView, Injection, Verdict};
-use crate::net::LinkState;
+use crate::error::Problems;
+use crate::fault::{FrameInfo, FramePlan, FrameView, Injection, LinkState, Links, Verdict};
 use crate::policy::Close;
 use crate::recorder::event::{EventKind, Fate, FrameDetail, UndeliveredCause};
-use crate::sim::{lock_conn, Shared, SharedConn};
+use crate::recorder::Recorder;
 use crate::wire::{self, BlockKind, Decoder, Detail, Direction, Frame, FrameType, SettingId};
+
+/// What the tap needs of the run, and no more: the recorder it writes the
+/// frames into, the frame faults, the links' state, and where a problem
+/// found while tapping goes. The wiring hands it down with each
+/// connection; a clone shares everything it holds.
+#[derive(Clone)]
+pub(crate) struct TapEnv {
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) frames: Arc<FramePlan>,
+    /// Partitions, black holes and pauses in force.
+    pub(crate) links: Arc<Links>,
+    pub(crate) problems: Arc<Problems>,
+    /// Whether connections are recorded
+    /// ([`SimBuilder::wire_tap`](crate::SimBuilder::wire_tap)); off, the
+    /// tap only keeps bytes back while a link holds them.
+    pub(crate) wire_tap: bool,
+}
 
 /// Bytes ready to leave, and when (*simulated* time; `None`: now).
 pub(crate) struct Out {
@@ -104,7 +123,7 @@ pub(crate) struct Kept {
 /// One direction of one connection, at its sender.
 pub(crate) struct DirectionTap {
     decoder: Decoder,
-    shared: Arc<Shared>,
+    env: TapEnv,
     conn: u32,
     from: Arc<str>,
     to: Arc<str>,
@@ -140,7 +159,7 @@ pub(crate) struct DirectionTap {
 
 impl DirectionTap {
     pub(crate) fn new(
-        shared: Arc<Shared>,
+        env: TapEnv,
         conn: u32,
         direction: Direction,
         from: Arc<str>,
@@ -159,10 +178,10 @@ impl DirectionTap {
             decoder: Decoder::new(direction),
             // Cut at frame boundaries under link faults too, so that each
             // frame waits (and is released) on its own.
-            cut: shared.has_frame_rules() || reacts || shared.links().active(),
-            silent: !shared.wire_tap(),
-            triggers: shared.triggers_between(&from, &to),
-            shared,
+            cut: env.frames.has_frame_rules() || reacts || env.links.active(),
+            silent: !env.wire_tap,
+            triggers: env.frames.triggers_between(&from, &to),
+            env,
             conn,
             from,
             to,
@@ -192,8 +211,8 @@ impl DirectionTap {
         &self.to
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+    pub(crate) fn env(&self) -> &TapEnv {
+        &self.env
     }
 
     /// Takes bytes the sender wrote; queues what may leave, and when.
@@ -206,7 +225,7 @@ impl DirectionTap {
             return;
         }
         if self.silent {
-            let link_since = self.link_holds().then(|| self.shared.recorder.now());
+            let link_since = self.link_holds().then(|| self.env.recorder.now());
             out.push_back(Out {
                 bytes: chunk,
                 release: None,
@@ -286,7 +305,7 @@ impl DirectionTap {
     fn on_frame(&mut self, frame: &Frame, out: &mut VecDeque<Out>) {
         // `now` is read once: reading the simulated clock costs a lookup
         // in the world, and this runs for every frame.
-        let now = self.shared.recorder.now();
+        let now = self.env.recorder.now();
         let mut scratch = std::mem::take(&mut self.scratch);
         let summary = summary::summarize(frame);
         let ack = summary.flags.ack();
@@ -310,7 +329,7 @@ impl DirectionTap {
             now,
             fate: Fate::Passed,
         };
-        let verdict = self.shared.frame_verdict(&info, &view);
+        let verdict = self.env.frames.frame_verdict(&info, &view);
         let keep = self.keep(verdict.as_ref(), now, out);
         let lost = self.lost(verdict.as_ref());
         // A frame the rule kept back says so; one that only waits behind
@@ -333,8 +352,8 @@ impl DirectionTap {
             && matches!(fate, Fate::Passed | Fate::Behind { .. } | Fate::BehindHeld);
         let fate = if swallowed { Fate::Swallowed } else { fate };
         if let Some((path, timeout)) = self.unrecorded_call(frame) {
-            let call = self.shared.recorder.next_call();
-            let recorder = &self.shared.recorder;
+            let call = self.env.recorder.next_call();
+            let recorder = &self.env.recorder;
             recorder.push_at(
                 now,
                 &self.from,
@@ -356,7 +375,7 @@ impl DirectionTap {
                 },
             );
         }
-        self.shared.recorder.push_at(
+        self.env.recorder.push_at(
             now,
             &self.from,
             EventKind::Frame {
@@ -458,7 +477,7 @@ impl DirectionTap {
             _ => None,
         };
         let hold = match verdict {
-            Some(Verdict::Hold(name)) if !self.shared.is_released(name) => Some(name.clone()),
+            Some(Verdict::Hold(name)) if !self.env.frames.is_released(name) => Some(name.clone()),
             _ => None,
         };
         let ahead = out
@@ -470,12 +489,12 @@ impl DirectionTap {
         let held_ahead = || {
             out.iter()
                 .filter_map(|o| o.hold.as_ref())
-                .find(|h| !self.shared.is_released(h))
+                .find(|h| !self.env.frames.is_released(h))
                 .cloned()
         };
         // The link: a frame written while it holds bytes waits for it,
         // whatever else holds it, and the trace says the link is why.
-        let link = self.shared.links().state(&self.from, &self.to);
+        let link = self.env.links.state(&self.from, &self.to);
         let by_link = link.holds().then_some(Until::Link {
             paused: link == LinkState::Paused,
         });
@@ -497,7 +516,7 @@ impl DirectionTap {
     /// Whether the link to the receiver holds bytes now (a partition, a
     /// pause).
     fn link_holds(&self) -> bool {
-        self.shared.links().state(&self.from, &self.to).holds()
+        self.env.links.state(&self.from, &self.to).holds()
     }
 
     /// Whether a frame written now is lost, and how: written into a black
@@ -506,12 +525,12 @@ impl DirectionTap {
     /// retransmits. Decided when the frame is written; a frame a fault
     /// drops is not on the wire at all.
     fn lost(&self, verdict: Option<&Verdict>) -> Option<Fate> {
-        if !self.shared.links().active() || matches!(verdict, Some(Verdict::Drop)) {
+        if !self.env.links.active() || matches!(verdict, Some(Verdict::Drop)) {
             return None;
         }
         let direction = self.decoder.direction();
         let mut state = lock_conn(&self.conn_state);
-        if self.shared.links().state(&self.from, &self.to) == LinkState::BlackHole {
+        if self.env.links.state(&self.from, &self.to) == LinkState::BlackHole {
             let behind = state.tap.is_broken(direction);
             state.tap.broke(direction);
             return Some(if behind { Fate::LostBehind } else { Fate::Lost });
@@ -588,7 +607,7 @@ impl DirectionTap {
     pub(crate) fn reset_due(&self, queue: &VecDeque<Out>) -> Option<(Duration, Duration)> {
         let LinkState::Partitioned {
             reset_after: Some(limit),
-        } = self.shared.links().state(&self.from, &self.to)
+        } = self.env.links.state(&self.from, &self.to)
         else {
             return None;
         };
@@ -607,7 +626,7 @@ impl DirectionTap {
         queue.clear();
         // Counted as discarded below: not named again as undelivered.
         self.in_flight.take();
-        let now = self.shared.recorder.now();
+        let now = self.env.recorder.now();
         self.record(EventKind::ConnReset {
             conn: self.conn,
             to: self.to.to_string(),
@@ -776,7 +795,7 @@ impl DirectionTap {
         lock_conn(&self.conn_state)
             .tap
             .left(self.decoder.direction());
-        let now = self.shared.recorder.now();
+        let now = self.env.recorder.now();
         self.record(EventKind::FrameReleased {
             conn: self.conn,
             to: self.to.to_string(),
@@ -787,7 +806,7 @@ impl DirectionTap {
     }
 
     fn record(&self, kind: EventKind) {
-        self.shared.recorder.push(&self.from, kind);
+        self.env.recorder.push(&self.from, kind);
     }
 
     /// Hands on the pending bytes up to stream offset `end`.
@@ -834,7 +853,7 @@ impl DirectionTap {
             && item
                 .hold
                 .as_ref()
-                .is_none_or(|h| self.shared.is_released(h))
+                .is_none_or(|h| self.env.frames.is_released(h))
             && !self.link_holds()
     }
 

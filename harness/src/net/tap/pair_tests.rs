@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::SharedConn;
 use super::{DirectionTap, Out};
 use crate::fault::{Fault, FaultKind, Injection};
 use crate::recorder::event::{EventKind, Fate};
-use crate::sim::SharedConn;
 use crate::wire::frame::DEFAULT_MAX_FRAME_SIZE;
 use crate::wire::testing::{headers, Wire};
 use crate::wire::{encode, Direction, ErrorCode, FrameType, SettingId};
@@ -20,11 +20,11 @@ const MFS: SettingId = SettingId::MaxFrameSize;
 
 /// The player→store and store→player taps of connection 1, with `faults`.
 fn taps(faults: Vec<Fault>) -> (DirectionTap, DirectionTap) {
-    let shared = super::tests::shared_with(faults);
+    let env = super::tests::env_with(faults);
     let conn: SharedConn = Arc::default();
     let tap = |direction, from: &str, to: &str| {
         DirectionTap::new(
-            shared.clone(),
+            env.clone(),
             1,
             direction,
             from.into(),
@@ -46,7 +46,7 @@ fn send(tap: &mut DirectionTap, bytes: Vec<u8>) -> VecDeque<Out> {
 }
 
 fn protocol_errors(tap: &DirectionTap) -> Vec<String> {
-    tap.shared()
+    tap.env()
         .recorder
         .events()
         .into_iter()
@@ -59,7 +59,7 @@ fn protocol_errors(tap: &DirectionTap) -> Vec<String> {
 
 /// `(host, frame, fate)` of every frame recorded.
 fn frames(tap: &DirectionTap) -> Vec<(String, FrameType, Fate)> {
-    tap.shared()
+    tap.env()
         .recorder
         .events()
         .into_iter()
@@ -241,13 +241,14 @@ fn a_named_hold_keeps_frames_and_what_follows_until_released() {
     let (mut player, _store) = taps(vec![hold]);
     let bytes = Wire::client().ping(false, [1; 8]).window_update(0, 100);
     let out = send(&mut player, bytes.into_bytes());
-    let now = player.shared().recorder.now();
+    let now = player.env().recorder.now();
     let held = out.iter().position(|o| o.hold.is_some()).expect("held");
     assert!(!player.is_due(&out[held], now));
     assert!(out.iter().skip(held).all(|o| o.kept.is_some()));
     let fates: Vec<Fate> = frames(&player).into_iter().map(|(_, _, f)| f).collect();
     assert_eq!(fates, [Fate::Passed, Fate::Held, Fate::BehindHeld]);
-    player.shared().release("pings", Some("player"));
+    let released = player.env().frames.release("release(\"pings\")", "pings");
+    assert_eq!(released.ok().flatten(), Some("player"));
     assert!(player.is_due(&out[held], now));
     // Released: the hold is over for later frames.
     send(&mut player, Wire::bare().ping(false, [2; 8]).into_bytes());

@@ -25,7 +25,7 @@ use super::{DirectionTap, Out};
 use crate::fault::FrameView;
 use crate::policy::{Close, ConnectionPolicy, Effects, TimerChange};
 
-use crate::sim::lock_conn;
+use super::lock_conn;
 use crate::wire::{BlockKind, Direction};
 
 /// The policies of one connection and what they left for the writers.
@@ -238,7 +238,7 @@ impl DirectionTap {
         }
         let server = self.server_host();
         for event in scratch.events.drain(..) {
-            self.shared.recorder.push(server, event);
+            self.env.recorder.push(server, event);
         }
     }
 
@@ -247,7 +247,7 @@ impl DirectionTap {
     /// this direction taking bytes (on the server → client direction).
     pub(super) fn policy_act(&mut self, asked: Asked, out: &mut VecDeque<Out>) {
         if let Some((policy, direction)) = asked.refused {
-            self.shared.misconfigured(format!(
+            self.env.problems.misconfigured(format!(
                 "{policy} acted on the {} direction of c{}, which its `alters` says it does not \
                  alter; return true from ConnectionPolicy::alters for that direction",
                 match direction {
@@ -308,7 +308,7 @@ impl DirectionTap {
     /// Calls back every policy whose timer is due, and performs what they
     /// ask.
     pub(crate) fn on_policy_timer(&mut self, out: &mut VecDeque<Out>) {
-        let now = self.shared.recorder.now();
+        let now = self.env.recorder.now();
         let conn_state = self.conn_state.clone();
         let mut state = lock_conn(&conn_state);
         let Some(policies) = state.policies.as_mut() else {

@@ -113,7 +113,7 @@ fn feed(direction: Direction, rule: Option<Rule>, bytes: &[u8], cuts: &[usize]) 
         tap.on_bytes(Bytes::copy_from_slice(piece), &mut out);
     }
     Fed {
-        events: tap.shared().recorder.events(),
+        events: tap.env().recorder.events(),
         out: runs(&out),
         pending: tap.pending.to_vec(),
         undecoded: tap.decoder.pending_bytes(),

@@ -14,13 +14,13 @@
 
 use std::sync::Arc;
 
+use super::{lock_conn, SharedConn, TapEnv};
 use crate::recorder::event::{EventKind, Fate};
-use crate::sim::{lock_conn, Shared, SharedConn};
 use crate::wire::{self, Decoder, Direction};
 
 /// The raw-peer tap of one accepted connection.
 pub(crate) struct RawRead {
-    shared: Arc<Shared>,
+    env: TapEnv,
     conn: u32,
     /// The client host (the raw peer).
     peer: Arc<str>,
@@ -47,14 +47,14 @@ pub(crate) enum Read<'a> {
 
 impl RawRead {
     pub(crate) fn new(
-        shared: Arc<Shared>,
+        env: TapEnv,
         conn: u32,
         peer: Arc<str>,
         me: Arc<str>,
         state: SharedConn,
     ) -> Self {
         Self {
-            shared,
+            env,
             conn,
             peer,
             me,
@@ -92,7 +92,7 @@ impl RawRead {
                 for event in &events {
                     self.record(event);
                 }
-                self.shared.recorder.push(
+                self.env.recorder.push(
                     &self.peer,
                     EventKind::RawPeerClosed {
                         conn: self.conn,
@@ -129,6 +129,6 @@ impl RawRead {
                 reason: reason.clone(),
             },
         };
-        self.shared.recorder.push(&self.peer, kind);
+        self.env.recorder.push(&self.peer, kind);
     }
 }

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::TapEnv;
 use super::{DirectionTap, Out};
+use crate::fault::FramePlan;
 use crate::fault::{Fault, FaultKind};
 use crate::recorder::event::{EventKind, Fate};
-use crate::sim::{Rules, Shared};
 use crate::wire::testing::{unhex, H2_C2S};
 use crate::wire::{Direction, FrameType};
 
@@ -20,35 +21,37 @@ fn tap(faults: Vec<Fault>) -> DirectionTap {
     tap_for(Direction::ClientToServer, faults)
 }
 
-/// The run state of a server host `store` and a client host `player`, with
-/// the frame faults and injections among `faults`.
-pub(super) fn shared_with(faults: Vec<Fault>) -> Arc<Shared> {
-    let mut rules = Rules::default();
+/// What the tap of a run with a server host `store` and a client host
+/// `player` is given: the frame faults and injections among `faults`, a
+/// recorder of its own, no link faults.
+pub(super) fn env_with(faults: Vec<Fault>) -> TapEnv {
+    let (mut frame, mut inject) = (Vec::new(), Vec::new());
     for f in faults {
         match f.0 {
-            FaultKind::Frame(r) => rules.frame.push(r),
-            FaultKind::Inject(i) => rules.inject.push(i),
+            FaultKind::Frame(r) => frame.push(r),
+            FaultKind::Inject(i) => inject.push(i),
             _ => {}
         }
     }
-    Arc::new(Shared::new(
-        0,
-        vec!["store".into()],
-        vec!["player".into()],
-        rules,
-    ))
+    TapEnv {
+        recorder: Arc::default(),
+        frames: Arc::new(FramePlan::new(frame, inject)),
+        links: Arc::default(),
+        problems: Arc::default(),
+        wire_tap: true,
+    }
 }
 
 /// A tap for one direction of connection 1 between client host `player`
 /// and server host `store`, with the frame faults and injections among
 /// `faults`, and a recorder of its own.
 pub(super) fn tap_for(direction: Direction, faults: Vec<Fault>) -> DirectionTap {
-    let shared = shared_with(faults);
+    let env = env_with(faults);
     let (from, to) = match direction {
         Direction::ClientToServer => ("player", "store"),
         Direction::ServerToClient => ("store", "player"),
     };
-    DirectionTap::new(shared, 1, direction, from.into(), to.into(), Arc::default())
+    DirectionTap::new(env, 1, direction, from.into(), to.into(), Arc::default())
 }
 
 /// Feeds `bytes` in chunks of the given sizes (cycled) and returns what the
@@ -70,7 +73,7 @@ fn joined(out: &VecDeque<Out>) -> Vec<u8> {
 }
 
 fn frames(tap: &DirectionTap) -> Vec<(FrameType, Fate)> {
-    tap.shared()
+    tap.env()
         .recorder
         .events()
         .into_iter()
@@ -179,7 +182,7 @@ impl tokio::io::AsyncWrite for PanickingSocket {
 #[tokio::test(start_paused = true)]
 async fn a_panic_in_the_writer_task_fails_the_run_instead_of_the_connection() {
     let tap = tap_for(Direction::ClientToServer, vec![]);
-    let shared = tap.shared().clone();
+    let env = tap.env().clone();
     let tx = super::spawn_writer(tap, PanickingSocket);
     tx.send(Bytes::from_static(crate::wire::frame::PREFACE))
         .await
@@ -188,7 +191,10 @@ async fn a_panic_in_the_writer_task_fails_the_run_instead_of_the_connection() {
     // and the report follows in the same poll of the task, before this
     // (single-threaded) test runs again.
     tx.closed().await;
-    let problem = shared.take_problem().expect("the panic is the run's error");
+    let problem = env
+        .problems
+        .take_first()
+        .expect("the panic is the run's error");
     let text = problem.to_string();
     assert!(
         text.contains("grpc-chaos itself panicked in the wire tap from player to store"),

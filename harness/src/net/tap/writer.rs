@@ -35,13 +35,14 @@ pub(crate) fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
     socket: W,
 ) -> mpsc::Sender<Bytes> {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
-    let shared = tap.shared().clone();
+    let env = tap.env().clone();
     let task = format!("the wire tap from {} to {}", tap.from(), tap.to());
     tokio::spawn(async move {
         // Unwinding here would only break the connection, which the trace
         // would show as a network failure: make it the run's error instead.
         if let Err(panic) = AssertUnwindSafe(run(tap, socket, rx)).catch_unwind().await {
-            shared.harness_panicked(task, crate::fault::handler::panic_message(&*panic));
+            env.problems
+                .harness_panicked(task, crate::units::panic_message(&*panic));
         }
     });
     tx
@@ -55,9 +56,10 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
     mut socket: W,
     mut rx: mpsc::Receiver<Bytes>,
 ) {
-    let shared = tap.shared().clone();
-    let now = shared.recorder.now();
-    let mut injections: VecDeque<Injection> = shared.injections(tap.from(), tap.to(), now).into();
+    let env = tap.env().clone();
+    let now = env.recorder.now();
+    let mut injections: VecDeque<Injection> =
+        env.frames.injections(tap.from(), tap.to(), now).into();
     let posted = tap.posted_wake();
     let reset = tap.reset_flag();
     let mut queue: VecDeque<Out> = VecDeque::new();
@@ -80,10 +82,10 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
             tap.record_undelivered();
             return;
         }
-        let now = shared.recorder.now();
+        let now = env.recorder.now();
         // Made before `blocked` is computed: a release in between wakes it.
-        let released = shared.next_release();
-        let opened = shared.links().next_opening();
+        let released = env.frames.next_release();
+        let opened = env.links.next_opening();
         // While a kept-back frame waits, bytes written behind it queue up
         // (TCP keeps order) until the send buffer is full; then the sender
         // feels the back pressure.
@@ -165,7 +167,7 @@ async fn write_due<W: AsyncWrite + Unpin>(
     queue: &mut VecDeque<Out>,
 ) -> std::io::Result<()> {
     while let Some(front) = queue.front() {
-        let now = tap.shared().recorder.now();
+        let now = tap.env().recorder.now();
         if !tap.is_due(front, now) {
             break;
         }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::net::{Policies, Reset, TapPair, Written};
+use super::{Policies, Reset, TapPair, Written};
 use crate::wire::Direction;
 
 /// A connection's (client address, server address).

@@ -1,4 +1,4 @@
-//! Replica sets ([`Sim::servers`](super::Sim::servers)): which server hosts
+//! Replica sets ([`Sim::servers`](crate::Sim::servers)): which server hosts
 //! stand behind one name, and which of them are members of the set right
 //! now. Membership is what service discovery would say (a DNS answer, an
 //! endpoints list); [`Fault::leave`](crate::Fault::leave) and
