@@ -29,7 +29,8 @@ use tonic::transport::Endpoint;
 use super::check::{hold, Probe, CLIENT, SERVER};
 use super::{Middlebox, Traffic};
 use crate::recorder::event::{EventKind, Outcome};
-use crate::trace::{fmt_duration, Trace};
+use crate::trace::Trace;
+use crate::units::fmt_duration;
 use crate::Sim;
 
 /// Checks whether the first call of `traffic` on a channel configured by

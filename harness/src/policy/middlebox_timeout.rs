@@ -12,7 +12,7 @@ use bytes::Bytes;
 use super::connection::{Effects, FrameView};
 use super::middlebox::BoxConn;
 use super::react::{http_headers, status_headers};
-use crate::trace::fmt_duration;
+use crate::units::fmt_duration;
 use crate::wire::frame::flags;
 use crate::wire::{encode, BlockKind, Direction, ErrorCode, FrameType};
 

@@ -4,7 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{fmt_duration, HandlerRun, Trace};
+use super::{HandlerRun, Trace};
+use crate::units::fmt_duration;
 
 /// A failed trace assertion: which rule, and where it broke.
 ///

@@ -14,7 +14,8 @@ mod waterfall;
 
 use super::rows::{rows, shown, Row, COLUMNS};
 use super::summary::RunVerdict;
-use super::{fmt_duration, RenderOptions, Trace};
+use super::{RenderOptions, Trace};
+use crate::units::fmt_duration;
 
 /// Inline, so the page needs nothing but itself.
 const STYLE: &str = include_str!("html/style.css");

@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 
 use super::rows::{rows_of, Row};
 use super::views::{Call, HandlerRun};
-use super::{fmt_duration, Trace};
+use super::Trace;
 use crate::recorder::event::{CallId, Event, EventKind, Fate, RunId};
+use crate::units::fmt_duration;
 
 /// What [`Trace::to_mermaid`] draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

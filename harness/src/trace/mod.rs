@@ -37,11 +37,6 @@ pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
 pub use words::PEER_STRING_LIMIT;
-// `fmt_duration` lives in `crate::units`, a leaf any module may use. This
-// path stays for one release so that branches written against
-// `crate::units::fmt_duration` still compile once merged; the trace's own
-// files use it through here too until then.
-pub(crate) use crate::units::fmt_duration;
 
 use crate::recorder::event::{CallId, Event, EventKind, RunId};
 

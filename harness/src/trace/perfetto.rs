@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 
 use super::rows::{rows_of, Row};
 use super::views::{Call, HandlerRun};
-use super::{fmt_duration, Trace};
+use super::Trace;
 use crate::recorder::event::{Event, EventKind};
+use crate::units::fmt_duration;
 
 /// The thread of a host's process that carries its faults, policies,
 /// connection changes and logs.

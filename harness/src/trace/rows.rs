@@ -9,11 +9,12 @@ use std::fmt::Write as _;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use super::{fmt_duration, words, RenderOptions};
+use super::{words, RenderOptions};
 use crate::recorder::event::{
     CallId, ConnectFailure, Event, EventKind, Fate, FrameDetail, FrameFlags, LayerSide, Outcome,
     RunId,
 };
+use crate::units::fmt_duration;
 use crate::wire::FrameType;
 
 /// The timeline's column headings.

@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
-use super::{fmt_duration, Trace};
+use super::Trace;
 use crate::recorder::event::{EventKind, Fate, FrameDetail};
+use crate::units::fmt_duration;
 use crate::wire::SettingId;
 
 /// The initial size of every flow-control window, octets (RFC 9113 §6.9.2).

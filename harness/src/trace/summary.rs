@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::rows::{fmt_ms, kind, RowKind, Words};
-use super::{fmt_duration, CallEnd, Trace};
+use super::{CallEnd, Trace};
 use crate::recorder::event::{CallId, Event, EventKind, Fate, FrameDetail};
+use crate::units::fmt_duration;
 
 /// How many items a section lists before it says how many more there are:
 /// a summary is read at a glance, the timeline has the rest.

@@ -8,12 +8,13 @@
 
 use std::fmt::{self, Write as _};
 
-use super::{fmt_duration, MaskMetadata, RenderOptions};
+use super::{MaskMetadata, RenderOptions};
 use crate::recorder::event::{
     binary_len, is_custom_metadata, FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict,
     LinkHold, ShownHeader, UndeliveredCause, WaitingFor,
 };
 use crate::recorder::fields::hex;
+use crate::units::fmt_duration;
 use crate::wire::{BlockKind, FrameType};
 
 /// The most octets of one peer-controlled string (a header value, a

@@ -22,7 +22,8 @@ use super::svg::{line, rect, text};
 use super::{Page, View};
 use crate::trace::rows::{call_end, fmt_ms};
 use crate::trace::words::quoted;
-use crate::trace::{fmt_duration, CallEnd, RunEnd, Trace};
+use crate::trace::{CallEnd, RunEnd, Trace};
+use crate::units::fmt_duration;
 
 /// Drawing units (CSS px at 100%).
 const WIDTH: f64 = 1200.0;
