@@ -28,8 +28,33 @@ impl Framing {
     /// Feeds the next `data` octets; returns the headers that start in
     /// (or complete in) them, in order, each with the offset in `data` of
     /// the first octet of its header.
-    pub fn feed(&mut self, mut data: &[u8]) -> Vec<(usize, MessageHeader)> {
+    pub fn feed(&mut self, data: &[u8]) -> Vec<(usize, MessageHeader)> {
         let mut found = Vec::new();
+        self.walk(data, |_, _| {}, |start, header| found.push((start, header)));
+        found
+    }
+
+    /// Feeds the next `data` octets like [`Framing::feed`], and returns the
+    /// Compressed-Flag octet of the first message whose 5-octet prefix
+    /// *begins* in them (its first octet is the flag, so a prefix split
+    /// across frames belongs to the frame that holds the flag). Collects
+    /// nothing else, so it does not allocate.
+    pub fn feed_first_flag(&mut self, data: &[u8]) -> Option<u8> {
+        let mut first = None;
+        self.walk(data, |_, flag| first = first.or(Some(flag)), |_, _| {});
+        first
+    }
+
+    /// The one walk over the framing: `begins(offset, flag)` for each
+    /// prefix whose first octet is in `data`, `complete(start, header)`
+    /// for each prefix whose last octet is (`start` is where its part in
+    /// `data` begins: 0 for one split across calls).
+    fn walk(
+        &mut self,
+        mut data: &[u8],
+        mut begins: impl FnMut(usize, u8),
+        mut complete: impl FnMut(usize, MessageHeader),
+    ) {
         let mut offset = 0;
         while !data.is_empty() {
             if self.remaining > 0 {
@@ -43,6 +68,9 @@ impl Framing {
                     self.current = None;
                 }
                 continue;
+            }
+            if self.have == 0 {
+                begins(offset, data[0]);
             }
             let start = offset;
             let take = (5 - self.have).min(data.len());
@@ -59,50 +87,9 @@ impl Framing {
                 };
                 self.remaining = u64::from(header.len);
                 self.current = (header.len > 0).then_some(header);
-                found.push((start, header));
+                complete(start, header);
             }
         }
-        found
-    }
-
-    /// Feeds the next `data` octets like [`Framing::feed`], and returns the
-    /// Compressed-Flag octet of the first message whose 5-octet prefix
-    /// *begins* in them (its first octet is the flag, so a prefix split
-    /// across frames belongs to the frame that holds the flag). Collects
-    /// nothing else, so it does not allocate.
-    pub fn feed_first_flag(&mut self, mut data: &[u8]) -> Option<u8> {
-        let mut first = None;
-        while !data.is_empty() {
-            if self.remaining > 0 {
-                let take = usize::try_from(self.remaining)
-                    .unwrap_or(usize::MAX)
-                    .min(data.len());
-                self.remaining -= take as u64;
-                data = &data[take..];
-                if self.remaining == 0 {
-                    self.current = None;
-                }
-                continue;
-            }
-            if self.have == 0 {
-                first = first.or(Some(data[0]));
-            }
-            let take = (5 - self.have).min(data.len());
-            self.header[self.have..self.have + take].copy_from_slice(&data[..take]);
-            self.have += take;
-            data = &data[take..];
-            if self.have == 5 {
-                self.have = 0;
-                let [flag, a, b, c, d] = self.header;
-                let header = MessageHeader {
-                    flag,
-                    len: u32::from_be_bytes([a, b, c, d]),
-                };
-                self.remaining = u64::from(header.len);
-                self.current = (header.len > 0).then_some(header);
-            }
-        }
-        first
     }
 
     /// Whether the octets so far end inside a message: inside its header
