@@ -126,31 +126,10 @@ impl KeepaliveCheck {
         &self,
         configure: impl FnOnce(Endpoint) -> Endpoint + 'static,
     ) -> crate::Result<KeepaliveReport> {
-        let (traffic, duration) = (self.traffic, self.duration);
-        let mut sim = Sim::builder()
-            .seed(self.seed)
-            .tick(Duration::from_millis(10))
-            .duration(duration + Duration::from_secs(60))
-            .build();
-        sim.server(SERVER, move |s| s.add_service(Probe { traffic, duration }));
-        sim.keepalive_policy(SERVER, self.policy);
-        sim.client(CLIENT, move |host| async move {
-            let channel = host.channel_with(SERVER, configure);
-            let start = tokio::time::Instant::now();
-            loop {
-                let mut grpc = tonic::client::Grpc::new(channel.clone());
-                let ended = hold(&mut grpc).await;
-                if traffic == Traffic::Idle {
-                    tokio::time::sleep(duration).await;
-                    break;
-                }
-                if ended.is_ok() || start.elapsed() >= duration {
-                    break;
-                }
-            }
-            Ok(())
-        });
-        let trace = sim.run()?;
+        let (traffic, duration, policy) = (self.traffic, self.duration, self.policy);
+        let trace = probe_world(self.seed, traffic, duration, configure, |sim| {
+            sim.keepalive_policy(SERVER, policy);
+        })?;
         Ok(KeepaliveReport::from_trace(trace, duration))
     }
 }
@@ -168,6 +147,44 @@ pub fn check_keepalive(
     traffic: Traffic,
 ) -> crate::Result<KeepaliveReport> {
     KeepaliveCheck::new(policy, traffic).run(configure)
+}
+
+/// The world both checks run: a 10 ms tick, 1 ms links, the probe service
+/// on [`SERVER`] with what is checked put in front of it by `place`, and
+/// a [`CLIENT`] that holds calls as `traffic` says for `duration`
+/// (*simulated*), opening the next one at once when one ends early (as a
+/// Watch client reconnects). The run lasts `duration` + 60 s.
+pub(super) fn probe_world(
+    seed: u64,
+    traffic: Traffic,
+    duration: Duration,
+    configure: impl FnOnce(Endpoint) -> Endpoint + 'static,
+    place: impl FnOnce(&mut Sim),
+) -> crate::Result<Trace> {
+    let mut sim = Sim::builder()
+        .seed(seed)
+        .tick(Duration::from_millis(10))
+        .duration(duration + Duration::from_secs(60))
+        .build();
+    sim.server(SERVER, move |s| s.add_service(Probe { traffic, duration }));
+    place(&mut sim);
+    sim.client(CLIENT, move |host| async move {
+        let channel = host.channel_with(SERVER, configure);
+        let start = tokio::time::Instant::now();
+        loop {
+            let mut grpc = tonic::client::Grpc::new(channel.clone());
+            let ended = hold(&mut grpc).await;
+            if traffic == Traffic::Idle {
+                tokio::time::sleep(duration).await;
+                break;
+            }
+            if ended.is_ok() || start.elapsed() >= duration {
+                break;
+            }
+        }
+        Ok(())
+    });
+    sim.run()
 }
 
 /// One call of the probe, read to its end.
