@@ -26,12 +26,12 @@ use std::time::Duration;
 
 use tonic::transport::Endpoint;
 
-use super::check::{hold, Probe, CLIENT, SERVER};
+use super::check::{probe_world, CLIENT, SERVER};
 use super::{Middlebox, Traffic};
-use crate::recorder::event::{EventKind, Outcome};
+use crate::recorder::event::{EventKind, Fate, Outcome};
 use crate::trace::Trace;
 use crate::units::fmt_duration;
-use crate::Sim;
+use crate::wire::FrameType;
 
 /// Checks whether the first call of `traffic` on a channel configured by
 /// `configure` lives for `duration` (*simulated* time) through `middlebox`
@@ -43,38 +43,17 @@ use crate::Sim;
 /// # Errors
 ///
 /// A run that did not complete, or a misconfigured box (see
-/// [`Sim::run`]).
+/// [`Sim::run`](crate::Sim::run)).
 pub fn check_middlebox(
     configure: impl FnOnce(Endpoint) -> Endpoint + 'static,
     middlebox: Middlebox,
     traffic: Traffic,
     duration: Duration,
 ) -> crate::Result<MiddleboxReport> {
-    let mut sim = Sim::builder()
-        .seed(0)
-        .tick(Duration::from_millis(10))
-        .duration(duration + Duration::from_secs(60))
-        .build();
-    sim.server(SERVER, move |s| s.add_service(Probe { traffic, duration }));
     let name = middlebox.name.clone();
-    sim.middlebox(SERVER, middlebox);
-    sim.client(CLIENT, move |host| async move {
-        let channel = host.channel_with(SERVER, configure);
-        let start = tokio::time::Instant::now();
-        loop {
-            let mut grpc = tonic::client::Grpc::new(channel.clone());
-            let ended = hold(&mut grpc).await;
-            if traffic == Traffic::Idle {
-                tokio::time::sleep(duration).await;
-                break;
-            }
-            if ended.is_ok() || start.elapsed() >= duration {
-                break;
-            }
-        }
-        Ok(())
-    });
-    let trace = sim.run()?;
+    let trace = probe_world(0, traffic, duration, configure, |sim| {
+        sim.middlebox(SERVER, middlebox);
+    })?;
     Ok(MiddleboxReport::from_trace(trace, name, duration))
 }
 
@@ -100,12 +79,26 @@ pub struct MiddleboxReport {
 
 impl MiddleboxReport {
     fn from_trace(trace: Trace, middlebox: String, duration: Duration) -> Self {
-        let first_cut = trace.events().iter().find_map(|e| match &e.kind {
+        // A cut is what the box did to the traffic, told by its effects
+        // (a close, or an RST_STREAM, GOAWAY or synthesized response it
+        // injected; its PING ACKs and SETTINGS are not cuts), in the box's
+        // own words: its last act on that connection.
+        let events = trace.events();
+        let first_cut = events.iter().enumerate().find_map(|(i, e)| match &e.kind {
             EventKind::PolicyClosed { reason, .. } => Some((e.at, reason.clone())),
-            EventKind::PolicyActed { action, .. }
-                if !action.starts_with("answers PINGs") && !action.starts_with("advertises") =>
-            {
-                Some((e.at, action.clone()))
+            EventKind::Frame {
+                conn,
+                frame: FrameType::RstStream | FrameType::GoAway | FrameType::Headers,
+                fate: Fate::Injected,
+                ..
+            } => {
+                let why = events[..i].iter().rev().find_map(|p| match &p.kind {
+                    EventKind::PolicyActed {
+                        conn: c, action, ..
+                    } if c == conn => Some(action.clone()),
+                    _ => None,
+                });
+                Some((e.at, why.unwrap_or_default()))
             }
             _ => None,
         });
@@ -118,7 +111,7 @@ impl MiddleboxReport {
         let mut pings = (0, 0);
         for e in trace.events() {
             if let EventKind::Frame {
-                frame: crate::wire::FrameType::Ping,
+                frame: FrameType::Ping,
                 flags,
                 fate,
                 ..
