@@ -171,6 +171,36 @@ mod tests {
     }
 
     #[test]
+    fn tonic_reads_every_unit_as_the_spec_does() {
+        // `tonic_reads_what_the_spec_reads_and_a_leading_plus` covers S m u n
+        // through values that agree; the hour and minute arms and their
+        // multiplications need values of their own.
+        for (value, want) in [
+            ("1H", Duration::from_secs(3600)),
+            ("2H", Duration::from_secs(7200)),
+            ("3M", Duration::from_secs(180)),
+            ("2S", Duration::from_secs(2)),
+            ("7n", Duration::from_nanos(7)),
+        ] {
+            assert_eq!(
+                tonic_reads_grpc_timeout(value.as_bytes()),
+                Some(want),
+                "{value:?}"
+            );
+            assert_eq!(parse_grpc_timeout(value), Some(want), "{value:?}");
+        }
+    }
+
+    #[test]
+    fn tonic_refuses_a_value_that_ends_in_a_non_ascii_char() {
+        // The visible-ASCII check is what keeps the unit cut (one octet
+        // from the end) off the middle of `é`: without it this would panic.
+        assert_eq!(tonic_reads_grpc_timeout("5\u{e9}".as_bytes()), None);
+        // A tab is visible to `HeaderValue::to_str`, and then not a digit.
+        assert_eq!(tonic_reads_grpc_timeout(b"5\tm"), None);
+    }
+
+    #[test]
     fn parses_every_unit() {
         assert_eq!(parse_grpc_timeout("500m"), Some(Duration::from_millis(500)));
         assert_eq!(

@@ -87,6 +87,9 @@ fn window_nanos(base: u64, jitter: Jitter) -> (u64, u64) {
         Jitter::A6Uniform => (0, b),
     };
     // base ≤ i64::MAX (config saturates durations there), so 1.2·base fits in u64.
+    // Both fallbacks are therefore never taken, and `lo` (0.8·base) would fit
+    // even for base = u64::MAX: cargo-mutants' `u64::MAX / 1` for
+    // `u64::MAX - 1` is an equivalent mutant no test can kill.
     let lo = u64::try_from(lo).unwrap_or(u64::MAX - 1);
     let hi = u64::try_from(hi).unwrap_or(u64::MAX);
     (lo, hi.max(lo + 1))
@@ -179,6 +182,28 @@ mod tests {
             jittered_delay(&p, Jitter::A6Uniform, 0, &mut rng),
             Duration::ZERO
         );
+    }
+
+    #[test]
+    fn a_base_truncated_to_zero_still_has_a_one_nanosecond_window() {
+        // 1 ns × 0.5 = 0.5 ns, truncated to 0: both jitters' windows would be
+        // [0, 0), empty, and a draw from it would panic.
+        let p = policy("0.000000001s", "1s", 0.5);
+        assert_eq!(base_delay(&p, 1), Duration::ZERO);
+        for jitter in [Jitter::GrpcGo, Jitter::A6Uniform] {
+            let w = delay_window(&p, jitter, 1);
+            assert_eq!(
+                (w.lo, w.hi),
+                (Duration::ZERO, Duration::from_nanos(1)),
+                "{jitter:?}"
+            );
+            let mut rng = SmallRng::seed_from_u64(3);
+            assert_eq!(
+                jittered_delay(&p, jitter, 1, &mut rng),
+                Duration::ZERO,
+                "{jitter:?}"
+            );
+        }
     }
 
     #[test]
