@@ -261,6 +261,28 @@ pub enum Expiry {
     /// GOAWAY with this code to the client (last-stream-id: the highest
     /// stream the client opened), then the connection is closed.
     GoAway(ErrorCode),
+    /// Forgets the flow and tells no one, as an L4 box drops its flow-table
+    /// entry (the AWS NLB, [`Middlebox::aws_nlb`]): at expiry nothing is
+    /// sent either way and the box records only its act (`forgets the flow
+    /// …: nothing sent`). The next frame either end writes on that
+    /// connection (any type, either direction) does not reach the other
+    /// end; the box ends the connection then, recorded as `connection
+    /// closed by <name> (frame after the idle timeout: RST; the flow was forgotten at …)`. On a
+    /// stream timer it forgets the whole connection, as on a connection
+    /// timer. After the expiry the box runs no more timers on that
+    /// connection.
+    ///
+    /// The reset is the tap's close ([`Effects::close`]), not a TCP RST:
+    /// the client reads the end of the stream (as after a FIN) and the
+    /// server's reads end, where a real RST makes the next read or write
+    /// at both ends fail with `ECONNRESET` (RFC 9293 §3.10.7.4). Both ends
+    /// learn at the same instant, the first frame after the timeout, as
+    /// with the real box; an end that never writes again is not told, as
+    /// with the real box (until its own keepalive or deadline). For a
+    /// call in flight tonic reports this close as UNKNOWN "transport
+    /// error" (spec: UNAVAILABLE; measured in `tests/tests/middlebox_nlb.rs`);
+    /// what it reports after a real RST was not measured here.
+    ForgetFlow,
 }
 
 /// What a box does with the client's PINGs (RFC 9113 §6.7).
@@ -375,6 +397,9 @@ pub(crate) struct BoxConn {
     pub(super) limit: super::middlebox_streams::Limit,
     /// Streams the box ended at their upstream timeout.
     pub(super) ended: super::middlebox_timeout::Ended,
+    /// When an [`Expiry::ForgetFlow`] timer ran out: the box no longer
+    /// knows the connection, and resets it at its next frame.
+    pub(super) forgotten: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -418,6 +443,7 @@ impl BoxConn {
             goaway_at: None,
             limit: Default::default(),
             ended: Default::default(),
+            forgotten: None,
         }
     }
 
@@ -433,6 +459,10 @@ impl BoxConn {
     /// Every timer with its instant, earliest first among equals by kind.
     fn deadlines(&self) -> Vec<(Duration, Due)> {
         let mut out = Vec::new();
+        if self.forgotten.is_some() {
+            // A forgotten flow has no timers: the box knows nothing of it.
+            return out;
+        }
         if let Some(t) = &self.cfg.connection_idle {
             if !t.only_without_streams || self.streams.is_empty() {
                 out.push((self.last + t.after, Due::ConnIdle));
@@ -572,6 +602,16 @@ impl BoxConn {
     fn expire(&mut self, fx: &mut Effects, expiry: Expiry, stream: Option<u32>, why: String) {
         match expiry {
             Expiry::Close => fx.close(why),
+            Expiry::ForgetFlow => {
+                self.forgotten = Some(fx.now());
+                self.note(
+                    fx,
+                    format!(
+                        "forgets the flow, nothing sent: {why}; the next frame either way is \
+                         answered with a reset"
+                    ),
+                );
+            }
             Expiry::GoAway(code) => {
                 self.note(
                     fx,
@@ -603,6 +643,23 @@ impl BoxConn {
 impl ConnectionPolicy for BoxConn {
     fn on_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
         if !self.active || frame.fate() == Fate::Dropped {
+            return;
+        }
+        if let Some(at) = self.forgotten {
+            // The box has no entry for the flow: the frame goes nowhere,
+            // and its writer is reset (the tap's close, see Expiry::ForgetFlow).
+            fx.swallow();
+            fx.close(format!(
+                "frame after the idle timeout: RST; the flow was forgotten at {}, this {} from \
+                 the {} did not pass",
+                fmt_duration(at),
+                frame.frame_type(),
+                match frame.direction() {
+                    Direction::ClientToServer => "client",
+                    Direction::ServerToClient => "server",
+                }
+            ));
+            fx.clear_timer();
             return;
         }
         if self.ended_frame(frame, fx) || self.limit_frame(frame, fx) {
@@ -714,6 +771,10 @@ impl ConnectionPolicy for BoxConn {
             }
             if fx.close.is_some() {
                 return;
+            }
+            if self.forgotten.is_some() {
+                // Nothing else is due on a flow the box no longer knows.
+                break;
             }
         }
         self.arm(fx);

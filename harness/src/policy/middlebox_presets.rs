@@ -40,28 +40,34 @@ impl Middlebox {
     /// An AWS Network Load Balancer's TCP listener with its default idle
     /// timeout.
     ///
-    /// Source: AWS, "Update the TCP idle timeout for your Network Load
-    /// Balancer listener"
-    /// (docs.aws.amazon.com/elasticloadbalancing/latest/network/update-idle-timeout.html):
+    /// Sources (vendor docs, not measured): AWS, "Update the TCP idle
+    /// timeout for your Network Load Balancer listener"
+    /// (docs.aws.amazon.com/elasticloadbalancing/latest/network/update-idle-timeout.html;
+    /// read), and AWS, "Network Load Balancers", section "Connection idle
+    /// timeout"
+    /// (docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#connection-idle-timeout;
+    /// **not read here**: its text was not available to this project's
+    /// sources, so the expiry row below is as that section is commonly
+    /// summarized, not quoted):
     ///
     /// | field | value |
     /// |---|---|
     /// | `connection_idle.after` | 350 s ("The default idle timeout value for TCP flows is 350 seconds") |
     /// | `connection_idle.reset_by` | [`Activity::ANY_FRAME`]: an L4 box sees bytes ("If no data is sent through the connection by either the client or target"), so a PING resets it |
-    /// | `connection_idle.on_expiry` | [`Expiry::Close`] ("the connection is closed") |
+    /// | `connection_idle.on_expiry` | [`Expiry::ForgetFlow`]: the NLB tells neither end at expiry, and the client or target that sends data after the idle timeout receives a TCP RST (the "Connection idle timeout" section; the update page says only "the connection is closed") |
     /// | `pings` | [`Pings::Forward`] (an L4 box does not parse HTTP/2) |
     ///
-    /// **Not confirmed** from that page: what either end sees when the
-    /// flow expires. Field reports say the NLB sends nothing at expiry and
-    /// answers the next packet with a TCP RST; the preset closes at expiry
-    /// instead (the tap's close), so the client learns at once rather than
-    /// at its next write.
+    /// So a connection quiet for 350 s looks open to both ends until one
+    /// of them writes; that write is lost and the connection is reset
+    /// (emulated by the tap's close: see [`Expiry::ForgetFlow`] for how it
+    /// differs from a TCP RST). An end that never writes again is never
+    /// told. Keepalive PINGs more often than every 350 s keep the flow.
     pub fn aws_nlb() -> Self {
         Self {
             connection_idle: Some(IdleTimeout::new(
                 Duration::from_secs(350),
                 Activity::ANY_FRAME,
-                Expiry::Close,
+                Expiry::ForgetFlow,
             )),
             ..Self::new("AWS NLB")
         }
