@@ -434,4 +434,57 @@ mod tests {
             (Code::Internal, None)
         );
     }
+
+    #[test]
+    fn only_http_431_is_classified_apart_from_tonics_table() {
+        assert_eq!(
+            classify_http(http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
+            Some((Code::Internal, rules::HTTP_431))
+        );
+        // 404 (UNIMPLEMENTED) and 503 (UNAVAILABLE): tonic agrees.
+        assert_eq!(classify_http(http::StatusCode::NOT_FOUND), None);
+        assert_eq!(classify_http(http::StatusCode::SERVICE_UNAVAILABLE), None);
+    }
+
+    #[test]
+    fn a_servers_own_internal_is_kept() {
+        // Only tonic's exact words for a missing request are a cardinality
+        // violation; a handler's INTERNAL is its own choice.
+        assert_eq!(
+            classify_server(Code::Internal, "database down"),
+            (Code::Internal, None)
+        );
+        assert_eq!(
+            classify_server(Code::Internal, "Missing request message. (retry)"),
+            (Code::Internal, None)
+        );
+    }
+
+    #[test]
+    fn code_names_are_statuscodes_md_names_both_ways() {
+        assert_eq!(code_name(Code::Ok), "OK");
+        assert_eq!(code_name(Code::DeadlineExceeded), "DEADLINE_EXCEEDED");
+        assert_eq!(code_name(Code::Unauthenticated), "UNAUTHENTICATED");
+        assert_eq!(code_from_name("UNAVAILABLE"), Some(Code::Unavailable));
+        assert_eq!(code_from_name("OK"), Some(Code::Ok));
+        // Exact, upper-case names only, as grpc-go accepts.
+        assert_eq!(code_from_name("unavailable"), None);
+        assert_eq!(code_from_name("14"), None);
+        for i in 0..17 {
+            let code = Code::from_i32(i);
+            assert_eq!(code_from_name(code_name(code)), Some(code));
+        }
+    }
+
+    #[test]
+    fn a_local_internal_that_names_a_goaway_is_unavailable() {
+        // Either spelling alone is enough; the error chain says nothing.
+        for words in ["connection closed by GOAWAY", "server sent go away"] {
+            assert_eq!(
+                classify(&local(Status::internal(words))),
+                (Code::Unavailable, Some(rules::GOAWAY)),
+                "{words}"
+            );
+        }
+    }
 }

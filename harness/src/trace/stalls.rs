@@ -1047,4 +1047,38 @@ mod tests {
             .trace(1_000);
         assert!(trace.stalls(Duration::ZERO).is_empty());
     }
+
+    /// Connection credit gives back the oldest DATA first, and only as many
+    /// octets as it credits: 30,000 octets of credit free 30,000 of stream
+    /// 1's first 65,535, so when stream 1 has sent 30,000 more the window
+    /// is held by 35,535 + 30,000 of its octets.
+    #[test]
+    fn connection_credit_frees_the_oldest_data_first() {
+        let open = || headers(BlockKind::Response, (ShownHeader::Status, "200"));
+        let trace = fill(Script::new().frame(
+            0,
+            C,
+            0,
+            settings(&[(SettingId::InitialWindowSize, 1_048_576)]),
+            Fate::Passed,
+        ))
+        .update(100, 0, 30_000, Fate::Passed)
+        .data(101, 1, 30_000)
+        .frame(
+            104,
+            C,
+            3,
+            headers(BlockKind::Request, (ShownHeader::Path, "/w")),
+            Fate::Passed,
+        )
+        .frame(105, S, 3, open(), Fate::Passed)
+        .update(200, 0, 70_000, Fate::Passed)
+        .data(201, 3, 100)
+        .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        let s3: Vec<&Stall> = stalls.iter().filter(|s| s.stream == 3).collect();
+        assert_eq!(s3.len(), 1, "{stalls:?}");
+        assert_eq!((s3[0].since, s3[0].until), (ms(105), ms(200)));
+        assert_eq!(s3[0].held_by, vec![(1, 65_535)]);
+    }
 }
