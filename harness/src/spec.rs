@@ -110,14 +110,13 @@ pub mod rules {
     /// message larger than the configured limit" is RESOURCE_EXHAUSTED.
     pub const ENCODE_LIMIT: &str =
         "message over max_encoding_message_size: spec RESOURCE_EXHAUSTED (statuscodes.md)";
-    /// tonic's server answers a unary request that carries no message with
-    /// INTERNAL "Missing request message." (`server/grpc.rs`); statuscodes.md
-    /// lists a request cardinality violation under UNIMPLEMENTED.
     /// A response without `grpc-status` and HTTP status 431: tonic maps
     /// it to UNKNOWN, `doc/http-grpc-status-mapping.md` to INTERNAL.
     pub const HTTP_431: &str =
         "HTTP 431 without grpc-status: spec INTERNAL (http-grpc-status-mapping.md)";
     /// tonic's server answers a unary request that carries no message with
+    /// INTERNAL "Missing request message." (`server/grpc.rs`); statuscodes.md
+    /// lists a request cardinality violation under UNIMPLEMENTED.
     pub const CARDINALITY: &str =
         "request cardinality violation: spec UNIMPLEMENTED (statuscodes.md)";
 }
