@@ -36,7 +36,7 @@ pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
 pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
-pub use words::PEER_STRING_LIMIT;
+pub use words::{finding, PEER_STRING_LIMIT};
 
 use crate::recorder::event::{CallId, Event, EventKind, RunId};
 

@@ -264,17 +264,9 @@ fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
     let ends = call_ends(events);
     let mut seen: Vec<(String, Vec<CallId>, Option<usize>)> = Vec::new();
     for call in trace.calls() {
-        let Some(o) = call.outcome() else { continue };
-        if o.code == o.spec_code {
+        let Some(line) = call.outcome().and_then(super::words::finding) else {
             continue;
-        }
-        let line = format!(
-            "tonic reported {} {:?} where the spec requires {} ({})",
-            o.code,
-            o.message,
-            o.spec_code,
-            o.rule.unwrap_or("")
-        );
+        };
         match seen.iter_mut().find(|(l, ..)| *l == line) {
             Some((_, ids, _)) => ids.push(call.id),
             None => seen.push((line, vec![call.id], ends.get(&call.id).copied())),

@@ -11,7 +11,7 @@ use std::fmt::{self, Write as _};
 use super::{MaskMetadata, RenderOptions};
 use crate::recorder::event::{
     binary_len, is_custom_metadata, FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict,
-    LinkHold, ShownHeader, UndeliveredCause, WaitingFor,
+    LinkHold, Outcome, ShownHeader, UndeliveredCause, WaitingFor,
 };
 use crate::recorder::fields::hex;
 use crate::units::fmt_duration;
@@ -26,6 +26,22 @@ use crate::wire::{BlockKind, FrameType};
 ///
 /// [`Trace::to_json`]: crate::Trace::to_json
 pub const PEER_STRING_LIMIT: usize = 256;
+
+/// The finding for a call whose status breaks a spec rule: `tonic
+/// reported UNKNOWN "transport error" where the spec requires UNAVAILABLE
+/// (rule)`; `None` when tonic's code is the spec's. The one wording the
+/// summary, the page and the catalog's reports share.
+pub fn finding(o: &Outcome) -> Option<String> {
+    (o.code != o.spec_code).then(|| {
+        format!(
+            "tonic reported {} {:?} where the spec requires {} ({})",
+            o.code,
+            o.message,
+            o.spec_code,
+            o.rule.unwrap_or("")
+        )
+    })
+}
 
 /// `s` cut to [`PEER_STRING_LIMIT`] octets, with what was cut counted.
 pub(crate) fn capped(s: &str) -> std::borrow::Cow<'_, str> {

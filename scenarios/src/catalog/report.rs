@@ -71,17 +71,9 @@ impl Report {
 pub(super) fn findings(trace: &grpc_chaos::Trace) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for call in trace.calls() {
-        let Some(o) = call.outcome() else { continue };
-        if o.code == o.spec_code {
+        let Some(line) = call.outcome().and_then(grpc_chaos::trace::finding) else {
             continue;
-        }
-        let line = format!(
-            "tonic reported {} {:?} where the spec requires {} ({})",
-            o.code,
-            o.message,
-            o.spec_code,
-            o.rule.unwrap_or("")
-        );
+        };
         if !out.contains(&line) {
             out.push(line);
         }
