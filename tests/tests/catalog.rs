@@ -5,23 +5,15 @@ use std::time::Duration;
 
 use grpc_chaos::trace::{CallEnd, RenderOptions, RunEnd};
 use grpc_chaos::Trace;
-use grpc_chaos_scenarios::catalog::{self, Report};
+use grpc_chaos_scenarios::catalog;
 use grpc_chaos_scenarios::services::{HIT, LOAD, SAVE};
-
-const SEED: u64 = 0;
+use grpc_chaos_tests::{story, SEED};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
 /// Runs a story, checks that its verdict passed, returns trace and report.
-fn story(name: &str) -> (Trace, Report) {
-    let scenario = catalog::find(name).expect("story in the catalog");
-    let trace = (scenario.simulate)(SEED).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let report = (scenario.judge)(&trace);
-    assert!(report.passed(), "{name}: {:?}", report.verdict);
-    (trace, report)
-}
 
 #[test]
 fn deadline_chain_store_sees_the_remaining_380ms() {

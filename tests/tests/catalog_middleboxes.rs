@@ -5,24 +5,14 @@
 use std::time::Duration;
 
 use grpc_chaos::trace::{CallEnd, RunEnd};
-use grpc_chaos::Trace;
-use grpc_chaos_scenarios::catalog::{self, Report};
 use grpc_chaos_scenarios::services::{SAVE, WATCH};
-
-const SEED: u64 = 0;
+use grpc_chaos_tests::story;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
 /// Runs a story, checks that its verdict passed, returns trace and report.
-fn story(name: &str) -> (Trace, Report) {
-    let scenario = catalog::find(name).expect("story in the catalog");
-    let trace = (scenario.simulate)(SEED).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let report = (scenario.judge)(&trace);
-    assert!(report.passed(), "{name}: {:?}", report.verdict);
-    (trace, report)
-}
 
 #[test]
 fn nginx_read_timeout_fails_the_call_at_60s_with_its_504_page() {

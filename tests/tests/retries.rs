@@ -8,9 +8,8 @@ use std::time::Duration;
 use grpc_chaos::retry::{delay_window, Jitter, RetryConfig};
 use grpc_chaos::trace::{RenderOptions, RetriedCall, RunEnd};
 use grpc_chaos::Trace;
-use grpc_chaos_scenarios::catalog::{self, Report};
-
-const SEED: u64 = 0;
+use grpc_chaos_scenarios::catalog;
+use grpc_chaos_tests::{story, SEED};
 
 /// Seed 000 §5's policy, as the catalog uses it.
 const SEED_POLICY: &str = r#"{"methodConfig": [{"name": [{"service": "tt.v1.Store"}],
@@ -33,13 +32,6 @@ fn policy(json: &str) -> RetryConfig {
 }
 
 /// Runs a story, checks that its verdict passed, returns trace and report.
-fn story(name: &str) -> (Trace, Report) {
-    let scenario = catalog::find(name).expect("story in the catalog");
-    let trace = (scenario.simulate)(SEED).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let report = (scenario.judge)(&trace);
-    assert!(report.passed(), "{name}: {:?}", report.verdict);
-    (trace, report)
-}
 
 fn only_call(trace: &Trace) -> RetriedCall {
     let calls = trace.retried_calls();

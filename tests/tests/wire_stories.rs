@@ -10,23 +10,15 @@ use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags};
 use grpc_chaos::trace::{RunEnd, StallEnd, Window};
 use grpc_chaos::wire::{ErrorCode, FrameType};
 use grpc_chaos::{EventKind, Trace};
-use grpc_chaos_scenarios::catalog::{self, Report};
+use grpc_chaos_scenarios::catalog::Report;
 use grpc_chaos_scenarios::services::{LOAD, SAVE, UPLOAD, WATCH};
-
-const SEED: u64 = 0;
+use grpc_chaos_tests::story;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
 /// Runs a story, checks that its verdict passed, returns trace and report.
-fn story(name: &str) -> (Trace, Report) {
-    let scenario = catalog::find(name).expect("story in the catalog");
-    let trace = (scenario.simulate)(SEED).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let report = (scenario.judge)(&trace);
-    assert!(report.passed(), "{name}: {:?}", report.verdict);
-    (trace, report)
-}
 
 /// What a story's snapshot shows: its trace, then its verdict line (with
 /// the numbers, e.g. the stall the trace revealed).
