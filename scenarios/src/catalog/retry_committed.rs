@@ -40,17 +40,10 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 fn judge(trace: &Trace) -> Report {
     let calls = trace.retried_calls();
     let attempts = calls.first().map_or(0, |c| c.attempts.len());
-    let decision = calls
-        .first()
-        .and_then(|c| c.attempts.last())
-        .and_then(|a| a.decision.clone());
-    let committed = decision.as_ref().is_some_and(|d| d.committed);
-    let stop = decision.as_ref().and_then(|d| d.stop);
-    let code = trace
-        .calls_from("player")
-        .last()
-        .and_then(|c| c.outcome())
-        .map(|o| o.code);
+    let decision = calls.first().and_then(rw::last_decision);
+    let committed = decision.is_some_and(|d| d.committed);
+    let stop = decision.and_then(|d| d.stop);
+    let code = rw::caller_code(trace, "player");
     let (conforms, why) = rw::conforms(trace, &seed_policy());
     Report::from_checks(
         format!(

@@ -46,10 +46,7 @@ fn judge(trace: &Trace) -> Report {
     let calls = trace.retried_calls();
     let call = calls.first();
     let attempts = call.map_or(0, |c| c.attempts.len());
-    let stop = call
-        .and_then(|c| c.attempts.last())
-        .and_then(|a| a.decision.as_ref())
-        .and_then(|d| d.stop);
+    let stop = call.and_then(rw::stop);
     let last_start = call.and_then(|c| c.attempts.last()).map(|a| a.started);
     let player = trace.calls_from("player").last();
     let first = trace.calls_from("player").next();

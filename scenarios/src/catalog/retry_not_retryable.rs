@@ -38,16 +38,8 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 fn judge(trace: &Trace) -> Report {
     let calls = trace.retried_calls();
     let attempts = calls.first().map_or(0, |c| c.attempts.len());
-    let stop = calls
-        .first()
-        .and_then(|c| c.attempts.last())
-        .and_then(|a| a.decision.as_ref())
-        .and_then(|d| d.stop);
-    let code = trace
-        .calls_from("player")
-        .last()
-        .and_then(|c| c.outcome())
-        .map(|o| o.code);
+    let stop = calls.first().and_then(rw::stop);
+    let code = rw::caller_code(trace, "player");
     let (conforms, why) = rw::conforms(trace, &seed_policy());
     Report::from_checks(
         format!(

@@ -54,10 +54,7 @@ fn judge(trace: &Trace) -> Report {
     let load = calls.iter().find(|c| c.path == LOAD);
     let save_delays = save.map(|c| c.delays()).unwrap_or_default();
     let load_attempts = load.map_or(0, |c| c.attempts.len());
-    let load_stop = load
-        .and_then(|c| c.attempts.last())
-        .and_then(|a| a.decision.as_ref())
-        .and_then(|d| d.stop);
+    let load_stop = load.and_then(rw::stop);
     let (conforms, why) = rw::conforms(trace, &seed_policy());
     let waited = save_delays.first().copied();
     Report::from_checks(

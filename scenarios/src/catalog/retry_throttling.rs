@@ -64,10 +64,6 @@ fn during_outage(c: &RetriedCall) -> bool {
         .is_some_and(|a| a.started >= DOWN.0 && a.started < DOWN.1)
 }
 
-fn stop(c: &RetriedCall) -> Option<&'static str> {
-    c.attempts.last()?.decision.as_ref()?.stop
-}
-
 fn judge(trace: &Trace) -> Report {
     let calls = trace.retried_calls();
     let outage: Vec<&RetriedCall> = calls.iter().filter(|c| during_outage(c)).collect();
@@ -75,7 +71,7 @@ fn judge(trace: &Trace) -> Report {
     let first = outage.first().map_or(0, |c| c.attempts.len());
     let throttled = outage
         .iter()
-        .filter(|c| stop(c) == Some("throttled"))
+        .filter(|c| rw::stop(c) == Some("throttled"))
         .count();
     let later_single = outage.iter().skip(1).all(|c| c.attempts.len() == 1);
     let ratio = if outage.is_empty() {

@@ -2,6 +2,7 @@
 //! store, and a player that saves through a retrying channel.
 
 use grpc_chaos::retry::RetryConfig;
+use grpc_chaos::trace::{DecisionRecord, RetriedCall};
 use grpc_chaos::{Host, Sim, SimBuilder, Trace};
 
 use super::world::ms;
@@ -81,4 +82,24 @@ pub(crate) fn conforms(trace: &Trace, policy: &RetryConfig) -> (bool, String) {
         Ok(()) => (true, String::new()),
         Err(v) => (false, v.to_string()),
     }
+}
+
+/// The decision the retry layer took after `call`'s last attempt.
+pub(crate) fn last_decision(call: &RetriedCall) -> Option<&DecisionRecord> {
+    call.attempts.last()?.decision.as_ref()
+}
+
+/// The rule that stopped `call`'s retries (`committed`,
+/// `not_retryable_code`, …), if the layer stopped it.
+pub(crate) fn stop(call: &RetriedCall) -> Option<&'static str> {
+    last_decision(call)?.stop
+}
+
+/// The code `host`'s last call ended with, as its caller saw it.
+pub(crate) fn caller_code(trace: &Trace, host: &str) -> Option<&'static str> {
+    trace
+        .calls_from(host)
+        .last()
+        .and_then(|c| c.outcome())
+        .map(|o| o.code)
 }
