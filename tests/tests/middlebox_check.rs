@@ -107,3 +107,56 @@ fn traffic_keeps_it_alive_and_a_bad_box_is_an_error() -> grpc_chaos::Result {
     assert!(err.is_misconfigured(), "{err}");
     Ok(())
 }
+
+/// A check of no time, one longer than a run simulates, a stream faster
+/// than the check's tick, and a box timer past a year are typed errors
+/// that say what to change — not a report of "alive for 0ms", a panic on
+/// an overflowing addition, or a minute of wall time spent streaming.
+#[test]
+fn out_of_range_checks_and_timers_are_misconfigurations() {
+    let alb = Middlebox::aws_alb;
+    let cases: [(&str, grpc_chaos::Result<_>); 4] = [
+        (
+            "the check's duration is 0",
+            check_middlebox(|e| e, alb(), Traffic::LongCall, Duration::ZERO),
+        ),
+        (
+            "longer than a run simulates (365 days)",
+            check_middlebox(|e| e, alb(), Traffic::LongCall, Duration::MAX),
+        ),
+        (
+            "Traffic::Streaming { every: 0ms } is shorter than the check's 10ms tick",
+            check_middlebox(
+                |e| e,
+                alb(),
+                Traffic::Streaming {
+                    every: Duration::ZERO,
+                },
+                secs(60),
+            ),
+        ),
+        ("connection_idle.after = ", {
+            let mut mb = alb();
+            if let Some(idle) = mb.connection_idle.as_mut() {
+                idle.after = Duration::MAX;
+            }
+            check_middlebox(|e| e, mb, Traffic::LongCall, secs(60))
+        }),
+    ];
+    for (words, result) in cases {
+        let err = result.expect_err(words);
+        assert!(err.is_misconfigured(), "{words}: {err}");
+        assert!(err.to_string().contains(words), "{words}: {err}");
+    }
+    let mut capped = alb();
+    capped.connection_lifetime = Some(grpc_chaos::policy::ConnectionLifetime::new(
+        secs(60),
+        Duration::MAX,
+    ));
+    let err = check_middlebox(|e| e, capped, Traffic::LongCall, secs(60)).expect_err("grace");
+    assert!(
+        err.to_string().contains("has connection_lifetime.grace = ")
+            && err.to_string().contains("365 days"),
+        "{err}"
+    );
+}

@@ -149,6 +149,9 @@ pub fn check_keepalive(
     KeepaliveCheck::new(policy, traffic).run(configure)
 }
 
+/// The checks' tick, *simulated* time.
+const TICK: Duration = Duration::from_millis(10);
+
 /// The world both checks run: a 10 ms tick, 1 ms links, the probe service
 /// on [`SERVER`] with what is checked put in front of it by `place`, and
 /// a [`CLIENT`] that holds calls as `traffic` says for `duration`
@@ -161,9 +164,10 @@ pub(super) fn probe_world(
     configure: impl FnOnce(Endpoint) -> Endpoint + 'static,
     place: impl FnOnce(&mut Sim),
 ) -> crate::Result<Trace> {
+    check_probe(traffic, duration)?;
     let mut sim = Sim::builder()
         .seed(seed)
-        .tick(Duration::from_millis(10))
+        .tick(TICK)
         .duration(duration + Duration::from_secs(60))
         .build();
     sim.server(SERVER, move |s| s.add_service(Probe { traffic, duration }));
@@ -185,6 +189,38 @@ pub(super) fn probe_world(
         Ok(())
     });
     sim.run()
+}
+
+/// The probe's own misconfigurations, before a world is built: a check of
+/// no time, one longer than a run can simulate, or a stream whose messages
+/// come more often than the 10 ms tick can tell apart.
+fn check_probe(traffic: Traffic, duration: Duration) -> crate::Result<()> {
+    let fmt = crate::units::fmt_duration;
+    let wrong = |what: String| Err(crate::Error::new(crate::error::Kind::Misconfigured(what)));
+    if duration.is_zero() {
+        return wrong(
+            "the check's duration is 0: nothing would be checked; give it the simulated time \
+             the call must live (several of the client's PING intervals)"
+                .into(),
+        );
+    }
+    if duration > crate::fault::LONGEST_WAIT {
+        return wrong(format!(
+            "the check's duration {} is longer than a run simulates (365 days); lower it",
+            fmt(duration)
+        ));
+    }
+    if let Traffic::Streaming { every } = traffic {
+        if every < TICK {
+            return wrong(format!(
+                "Traffic::Streaming {{ every: {} }} is shorter than the check's 10ms tick: the \
+                 messages would come every tick, as fast as the simulation can run; give it at \
+                 least 10ms",
+                fmt(every)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One call of the probe, read to its end.

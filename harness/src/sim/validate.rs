@@ -7,6 +7,7 @@ use super::Sim;
 use crate::error::{Error, Kind};
 use crate::fault::{
     check_nth, check_window, Action, FaultKind, HostAction, HostFault, Injection, RunCheck,
+    LONGEST_WAIT,
 };
 
 impl Sim {
@@ -318,6 +319,19 @@ impl Sim {
                     "the middlebox {name} on `{host}` has max_concurrent_streams = Some(0), which \
                      refuses every stream with REFUSED_STREAM (a client that read the box's \
                      SETTINGS could open none); give it at least 1, or None for no limit at the box"
+                ))));
+            }
+            let grace = mb
+                .connection_lifetime
+                .as_ref()
+                .map(|l| ("connection_lifetime.grace", l.grace));
+            let waits = mb.durations().into_iter().chain(grace);
+            if let Some((field, value)) = waits.into_iter().find(|(_, d)| *d > LONGEST_WAIT) {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "the middlebox {name} on `{host}` has {field} = {}, longer than the longest \
+                     single wait a run simulates (365 days); lower it, or set the field to None \
+                     to have no such timer",
+                    crate::units::fmt_duration(value)
                 ))));
             }
             for (field, value) in mb.durations() {
