@@ -195,6 +195,53 @@ fn a_shutdown_of_a_crashed_host_is_a_fault_that_never_fired() -> grpc_chaos::Res
     Ok(())
 }
 
+/// A shutdown at 0 ms, before any host has run, and one at the instant of
+/// a restart, before the restarted server runs again, fire as the server
+/// starts: it serves nothing new (the call is refused), and serve returns.
+#[test]
+fn a_shutdown_before_the_server_starts_takes_effect_as_it_starts() -> grpc_chaos::Result {
+    for (restart, shutdown) in [(None, ms(0)), (Some(ms(100)), ms(100))] {
+        let mut sim = Sim::builder().seed(6).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        if let Some(at) = restart {
+            sim.fault(Fault::crash("store").at(ms(50)));
+            sim.fault(Fault::restart("store").at(at));
+        }
+        sim.fault(Fault::shutdown("store").at(shutdown));
+        sim.client("player", move |c| async move {
+            tokio::time::sleep(shutdown + ms(10)).await;
+            let refused = StoreClient::new(c.channel("store")).save(save(1)).await;
+            assert!(
+                refused.is_err(),
+                "a server shutting down from its start serves nothing"
+            );
+            Ok(())
+        });
+        let trace = sim.run()?;
+        let store = kinds(&trace, "store");
+        let started = trace.events_on("store").find_map(|e| match e.kind {
+            EventKind::ShutdownStarted { .. } => Some(e.at),
+            _ => None,
+        });
+        assert_eq!(started, Some(shutdown), "{}", trace.render());
+        assert!(
+            store
+                .iter()
+                .any(|k| matches!(k, EventKind::ServeReturned { .. })),
+            "{}",
+            trace.render()
+        );
+        assert!(
+            !store
+                .iter()
+                .any(|k| matches!(k, EventKind::FaultNeverFired { .. })),
+            "{}",
+            trace.render()
+        );
+    }
+    Ok(())
+}
+
 // Bad input.
 
 #[test]

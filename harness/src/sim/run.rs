@@ -7,6 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use futures_util::{FutureExt, StreamExt};
 
+use super::shutdown::Begun;
 use super::Rules;
 use super::{defaults, Host, ServeHost, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
@@ -264,7 +265,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
     match action {
         HostAction::Crash(h) => crash(world, shared, h),
         HostAction::Shutdown(h, grace) => {
-            if shared.shutdowns.begin(h, rec.now()) {
+            if shared.shutdowns.begin(h, rec.now()) != Begun::NotRunning {
                 rec.push(h, EventKind::ShutdownStarted { grace: *grace });
             } else {
                 let fault = format!(
@@ -289,7 +290,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             }
         }
         HostAction::Restart(h) => {
-            shared.shutdowns.stopped(h);
+            shared.shutdowns.restarted(h);
             rec.push(h, EventKind::HostRestarted);
             hold_held_links(world, shared, h);
             let _host = tracing::info_span!("node", name = h.as_str()).entered();
@@ -365,7 +366,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
 
 /// Stops `host`'s software (turmoil `crash`).
 fn crash(world: &mut turmoil::Sim<'static>, shared: &Shared, host: &str) {
-    shared.shutdowns.stopped(host);
+    shared.shutdowns.crashed(host);
     shared.recorder.push(host, EventKind::HostCrashed);
     hold_held_links(world, shared, host);
     // Code that runs as the host's tasks are dropped is the host's.

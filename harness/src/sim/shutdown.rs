@@ -26,6 +26,24 @@ struct Incarnation {
 #[derive(Default)]
 pub(crate) struct Shutdowns {
     hosts: Mutex<BTreeMap<String, Incarnation>>,
+    /// Hosts whose software is down (crashed, not restarted).
+    down: Mutex<std::collections::BTreeSet<String>>,
+    /// Shutdowns that began before the host's server started (at 0 ms, or
+    /// at the instant of its restart, before the world's next step runs
+    /// it): when each began. The server starts draining at once.
+    early: Mutex<BTreeMap<String, Duration>>,
+}
+
+/// What [`Shutdowns::begin`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Begun {
+    /// The running server got its signal.
+    Now,
+    /// The server has not started yet; it gets the signal as it starts.
+    AtStart,
+    /// The host's software is down (crashed), or its server is already
+    /// shutting down or has returned.
+    NotRunning,
 }
 
 /// A host still draining: when it started, and how many connections it has
@@ -37,7 +55,7 @@ pub(crate) struct Draining {
 
 impl Shutdowns {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Incarnation>> {
-        self.hosts.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.hosts)
     }
 
     /// A new start of `host`'s server: the signal its serve future waits
@@ -50,32 +68,42 @@ impl Shutdowns {
     /// [`Shutdowns::arm`], with the signal as a receiver that
     /// [`signal`] turns into as many signals as a serve fn asks for.
     pub(crate) fn arm_watch(&self, host: &str) -> (watch::Receiver<bool>, Arc<()>) {
-        let (signal, rx) = watch::channel(false);
+        let early = lock(&self.early).remove(host);
+        let (signal, rx) = watch::channel(early.is_some());
         let conns = Arc::new(());
         self.lock().insert(
             host.to_owned(),
             Incarnation {
                 signal,
                 conns: conns.clone(),
-                draining_since: None,
+                draining_since: early,
                 returned: false,
             },
         );
         (rx, conns)
     }
 
-    /// Starts `host`'s graceful shutdown at `now`; false when no server of
-    /// it is running or one is already shutting down.
-    pub(crate) fn begin(&self, host: &str, now: Duration) -> bool {
+    /// Starts `host`'s graceful shutdown at `now`, or, when its server has
+    /// not started yet, at its start.
+    pub(crate) fn begin(&self, host: &str, now: Duration) -> Begun {
         let mut hosts = self.lock();
         let Some(inc) = hosts.get_mut(host) else {
-            return false;
+            if lock(&self.down).contains(host) {
+                return Begun::NotRunning;
+            }
+            return match lock(&self.early).entry(host.to_owned()) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(now);
+                    Begun::AtStart
+                }
+                std::collections::btree_map::Entry::Occupied(_) => Begun::NotRunning,
+            };
         };
         if inc.draining_since.is_some() || inc.returned || inc.signal.send(true).is_err() {
-            return false;
+            return Begun::NotRunning;
         }
         inc.draining_since = Some(now);
-        true
+        Begun::Now
     }
 
     /// `host`'s serve future returned: when its shutdown started, if one
@@ -87,9 +115,20 @@ impl Shutdowns {
         inc.draining_since
     }
 
-    /// `host`'s software stopped (crash, restart): nothing of it drains.
-    pub(crate) fn stopped(&self, host: &str) {
+    /// `host`'s software crashed: nothing of it drains, and a shutdown
+    /// before its restart finds nothing to stop.
+    pub(crate) fn crashed(&self, host: &str) {
         self.lock().remove(host);
+        lock(&self.early).remove(host);
+        lock(&self.down).insert(host.to_owned());
+    }
+
+    /// `host`'s software restarts: what ran before drains no more; its
+    /// server starts at the world's next step.
+    pub(crate) fn restarted(&self, host: &str) {
+        self.lock().remove(host);
+        lock(&self.early).remove(host);
+        lock(&self.down).remove(host);
     }
 
     /// Whether `host` is draining a shutdown that started at `since`.
@@ -118,6 +157,10 @@ impl Shutdowns {
             })
             .collect()
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Completes when the shutdown `rx` belongs to starts.
