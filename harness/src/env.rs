@@ -44,6 +44,39 @@ pub(crate) fn env_u64(name: &str) -> Result<Option<u64>, String> {
     }
 }
 
+std::thread_local! {
+    /// While a sweep runs a body for a seed on this thread: that seed,
+    /// whether a run used it, and the first other seed a run used.
+    static SWEPT: std::cell::Cell<Option<(u64, bool, Option<u64>)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// A run of `seed` starts on this thread (for [`watch_seeds`]).
+pub(crate) fn note_run_seed(seed: u64) {
+    SWEPT.with(|s| {
+        if let Some((want, used, other)) = s.get() {
+            let other = other.or((seed != want).then_some(seed));
+            s.set(Some((want, used || seed == want, other)));
+        }
+    });
+}
+
+/// Runs `body` noting the seeds of the runs it makes on this thread, and
+/// returns what it returned with the seed its runs used instead of `seed`:
+/// `Some(other)` when runs were made and none used `seed` (a sweep's body
+/// that builds its sim without `.seed(seed)` runs the same seed every
+/// time, and `CHAOS_SEED=<n>` would not replay what failed).
+pub(crate) fn watch_seeds<T>(seed: u64, body: impl FnOnce() -> T) -> (T, Option<u64>) {
+    let outer = SWEPT.with(|s| s.replace(Some((seed, false, None))));
+    let out = body();
+    let seen = SWEPT.with(|s| s.replace(outer));
+    let ignored = match seen {
+        Some((_, false, other)) => other,
+        _ => None,
+    };
+    (out, ignored)
+}
+
 /// Whether tokio's internal RNG is seeded from the run's seed.
 ///
 /// That RNG picks which ready branch of a `tokio::select!` is polled first.

@@ -26,6 +26,9 @@ pub struct SweepReport {
     bad_seed: Option<String>,
     /// `CHAOS_JITTER_US` during the sweep: a seed replays only with it.
     jitter: Option<String>,
+    /// Failing seeds whose body ran its sims with another seed, and that
+    /// seed: `CHAOS_SEED` does not replay them.
+    ignored: Vec<(u64, u64)>,
 }
 
 impl SweepReport {
@@ -61,10 +64,14 @@ impl SweepReport {
             ),
         };
         for (seed, error) in &self.failures {
-            out.push_str(&format!(
-                "\n  seed {seed}: {error} (reproduce with {})",
-                self.replay_env(*seed)
-            ));
+            let hint = match self.ignored.iter().find(|(s, _)| s == seed) {
+                Some((_, used)) => format!(
+                    "not replayable: the body ran its sims with seed {used}, not {seed}; build \
+                     them with Sim::builder().seed(seed)"
+                ),
+                None => format!("reproduce with {}", self.replay_env(*seed)),
+            };
+            out.push_str(&format!("\n  seed {seed}: {error} ({hint})"));
         }
         out
     }
@@ -97,6 +104,13 @@ impl SweepReport {
 /// A seed fails when `body` returns an error or panics (a failed
 /// `assert!`): the panic is caught, its message becomes that seed's
 /// failure, and the other seeds still run.
+///
+/// A body whose sims all ran with another seed than the one it was given
+/// (a `Sim::builder()` without `.seed(seed)` runs `CHAOS_SEED` or 0 every
+/// time) fails that seed, passing or not: every seed would be the same run,
+/// and `CHAOS_SEED=<n>` would not replay the failure. Its line says so in
+/// place of a replay hint. A body that makes no sim (the example below) is
+/// not checked.
 ///
 /// Each failure in [`SweepReport::summary`] ends with `reproduce with
 /// CHAOS_SEED=<n>`: with `CHAOS_SEED` set, `sweep` runs that one seed
@@ -161,15 +175,23 @@ fn sweep_with(
         report.runs += 1;
         // A panic in this seed's body is about this seed's run, not the last.
         crate::trace::forget_last_run();
-        let outcome = catch_unwind(AssertUnwindSafe(|| body(seed)));
-        let message = match outcome {
-            Ok(Ok(())) => continue,
-            // The sweep prints its own replay hint; a hint for another
-            // seed (a body that ignores its seed) stays.
-            Ok(Err(e)) if e.seed() == Some(seed) => e.message(),
-            Ok(Err(e)) => e.to_string(),
-            Err(panic) => format!("panicked: {}", crate::units::panic_message(&*panic)),
+        let (outcome, ignored) =
+            crate::env::watch_seeds(seed, || catch_unwind(AssertUnwindSafe(|| body(seed))));
+        // The sweep prints its own replay hint (or says why there is none),
+        // in place of the error's.
+        let message = match (outcome, ignored) {
+            (Ok(Ok(())), None) => continue,
+            (Ok(Ok(())), Some(used)) => format!(
+                "every sim of this seed's body ran with seed {used}, none with {seed}: each seed \
+                 of the sweep is then the same run"
+            ),
+            (Ok(Err(e)), _) if e.seed().is_some() => e.message(),
+            (Ok(Err(e)), _) => e.to_string(),
+            (Err(panic), _) => format!("panicked: {}", crate::units::panic_message(&*panic)),
         };
+        if let Some(used) = ignored {
+            report.ignored.push((seed, used));
+        }
         report.failures.push((seed, message));
     }
     report
@@ -203,6 +225,53 @@ mod tests {
             summary.contains("\n  seed 5: odd 5 (reproduce with CHAOS_SEED=5)"),
             "{summary}"
         );
+    }
+
+    /// What `Sim::run` notes for a run of `seed`, without a sim.
+    fn ran(seed: u64) {
+        crate::env::note_run_seed(seed);
+    }
+
+    #[test]
+    fn a_body_whose_runs_ignore_its_seed_fails_without_a_replay_hint() {
+        let report = sweep_with(0..3, None, None, |seed| {
+            ran(0);
+            if seed == 2 {
+                return Err(Error::new(Kind::Misconfigured("broke".into())));
+            }
+            Ok(())
+        });
+        let failed: Vec<u64> = report.failures.iter().map(|(s, _)| *s).collect();
+        assert_eq!(failed, [1, 2], "seed 0's runs used seed 0");
+        let summary = report.summary();
+        assert!(
+            summary.contains(
+                "\n  seed 1: every sim of this seed's body ran with seed 0, none with 1: each \
+                 seed of the sweep is then the same run (not replayable: the body ran its sims \
+                 with seed 0, not 1; build them with Sim::builder().seed(seed))"
+            ),
+            "{summary}"
+        );
+        assert!(
+            summary
+                .contains("\n  seed 2: broke (not replayable: the body ran its sims with seed 0"),
+            "{summary}"
+        );
+        assert!(!summary.contains("CHAOS_SEED=2"), "{summary}");
+    }
+
+    #[test]
+    fn a_body_that_also_runs_other_seeds_is_fine_when_one_run_used_its_own() {
+        let report = sweep_with(0..3, None, None, |seed| {
+            ran(seed + 100);
+            ran(seed);
+            Ok(())
+        });
+        assert!(report.passed(), "{}", report.summary());
+        // Outside a sweep nothing is watched.
+        ran(7);
+        let (_, ignored) = crate::env::watch_seeds(1, || ());
+        assert_eq!(ignored, None, "no run in the body, nothing to say");
     }
 
     #[test]

@@ -31,6 +31,7 @@ impl Sim {
         // A panic from here on is this run's error; after it, the panic
         // hook writes this run's trace (see `trace::artifacts`).
         let _running = crate::trace::running();
+        crate::env::note_run_seed(self.config.seed);
         self.validate()?;
         let Sim {
             config,
