@@ -671,6 +671,30 @@ mod unrecorded_channel {
         Ok(())
     }
 
+    /// The player's deadline runs out first: its reset cancels the proxy's
+    /// handler, which drops its call through the plain channel 1 ms before
+    /// the grpc-timeout that call sent would have. That is a dropped call,
+    /// not tonic's timer (it starts as the request is sent, and fires at
+    /// the timeout, as the test above measures), and not a finding.
+    #[test]
+    fn a_reset_before_the_grpc_timeout_sent_is_a_dropped_call() -> grpc_chaos::Result {
+        let trace = run_with(Mode::Propagate, true, Some(ms(600)))?;
+        let call = trace.calls_from("proxy").next().expect("seen on the wire");
+        assert_eq!((call.started, call.timeout), (ms(103), Some(ms(400))));
+        assert_eq!(call.outcome(), None, "{}", trace.render());
+        assert_eq!(call.ended_at, Some(ms(502)), "{}", trace.render());
+        let text = trace.render();
+        assert!(
+            text.contains(&format!(
+                "{} call {SAVE} dropped by the caller (seen on the wire: it reset the stream 1ms before the grpc-timeout it sent ran out, and tonic's timer for that timeout starts as the request is sent, so it had not fired)",
+                call.id
+            )),
+            "{text}"
+        );
+        assert!(!trace.to_json().contains(r#""findings": [{"#), "{text}");
+        Ok(())
+    }
+
     #[test]
     fn a_dropped_deadline_is_found_on_the_wire() -> grpc_chaos::Result {
         let trace = run(Mode::Drop, true)?;

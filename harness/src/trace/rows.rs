@@ -643,10 +643,20 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             }
             (host, text)
         }
-        EventKind::CallDropped { call, path } if cx.wire.contains_key(call) => (
-            host,
-            format!("{call} call {path} dropped by the caller (seen on the wire: it reset the stream before its deadline)"),
-        ),
+        EventKind::CallDropped { call, path } if cx.wire.contains_key(call) => {
+            let seen = match cx.deadlines.get(call).and_then(|d| d.checked_sub(e.at)) {
+                Some(early) => format!(
+                    "it reset the stream {} before the grpc-timeout it sent ran out, and tonic's \
+                     timer for that timeout starts as the request is sent, so it had not fired",
+                    fmt_duration(early)
+                ),
+                None => "it reset the stream, and sent no grpc-timeout".to_owned(),
+            };
+            (
+                host,
+                format!("{call} call {path} dropped by the caller (seen on the wire: {seen})"),
+            )
+        }
         EventKind::CallDropped { call, path } => {
             (host, format!("{call} call {path} dropped by the caller"))
         }

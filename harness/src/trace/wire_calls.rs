@@ -10,9 +10,10 @@
 //! trailers carry (the peer's, shown as sent) or the one tonic maps an
 //! RST_STREAM to (`status.rs`, `code_from_h2`, which follows
 //! `PROTOCOL-HTTP2.md`); a caller that reset its own stream at or after
-//! the `grpc-timeout` it sent is taken as tonic's deadline timer (tonic
-//! then says CANCELLED "Timeout expired", the spec DEADLINE_EXCEEDED),
-//! one that reset it earlier as a dropped call. A call whose connection
+//! the `grpc-timeout` it sent is tonic's deadline timer (tonic then says
+//! CANCELLED "Timeout expired", the spec DEADLINE_EXCEEDED): that timer
+//! starts as the request is sent, so one that reset it earlier dropped the
+//! call. A call whose connection
 //! went away before either stays open: what tonic told its caller then is
 //! not on the wire.
 
@@ -133,9 +134,16 @@ fn ends(call: &Open, e: &Event, detail: &FrameDetail, fate: &Fate) -> Option<Eve
             }))
         }
         FrameDetail::RstStream { code } if from_caller => {
-            let at_deadline = call.timeout.is_some_and(|t| {
-                e.at + super::TICK_TOLERANCE >= call.started + t && *code == ErrorCode::Cancel
-            });
+            // tonic's timer for the grpc-timeout starts as the request
+            // reaches the connection (`GrpcTimeout` is layered over the
+            // connection in tonic's `transport/channel/service/
+            // connection.rs`), as its HEADERS leave, and fires at the first
+            // tick at or after its instant (measured:
+            // tests/trace_queries.rs, the reset lands at exactly the
+            // grpc-timeout). A reset before it is the call dropped.
+            let at_deadline = call
+                .timeout
+                .is_some_and(|t| e.at >= call.started + t && *code == ErrorCode::Cancel);
             Some(if at_deadline {
                 ended(Outcome {
                     code: "CANCELLED",
