@@ -252,6 +252,46 @@ fn an_unbounded_run_that_cannot_finish_stops_at_the_step_ceiling() {
     assert_eq!(err.trace().map(|t| t.ended_at()), Some(ms(5_000)));
 }
 
+/// A run that ends with a call no handler got says what stood in the way:
+/// the server crashed and never came back (the dial to it goes
+/// unanswered, so tonic's deadline timer never starts), or a frame fault
+/// dropped the request.
+#[test]
+fn a_timeout_names_the_crashed_host_or_the_dropping_fault() {
+    let mut crashed = Sim::builder().seed(1).duration(ms(300)).build();
+    crashed.server("store", |s| s.add_service(Store::default().into_server()));
+    crashed.fault(Fault::crash("store").at(ms(1)));
+    crashed.client("player", |c| async move {
+        tokio::time::sleep(ms(5)).await;
+        let mut load = tonic::Request::new(LoadRequest::default());
+        load.set_timeout(ms(100));
+        StoreClient::new(c.channel("store")).load(load).await?;
+        Ok(())
+    });
+    let msg = crashed.run().expect_err("never answered").to_string();
+    assert!(
+        msg.contains(
+            "`player` waiting on r1 /tt.v1.Store/Load to store (no handler on store has it; store \
+             crashed at 1ms and was not restarted; its dial to store (attempt 1, since 5ms) is \
+             unanswered; its deadline never started: tonic's timer starts once the channel is \
+             connected, and it never was (Endpoint::connect_timeout bounds the dial))"
+        ),
+        "{msg}"
+    );
+
+    let mut dropped = store_and_player(Sim::builder().duration(ms(300)));
+    for kind in [FrameType::Headers, FrameType::Data] {
+        dropped.fault(Fault::frames().from("player").kind(kind).drop());
+    }
+    let msg = dropped.run().expect_err("never answered").to_string();
+    assert!(
+        msg.contains(
+            "(no deadline; no handler on store has it; 3 frames to store dropped by a frame fault)"
+        ),
+        "{msg}"
+    );
+}
+
 #[test]
 fn a_crash_and_a_restart_at_the_same_instant_are_refused() {
     let mut sim = store_and_player(Sim::builder());

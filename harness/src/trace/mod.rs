@@ -15,6 +15,7 @@ mod rows;
 mod stalls;
 mod summary;
 mod views;
+mod waits;
 mod wire_calls;
 mod wire_hops;
 mod words;
@@ -36,9 +37,10 @@ pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
 pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
+pub(crate) use waits::open_calls;
 pub use words::{finding, PEER_STRING_LIMIT};
 
-use crate::recorder::event::{CallId, Event, EventKind, RunId};
+use crate::recorder::event::{CallId, Event, RunId};
 
 /// Everything recorded in one run, in *simulated*-time order.
 ///
@@ -306,46 +308,6 @@ pub struct TraceFiles {
     pub json: PathBuf,
     /// `<dir>/<name>.html`: the page with the default [`RenderOptions`].
     pub html: PathBuf,
-}
-
-/// The calls `host` has open (started, not ended), and why each still
-/// waits as far as the trace knows: `r3 /tt.v1.Store/Save to store (no
-/// deadline; handler h2 on store has not answered; fault on it: hang)`.
-/// Used to say what a client that never finished waits on.
-pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
-    let events = &wire_calls::complete(events.to_vec());
-    let (calls, runs) = views::build(events);
-    calls
-        .iter()
-        .filter(|c| c.host == host && matches!(c.end, CallEnd::Open))
-        .map(|c| {
-            let mut why = Vec::new();
-            if c.timeout.is_none() {
-                why.push("no deadline".to_owned());
-            }
-            let run = runs.iter().find(|r| r.call == Some(c.id));
-            match run {
-                Some(r) if matches!(r.end, RunEnd::Running) => {
-                    why.push(format!("handler {} on {} has not answered", r.id, r.host));
-                    let faults: Vec<&str> = events
-                        .iter()
-                        .filter_map(|e| match &e.kind {
-                            EventKind::FaultFired { run, action, .. } if *run == r.id => {
-                                Some(action.as_str())
-                            }
-                            _ => None,
-                        })
-                        .collect();
-                    if !faults.is_empty() {
-                        why.push(format!("fault on it: {}", faults.join(", ")));
-                    }
-                }
-                Some(_) => {}
-                None => why.push(format!("no handler on {} has it", c.target)),
-            }
-            format!("{} {} to {} ({})", c.id, c.path, c.target, why.join("; "))
-        })
-        .collect()
 }
 
 /// The handler runs still running on `host`, for the end-of-run report of

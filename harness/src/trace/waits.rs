@@ -1,0 +1,132 @@
+//! What a client that never finished waits on, for the error of a run that
+//! reached its end with clients still running: each open call, and what
+//! the trace knows about why it is still open.
+
+use std::time::Duration;
+
+use super::views::{self, CallEnd, RunEnd};
+use super::wire_calls;
+use crate::recorder::event::{Event, EventKind, Fate};
+use crate::units::fmt_duration;
+
+/// The calls `host` has open (started, not ended), and why each still
+/// waits as far as the trace knows: `r3 /tt.v1.Store/Save to store (no
+/// deadline; handler h2 on store has not answered; fault on it: hang)`,
+/// or, when no handler got it, what stood in its way: `store crashed at
+/// 1ms and was not restarted`, a dial still unanswered, frames a fault
+/// dropped.
+pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
+    let events = &wire_calls::complete(events.to_vec());
+    let (calls, runs) = views::build(events);
+    calls
+        .iter()
+        .filter(|c| c.host == host && matches!(c.end, CallEnd::Open))
+        .map(|c| {
+            let mut why = Vec::new();
+            if c.timeout.is_none() {
+                why.push("no deadline".to_owned());
+            }
+            let run = runs.iter().find(|r| r.call == Some(c.id));
+            match run {
+                Some(r) if matches!(r.end, RunEnd::Running) => {
+                    why.push(format!("handler {} on {} has not answered", r.id, r.host));
+                    let faults: Vec<&str> = events
+                        .iter()
+                        .filter_map(|e| match &e.kind {
+                            EventKind::FaultFired { run, action, .. } if *run == r.id => {
+                                Some(action.as_str())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    if !faults.is_empty() {
+                        why.push(format!("fault on it: {}", faults.join(", ")));
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    why.push(format!("no handler on {} has it", c.target));
+                    why.extend(in_the_way(events, host, &c.target, c.started));
+                    if c.timeout.is_some() && !ever_connected(events, host, &c.target) {
+                        why.push(
+                            "its deadline never started: tonic's timer starts once the channel is \
+                             connected, and it never was (Endpoint::connect_timeout bounds the \
+                             dial)"
+                                .to_owned(),
+                        );
+                    }
+                }
+            }
+            format!("{} {} to {} ({})", c.id, c.path, c.target, why.join("; "))
+        })
+        .collect()
+}
+
+/// What the trace shows between `host` and `target` since `since` that
+/// keeps a call from a handler: `target` down, a dial unanswered or
+/// waiting, frames to it dropped by a fault.
+fn in_the_way(events: &[Event], host: &str, target: &str, since: Duration) -> Vec<String> {
+    let mut out = Vec::new();
+    let down = events.iter().rev().find_map(|e| match e.kind {
+        EventKind::HostCrashed if e.host == target => Some(Some(e.at)),
+        EventKind::HostRestarted if e.host == target => Some(None),
+        _ => None,
+    });
+    if let Some(Some(at)) = down {
+        out.push(format!(
+            "{target} crashed at {} and was not restarted",
+            fmt_duration(at)
+        ));
+    }
+    let dial = events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::ConnectStarted { to, attempt } if e.host == host && to == target => {
+            Some((*attempt, e.at, None))
+        }
+        EventKind::ConnectWaiting {
+            to,
+            attempt,
+            paused,
+        } if e.host == host && to == target => Some((*attempt, e.at, Some(*paused))),
+        EventKind::Connected { to, .. }
+        | EventKind::ConnectFailed { to, .. }
+        | EventKind::ConnectAbandoned { to, .. }
+            if e.host == host && to == target =>
+        {
+            Some((0, e.at, None))
+        }
+        _ => None,
+    });
+    match dial {
+        Some((0, ..)) | None => {}
+        Some((n, at, None)) => out.push(format!(
+            "its dial to {target} (attempt {n}, since {}) is unanswered",
+            fmt_duration(at)
+        )),
+        Some((n, at, Some(paused))) => out.push(format!(
+            "its dial to {target} (attempt {n}) waits since {} on a {}",
+            fmt_duration(at),
+            if paused { "pause" } else { "partition" }
+        )),
+    }
+    let dropped = events
+        .iter()
+        .filter(|e| e.at >= since && e.host == host)
+        .filter(
+            |e| matches!(&e.kind, EventKind::Frame { to, fate: Fate::Dropped, .. } if to == target),
+        )
+        .count();
+    if dropped > 0 {
+        out.push(format!(
+            "{dropped} frame{} to {target} dropped by a frame fault",
+            if dropped == 1 { "" } else { "s" }
+        ));
+    }
+    out
+}
+
+/// Whether a channel of `host` ever connected to `target`.
+fn ever_connected(events: &[Event], host: &str, target: &str) -> bool {
+    events.iter().any(
+        |e| matches!(&e.kind, EventKind::Connected { to, .. } if e.host == host && to == target),
+    )
+}
