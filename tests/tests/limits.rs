@@ -312,3 +312,32 @@ fn a_crash_and_a_restart_at_the_same_instant_are_refused() {
     sim.fault(Fault::restart("store").at(ms(6)));
     sim.run().expect("crash then restart");
 }
+
+/// A link is cut by one partition or black hole at a time: a second cut
+/// (at the same instant, where the order added would decide which acts,
+/// or later, before a repair) is refused; after a repair it is a story.
+#[test]
+fn a_second_cut_of_a_cut_link_is_refused() {
+    let mut sim = store_and_player(Sim::builder());
+    sim.fault(Fault::partition("player", "store").at(ms(5)));
+    sim.fault(Fault::black_hole("store", "player").at(ms(5)));
+    let msg = misconfigured(sim);
+    assert!(
+        msg.contains("black hole between store and player at 5ms: a partition or black hole already cuts that link then"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(r#"add a Fault::repair("store", "player") before it, or remove one"#),
+        "{msg}"
+    );
+    let mut sim = store_and_player(Sim::builder());
+    sim.fault(Fault::partition("player", "store").at(ms(5)));
+    sim.fault(Fault::partition("player", "store").at(ms(9)));
+    assert!(misconfigured(sim).contains("partition between player and store at 9ms"));
+    let mut sim = store_and_player(Sim::builder());
+    sim.fault(Fault::partition("player", "store").at(ms(5)));
+    sim.fault(Fault::repair("player", "store").at(ms(7)));
+    sim.fault(Fault::partition("player", "store").at(ms(9)));
+    sim.fault(Fault::repair("player", "store").at(ms(11)));
+    sim.run().expect("cut, mended, cut, mended");
+}

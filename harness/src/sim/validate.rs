@@ -204,7 +204,8 @@ impl Sim {
     /// instant in the order added): no host crashed and restarted at the
     /// same instant (which comes first would hang on the order they were
     /// added, which a reader cannot see); pauses and resumes of each host
-    /// alternate, starting with a pause; a repair mends a link a partition
+    /// alternate, starting with a pause; a link is cut by one partition or
+    /// black hole at a time; a repair mends a link a partition
     /// or black hole cut (one with nothing to mend is a typo, or a repair
     /// meant to end a pause, which is `Fault::resume`).
     fn check_host_schedule(&self) -> Result<(), Error> {
@@ -244,6 +245,17 @@ impl Sim {
                 HostAction::Resume(h) if !paused.remove(h.as_str()) => {
                     return bad(format!(
                         "resume of {h} at {}: {h} is not paused then; add a Fault::pause(\"{h}\") at an earlier time, or remove the resume",
+                        fmt(f.at)
+                    ));
+                }
+                HostAction::Partition(a, b, _) | HostAction::BlackHole(a, b)
+                    if cut.contains(&pair(a, b)) =>
+                {
+                    return bad(format!(
+                        "{} at {}: a partition or black hole already cuts that link then, and \
+                         which of the two acts would depend on the order they were added; add a \
+                         Fault::repair(\"{a}\", \"{b}\") before it, or remove one",
+                        f.action.describe(),
                         fmt(f.at)
                     ));
                 }
