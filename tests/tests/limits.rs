@@ -341,3 +341,39 @@ fn a_second_cut_of_a_cut_link_is_refused() {
     sim.fault(Fault::repair("player", "store").at(ms(11)));
     sim.run().expect("cut, mended, cut, mended");
 }
+
+/// A handler delay may outlast the run (the call is left waiting), but not
+/// the longest wait a run simulates.
+#[test]
+fn a_handler_delay_past_a_year_is_refused() {
+    let mut sim = store_and_player(Sim::builder().duration(ms(300)));
+    sim.fault(
+        Fault::handler("store")
+            .method(grpc_chaos_scenarios::services::LOAD)
+            .delay(Duration::MAX),
+    );
+    let msg = misconfigured(sim);
+    assert!(
+        msg.contains("Fault::handler(..).delay 18446744073709551615999.999ms is longer than the longest single wait a run simulates (365 days)"),
+        "{msg}"
+    );
+    let mut sim = Sim::builder().seed(1).duration(ms(300)).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(
+        Fault::handler("store")
+            .method(grpc_chaos_scenarios::services::LOAD)
+            .delay(Duration::from_secs(3600)),
+    );
+    sim.client("player", |c| async move {
+        let mut load = tonic::Request::new(LoadRequest::default());
+        load.set_timeout(ms(100));
+        let err = StoreClient::new(c.channel("store"))
+            .load(load)
+            .await
+            .expect_err("deadline");
+        assert_eq!(err.code(), Code::Cancelled, "tonic's own timer: {err}");
+        Ok(())
+    });
+    sim.run()
+        .expect("an hour's delay in a 300 ms run is a story");
+}

@@ -77,9 +77,19 @@ impl Sim {
             ("SimBuilder::latency", c.latency),
             ("SimBuilder::latency_jitter", c.jitter),
         ];
+        // A handler delay may outlast the run (a call left waiting is a
+        // story), not a year: its sleep would overflow the clock.
+        let handler_delays = self.faults.iter().filter_map(|f| match &f.0 {
+            FaultKind::Handler(r) => match r.action {
+                Action::Delay(d) => Some(("Fault::handler(..).delay", d)),
+                _ => None,
+            },
+            _ => None,
+        });
         match settings
             .into_iter()
             .chain(self.fault_waits())
+            .chain(handler_delays)
             .find(|(_, d)| *d > LONGEST_WAIT)
         {
             Some((what, d)) => misconfigured(format!(
