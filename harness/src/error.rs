@@ -290,7 +290,10 @@ impl fmt::Debug for Problems {
 
 impl From<Violation> for Error {
     fn from(v: Violation) -> Self {
-        Self::new(Kind::Violation(v))
+        let (seed, replay, artifact) = v.run_parts();
+        let mut e = Self::new(Kind::Violation(v));
+        (e.seed, e.replay, e.artifact) = (seed, replay, artifact);
+        e
     }
 }
 
@@ -408,14 +411,15 @@ impl fmt::Display for Kind {
             }
             Kind::ServerFailed { host, message } => write!(
                 f,
-                "server host `{host}` failed: {message}; its Sim::server closure or serve loop must not panic or return an error"
+                "server host `{host}` failed: {message}; its Sim::server or Sim::server_fn closure must not panic, return an error, or return before a Fault::shutdown"
             ),
             Kind::HarnessPanicked { task, message } => write!(
                 f,
                 "grpc-chaos itself panicked in {task}: {message}; this is a bug in grpc-chaos, not in your \
                  services, and the calls it touched failed because of it (please report it with the seed below)"
             ),
-            Kind::Violation(v) => write!(f, "{v}"),
+            // The error says where the trace is, after the replay hint.
+            Kind::Violation(v) => write!(f, "{}: {}", v.rule(), v.detail()),
             Kind::Nondeterministic { line, left, right } => {
                 // Line 0: the traces agree, the runs ended differently.
                 let at = match line {

@@ -260,7 +260,7 @@ fn a_serve_fn_that_returns_without_a_shutdown_fails_the_run() {
     let err = sim.run().expect_err("the server stopped");
     assert!(
         err.to_string()
-            .contains("server host `store` failed: its server stopped"),
+            .contains("server host `store` failed: its server stopped without a Fault::shutdown; its Sim::server or Sim::server_fn closure must not panic, return an error, or return before a Fault::shutdown"),
         "{err}"
     );
 }

@@ -306,9 +306,23 @@ fn fresh_gateway_fails_the_deadline_check_at_its_hop() -> grpc_chaos::Result {
     assert!(v.detail().contains("hop gateway→store"), "{v}");
     assert!(v.detail().contains("carried no grpc-timeout"), "{v}");
     assert!(v.detail().contains("r2"), "names the call: {v}");
-    // As an error, it is a violation.
+    // As an error (`?` in a test), it is a violation, and it says how to
+    // reproduce the run and where its trace is, as every run's error does.
+    let artifact = v.artifact().map(|p| p.display().to_string());
     let err = grpc_chaos::Error::from(v);
     assert!(err.is_violation() && err.violation().is_some());
+    assert_eq!(err.seed(), Some(trace.seed()));
+    let text = format!("{err:?}");
+    let replay = format!(" (reproduce with {})", trace.replay_env());
+    assert!(
+        text.starts_with("deadline propagation: hop gateway→store"),
+        "{text}"
+    );
+    assert!(text.contains(&replay), "{text}");
+    match artifact {
+        Some(dir) => assert!(text.ends_with(&format!("; trace in {dir}")), "{text}"),
+        None => assert_eq!(text.matches("trace in").count(), 0, "{text}"),
+    }
     Ok(())
 }
 

@@ -287,7 +287,7 @@ impl Host {
     ) -> tonic::transport::Channel {
         let known = self
             .shared
-            .check_host(to, &format!("channel() on host `{}`", self.name));
+            .check_host(to, &format!("tonic_channel() on host `{}`", self.name));
         crate::net::channel(&self.shared.wiring(), known, &self.name, to, configure)
     }
 }

@@ -212,7 +212,7 @@ fn register_server(
             // A server closure that panics or fails is the server's fault,
             // not the client's that happened to be running: name it.
             let message = match AssertUnwindSafe(serve).catch_unwind().await {
-                Ok(Ok(())) => "its server stopped".to_owned(),
+                Ok(Ok(())) => "its server stopped without a Fault::shutdown".to_owned(),
                 Ok(Err(e)) => e.to_string(),
                 Err(panic) => crate::units::panic_message(&*panic),
             };

@@ -18,6 +18,8 @@ pub struct Violation {
     artifact: Option<std::path::PathBuf>,
     /// `CHAOS_SEED=<n>` (and jitter) of the run it came from.
     replay: Option<String>,
+    /// The seed of that run.
+    seed: Option<u64>,
 }
 
 impl Violation {
@@ -27,6 +29,7 @@ impl Violation {
             detail,
             artifact: None,
             replay: None,
+            seed: None,
         }
     }
 
@@ -76,6 +79,15 @@ impl fmt::Debug for Violation {
 }
 
 impl std::error::Error for Violation {}
+
+impl Violation {
+    /// What `Error` takes over when `?` turns a violation into one: the
+    /// seed, the replay environment and the artifact, so that the error
+    /// says how to reproduce the run as every other error of a run does.
+    pub(crate) fn run_parts(&self) -> (Option<u64>, Option<String>, Option<std::path::PathBuf>) {
+        (self.seed, self.replay.clone(), self.artifact.clone())
+    }
+}
 
 /// Work a handler did after its caller had given up.
 #[derive(Debug, Clone, PartialEq)]
@@ -285,6 +297,7 @@ impl Trace {
     pub(crate) fn keep(&self, mut v: Violation) -> Violation {
         v.artifact = super::write_artifacts_with(self, &v.to_string());
         v.replay = Some(self.replay_env());
+        v.seed = Some(self.seed());
         v
     }
 
