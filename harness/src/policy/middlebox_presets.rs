@@ -13,7 +13,8 @@ impl Middlebox {
     ///
     /// Source: AWS, "Edit attributes for your Application Load Balancer",
     /// section "Connection idle timeout"
-    /// (docs.aws.amazon.com/elasticloadbalancing/latest/application/edit-load-balancer-attributes.html):
+    /// (docs.aws.amazon.com/elasticloadbalancing/latest/application/edit-load-balancer-attributes.html#connection-idle-timeout;
+    /// read, and each quote below checked against it):
     ///
     /// | field | value |
     /// |---|---|
