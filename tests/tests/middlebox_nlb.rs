@@ -1,7 +1,7 @@
 //! The AWS NLB at its TCP idle timeout (`Expiry::ForgetFlow`): it forgets a
 //! quiet flow at 350 s without telling either end, and the next frame on
-//! that connection, either way, is answered with a reset. Times are
-//! simulated; a 10 ms tick, 1 ms links.
+//! that connection, either way, is answered with a TCP reset
+//! (`Effects::reset`). Times are simulated; a 10 ms tick, 1 ms links.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,7 +23,8 @@ fn secs(n: u64) -> Duration {
 /// that moment.
 #[test]
 fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos::Result {
-    let seen: Arc<Mutex<Vec<(Duration, Code, String)>>> = Arc::default();
+    type Seen = (Duration, Code, String, Option<(std::io::ErrorKind, String)>);
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let mut sim = Sim::builder()
         .seed(15)
         .duration(secs(500))
@@ -40,9 +41,21 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         tokio::time::sleep(secs(400)).await;
         let second = store.save(SaveRequest::default()).await;
         let status = second.expect_err("the NLB resets the second call");
-        out.lock()
-            .unwrap()
-            .push((start.elapsed(), status.code(), status.message().to_owned()));
+        // The I/O error under tonic's status: what the socket said.
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&status);
+        let mut io = None;
+        while let Some(e) = source {
+            if let Some(e) = e.downcast_ref::<std::io::Error>() {
+                io = Some((e.kind(), e.to_string()));
+            }
+            source = e.source();
+        }
+        out.lock().unwrap().push((
+            start.elapsed(),
+            status.code(),
+            status.message().to_owned(),
+            io,
+        ));
         Ok(())
     });
     let trace = sim.run()?;
@@ -62,33 +75,65 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .collect();
     assert_eq!(forgot.len(), 1, "{text}");
     assert!(forgot[0] >= secs(350) && forgot[0] < secs(351), "{text}");
-    let closes: Vec<(Duration, String)> = trace
+    let resets: Vec<(Duration, String, usize)> = trace
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyClosed { policy, reason, .. } => {
+            EventKind::PolicyReset {
+                policy,
+                reason,
+                discarded,
+                ..
+            } => {
                 assert_eq!(policy, "AWS NLB");
-                Some((e.at, reason.clone()))
+                Some((e.at, reason.clone(), *discarded))
             }
             _ => None,
         })
         .collect();
-    assert_eq!(closes.len(), 1, "{text}");
-    let (reset_at, reason) = &closes[0];
+    assert_eq!(resets.len(), 1, "{text}");
+    // A reset, not a close.
+    assert!(
+        !trace
+            .events()
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::PolicyClosed { .. })),
+        "{text}"
+    );
+    let (reset_at, reason, discarded) = &resets[0];
     // The reset comes with the second call (at 400 s after the first),
     // not at the expiry.
     assert!(*reset_at >= secs(400) && *reset_at < secs(401), "{text}");
+    assert_eq!(*discarded, 0, "{text}");
     assert!(
         reason.starts_with("frame after the idle timeout: RST; the flow was forgotten at 350"),
         "{reason}"
     );
+    assert!(
+        text.contains("c1 reset at both ends by AWS NLB (frame after the idle timeout: RST;"),
+        "{text}"
+    );
+    // The second call's HEADERS never reached the store.
+    assert!(
+        text.contains("c1 s3 HEADERS POST /tt.v1.Store/Save [swallowed by a connection policy]"),
+        "{text}"
+    );
     assert!(text.contains("forgets the flow, nothing sent"), "{text}");
 
-    // The call fails at that moment, as tonic reports a transport error;
-    // the spec's code for a connection lost before any response.
+    // The call fails at that moment: tonic reports UNKNOWN "transport
+    // error" over the socket's ECONNRESET (measured here); the spec's code
+    // for a connection lost before any response is UNAVAILABLE.
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1, "{text}");
-    let (at, code, message) = &seen[0];
+    let (at, code, message, io) = &seen[0];
+    assert_eq!(
+        io.as_ref().map(|(k, m)| (*k, m.as_str())),
+        Some((
+            std::io::ErrorKind::ConnectionReset,
+            "connection reset by AWS NLB"
+        )),
+        "{text}"
+    );
     assert!(*at >= secs(400) && *at < secs(401), "{at:?} {text}");
     let failed = trace
         .calls()

@@ -14,7 +14,7 @@ use tonic::transport::server::Connected;
 
 use super::tap::ends::CloseEnd;
 use super::tap::{lock_conn, ConnState, SharedConn};
-use super::tap::{reset_error, spawn_writer, DirectionTap, RawRead, Read, Reset};
+use super::tap::{spawn_writer, DirectionTap, RawRead, Read, Reset};
 use super::Wiring;
 use crate::policy::ConnInfo;
 use crate::wire::Direction;
@@ -63,8 +63,10 @@ pub struct SimConn {
     /// Held while the connection is open, so a draining server host knows
     /// how many it still has ([`crate::Fault::shutdown`]).
     _open: Option<Arc<()>>,
-    /// Under link faults: reads and writes fail once a partition's
-    /// `reset_after` resets the connection.
+    /// Under link faults or connection policies: reads and writes fail
+    /// once a partition's `reset_after` or a policy
+    /// ([`Effects::reset`](crate::policy::Effects::reset)) resets the
+    /// connection.
     reset: Option<(Arc<Reset>, Direction)>,
     /// Server end, wire tap on: records what a raw client wrote, as read
     /// (`net/tap/raw.rs`); dropped at the first read of a dialled one.
@@ -160,7 +162,10 @@ impl SimConn {
             peer: end.peer.clone(),
         };
         let links = end.wiring.tap.links.active();
-        let reset = links.then(|| (lock_conn(&state).reset.clone(), end.direction));
+        // A partition's `reset_after` or a connection policy can reset the
+        // connection: only then do reads and writes look at the flag.
+        let resettable = links || lock_conn(&state).policies.is_some();
+        let reset = resettable.then(|| (lock_conn(&state).reset.clone(), end.direction));
         // Under link faults the writer task keeps bytes back even with the
         // tap off (it then records nothing).
         if !end.wiring.tap.wire_tap && !links {
@@ -215,7 +220,7 @@ impl AsyncRead for SimConn {
     ) -> Poll<io::Result<()>> {
         if let Some((reset, direction)) = &self.reset {
             if reset.is_reset() {
-                return Poll::Ready(Err(reset_error()));
+                return Poll::Ready(Err(reset.error()));
             }
             reset.wake_reader(*direction, cx.waker());
         }
@@ -267,7 +272,7 @@ impl Drop for SimConn {
             return;
         };
         if self.reset.as_ref().is_some_and(|(r, _)| r.is_reset()) {
-            return; // a partition's reset_after, recorded as such
+            return; // a partition's reset_after or a policy's, recorded as such
         }
         let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
         let mut byte = [0u8; 1];
@@ -286,8 +291,8 @@ impl AsyncWrite for SimConn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if self.reset.as_ref().is_some_and(|(r, _)| r.is_reset()) {
-            return Poll::Ready(Err(reset_error()));
+        if let Some((reset, _)) = self.reset.as_ref().filter(|(r, _)| r.is_reset()) {
+            return Poll::Ready(Err(reset.error()));
         }
         match &mut self.write {
             Write::Tapped(tx) => {

@@ -36,9 +36,10 @@ pub(crate) struct Wiring {
 }
 
 impl Wiring {
-    /// The policies of the connection `info` describes (keepalive
-    /// enforcement first, then its server host's connection policies in
-    /// the order added); `None` when it has none.
+    /// The policies of the connection `info` describes, in chain order
+    /// from the client: its server host's connection policies in the order
+    /// added, then keepalive enforcement (the server's own); `None` when it
+    /// has none.
     fn policies(&self, info: &ConnInfo<'_>) -> Option<Policies> {
         let list = self.policies.for_conn(info);
         (!list.is_empty()).then(|| Policies::new(list))

@@ -80,12 +80,14 @@ pub struct MiddleboxReport {
 impl MiddleboxReport {
     fn from_trace(trace: Trace, middlebox: String, duration: Duration) -> Self {
         // A cut is what the box did to the traffic, told by its effects
-        // (a close, or an RST_STREAM, GOAWAY or synthesized response it
+        // (a close, a reset, or an RST_STREAM, GOAWAY or synthesized response it
         // injected; its PING ACKs and SETTINGS are not cuts), in the box's
         // own words: its last act on that connection.
         let events = trace.events();
         let first_cut = events.iter().enumerate().find_map(|(i, e)| match &e.kind {
-            EventKind::PolicyClosed { reason, .. } => Some((e.at, reason.clone())),
+            EventKind::PolicyClosed { reason, .. } | EventKind::PolicyReset { reason, .. } => {
+                Some((e.at, reason.clone()))
+            }
             EventKind::Frame {
                 conn,
                 frame: FrameType::RstStream | FrameType::GoAway | FrameType::Headers,

@@ -46,10 +46,22 @@ use crate::wire::{encode, BlockKind, Direction, ErrorCode};
 ///   before it leaves, then nothing more the server writes does, the client
 ///   reads the end of the stream, and the server's reads end. The trace
 ///   shows `connection closed by <name> (<reason>)`.
+/// - A reset ([`Effects::reset`]) is a TCP RST at once: nothing more
+///   leaves either end, and both ends' reads and writes fail with
+///   `ConnectionReset`. The trace shows `c1 reset at both ends by <name>
+///   (<reason>)`.
 /// - Frames a policy sends are recorded `[injected]`; a frame it swallows
-///   `[swallowed by a connection policy]`. Policies on one connection see
-///   each frame in the order they were added; they do not see each other's
-///   injected frames, so a chain of boxes is not modelled in order.
+///   `[swallowed by a connection policy]`.
+/// - Several policies on one connection form a chain from the client to
+///   the server, in the order added (see
+///   [`Sim::middlebox`](crate::Sim::middlebox)): a client's frame passes
+///   them first to last, a server's frame last to first; a frame one
+///   swallows reaches none behind it; a frame one sends passes only the
+///   policies between it and the end it is sent to (they see it with
+///   [`Fate::Injected`](crate::recorder::event::Fate::Injected), and one of
+///   them may swallow it: it is then recorded `[swallowed by a connection
+///   policy]` at its sender's host instead of `[injected]`). After a close
+///   or reset no policy sees anything more.
 ///
 /// # Cost
 /// The tap runs on every frame: a policy's `on_frame` should not allocate
@@ -163,6 +175,16 @@ pub(crate) enum Close {
     },
 }
 
+/// A TCP reset a policy asked for ([`Effects::reset`]), and how the trace
+/// says so (`PolicyReset`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PolicyReset {
+    /// The policy's name.
+    pub(crate) policy: String,
+    /// Its words.
+    pub(crate) reason: String,
+}
+
 /// A frame a policy sends.
 #[derive(Debug, Clone)]
 pub(crate) struct Sent {
@@ -196,6 +218,8 @@ pub struct Effects {
     pub(crate) swallow: bool,
     pub(crate) sends: Vec<Sent>,
     pub(crate) close: Option<Close>,
+    /// A TCP reset asked for ([`Effects::reset`]).
+    pub(crate) reset: Option<PolicyReset>,
     pub(crate) timer: TimerChange,
     /// Events to record at the server host, after the frame's own.
     pub(crate) records: Vec<EventKind>,
@@ -209,11 +233,12 @@ pub struct Effects {
 impl Effects {
     /// Effects at `now`, for policy `name`; reused (its buffers kept) from
     /// call to call.
-    pub(crate) fn reset(&mut self, now: Duration) {
+    pub(crate) fn begin(&mut self, now: Duration) {
         self.now = now;
         self.swallow = false;
         self.sends.clear();
         self.close = None;
+        self.reset = None;
         self.timer = TimerChange::Keep;
         self.records.clear();
         self.rewrite = None;
@@ -274,6 +299,27 @@ impl Effects {
     /// shown to the policy.
     pub fn close(&mut self, reason: impl Into<String>) {
         self.close = Some(Close::Policy {
+            policy: self.name.clone(),
+            reason: reason.into(),
+        });
+    }
+
+    /// Resets the connection, as a TCP RST does (RFC 9293 §3.10.7.4), at
+    /// once: nothing more leaves either end — what either end's writer
+    /// still held (kept-back frames, frames sent by this or another policy
+    /// in the same call) is discarded — and from then on both ends' reads
+    /// and writes fail with `ConnectionReset` (the error a partition's
+    /// `reset_after` gives, with the policy's name in its message). No end
+    /// reads the end of the stream first, unlike [`Effects::close`]. The
+    /// trace shows `c1 reset at both ends by <name> (<reason>)`
+    /// ([`EventKind::PolicyReset`]); `reason` is the policy's words. In
+    /// [`ConnectionPolicy::on_frame`] the frame looked at is not delivered
+    /// either (the reset comes before it reaches the receiver): its row
+    /// says `[swallowed by a connection policy]`. Wins over a close asked
+    /// for in the same call. Later frames of the connection are no longer
+    /// shown to any policy.
+    pub fn reset(&mut self, reason: impl Into<String>) {
+        self.reset = Some(PolicyReset {
             policy: self.name.clone(),
             reason: reason.into(),
         });

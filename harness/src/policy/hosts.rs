@@ -33,9 +33,10 @@ impl PolicyPlan {
         }
     }
 
-    /// The policies of the connection `info` describes: keepalive
-    /// enforcement first, then the connection policies of its server host
-    /// in the order added; empty when it has none.
+    /// The policies of the connection `info` describes, in chain order
+    /// from the client: the connection policies of its server host in the
+    /// order added, then keepalive enforcement (the server's own, nearest
+    /// the server); empty when it has none.
     pub(crate) fn for_conn(&self, info: &ConnInfo<'_>) -> Vec<Box<dyn ConnectionPolicy>> {
         let server = info.server();
         let keepalive = self
@@ -50,7 +51,9 @@ impl PolicyPlan {
             .iter()
             .filter(|(h, _)| h == server)
             .map(|(_, make)| make(info));
-        keepalive.chain(others).collect()
+        // The chain from the client to the server: the boxes in the order
+        // added, then the server's own keepalive enforcement.
+        others.chain(keepalive).collect()
     }
 }
 

@@ -14,7 +14,10 @@ use crate::wire::{Direction, ErrorCode, FrameType};
 
 /// A load balancer or proxy in front of a server host, emulated in the wire
 /// tap as a [`ConnectionPolicy`]; register it with
-/// [`Sim::middlebox`](crate::Sim::middlebox) on the host it fronts.
+/// [`Sim::middlebox`](crate::Sim::middlebox) on the host it fronts, or
+/// with [`Sim::middlebox_between`](crate::Sim::middlebox_between) on one
+/// link. Several on one host's connections form a chain, the first added
+/// nearest the client (see [`Sim::middlebox`](crate::Sim::middlebox)).
 ///
 /// The box is drawn as *transparent*: the client's connection and the
 /// server's are one connection in the sim, and the box acts on it as the
@@ -116,9 +119,11 @@ pub struct Middlebox {
     /// stream with the response the real box synthesizes (see
     /// [`UpstreamTimeout`]). Default: none.
     pub upstream_timeout: Option<UpstreamTimeout>,
-    /// The client hosts whose connections pass the box; empty (the
-    /// default): every client's. Connections from other hosts are not
-    /// touched.
+    /// The hosts whose connections to the fronted server pass the box:
+    /// client hosts, or server hosts that dial it (a gateway's channel to
+    /// the store); empty (the default): every host's. Connections from
+    /// other hosts are not touched. [`Sim::middlebox_between`](crate::Sim::middlebox_between)
+    /// sets it to the one host it names.
     pub clients: Vec<String>,
 }
 
@@ -266,22 +271,25 @@ pub enum Expiry {
     /// sent either way and the box records only its act (`forgets the flow
     /// …: nothing sent`). The next frame either end writes on that
     /// connection (any type, either direction) does not reach the other
-    /// end; the box ends the connection then, recorded as `connection
-    /// closed by <name> (frame after the idle timeout: RST; the flow was forgotten at …)`. On a
-    /// stream timer it forgets the whole connection, as on a connection
-    /// timer. After the expiry the box runs no more timers on that
-    /// connection.
+    /// end (`[swallowed by a connection policy]`), and the box resets the
+    /// connection then ([`Effects::reset`]: a TCP RST), recorded as `c1
+    /// reset at both ends by <name> (frame after the idle timeout: RST; the
+    /// flow was forgotten at …)`. On a stream timer it forgets the whole
+    /// connection, as on a connection timer. After the expiry the box runs
+    /// no more timers on that connection.
     ///
-    /// The reset is the tap's close ([`Effects::close`]), not a TCP RST:
-    /// the client reads the end of the stream (as after a FIN) and the
-    /// server's reads end, where a real RST makes the next read or write
-    /// at both ends fail with `ECONNRESET` (RFC 9293 §3.10.7.4). Both ends
-    /// learn at the same instant, the first frame after the timeout, as
-    /// with the real box; an end that never writes again is not told, as
-    /// with the real box (until its own keepalive or deadline). For a
-    /// call in flight tonic reports this close as UNKNOWN "transport
-    /// error" (spec: UNAVAILABLE; measured in `tests/tests/middlebox_nlb.rs`);
-    /// what it reports after a real RST was not measured here.
+    /// From the reset on, both ends' reads and writes fail with
+    /// `ConnectionReset` ("connection reset by <name>"), as after a real
+    /// RST (RFC 9293 §3.10.7.4). For a call in flight, tonic then reports
+    /// UNKNOWN "transport error" (spec: UNAVAILABLE), the `io::Error` of
+    /// kind `ConnectionReset` in its source chain (measured in
+    /// `tests/tests/middlebox_nlb.rs`). One difference from the real box:
+    /// the NLB sends its RST only to the end that wrote ("If a client or
+    /// target sends data after the idle timeout period elapses, it
+    /// receives a TCP RST packet"), so the other end learns nothing until
+    /// it writes too; here both ends are reset at that instant. An end that
+    /// never writes again is told at the other end's first write, not
+    /// never.
     ForgetFlow,
 }
 
@@ -350,7 +358,8 @@ impl Middlebox {
         }
     }
 
-    /// Only connections from these client hosts pass the box.
+    /// Only connections from these hosts (client hosts, or server hosts
+    /// that dial the fronted one) pass the box.
     pub fn for_clients<S: Into<String>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
         self.clients = hosts.into_iter().map(Into::into).collect();
         self
@@ -647,9 +656,9 @@ impl ConnectionPolicy for BoxConn {
         }
         if let Some(at) = self.forgotten {
             // The box has no entry for the flow: the frame goes nowhere,
-            // and its writer is reset (the tap's close, see Expiry::ForgetFlow).
+            // and the connection is reset (see Expiry::ForgetFlow).
             fx.swallow();
-            fx.close(format!(
+            fx.reset(format!(
                 "frame after the idle timeout: RST; the flow was forgotten at {}, this {} from \
                  the {} did not pass",
                 fmt_duration(at),

@@ -13,7 +13,8 @@ impl Middlebox {
     ///
     /// Source: AWS, "Edit attributes for your Application Load Balancer",
     /// section "Connection idle timeout"
-    /// (docs.aws.amazon.com/elasticloadbalancing/latest/application/edit-load-balancer-attributes.html):
+    /// (docs.aws.amazon.com/elasticloadbalancing/latest/application/edit-load-balancer-attributes.html#connection-idle-timeout;
+    /// read, and each quote below checked against it):
     ///
     /// | field | value |
     /// |---|---|
@@ -45,23 +46,33 @@ impl Middlebox {
     /// (docs.aws.amazon.com/elasticloadbalancing/latest/network/update-idle-timeout.html;
     /// read), and AWS, "Network Load Balancers", section "Connection idle
     /// timeout"
-    /// (docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#connection-idle-timeout;
-    /// **not read here**: its text was not available to this project's
-    /// sources, so the expiry row below is as that section is commonly
-    /// summarized, not quoted):
+    /// (docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#connection-idle-timeout),
+    /// whose words on the RST are "If a client or target sends data after
+    /// the idle timeout period elapses, it receives a TCP RST packet".
+    /// That page was found (its table of contents lists "Connection idle
+    /// timeout") but the section's text was not available to this
+    /// project's sources, so the sentence is quoted second-hand, not read
+    /// on the page; a third-party account agrees ("If a client attempts
+    /// to send traffic after the connection is no longer tracked, then NLB
+    /// responds with a TCP RST", kupczynski.info/posts/load-balancer-gotchas,
+    /// "NLB idle timeout silently drops connections"; read).
     ///
     /// | field | value |
     /// |---|---|
     /// | `connection_idle.after` | 350 s ("The default idle timeout value for TCP flows is 350 seconds") |
     /// | `connection_idle.reset_by` | [`Activity::ANY_FRAME`]: an L4 box sees bytes ("If no data is sent through the connection by either the client or target"), so a PING resets it |
-    /// | `connection_idle.on_expiry` | [`Expiry::ForgetFlow`]: the NLB tells neither end at expiry, and the client or target that sends data after the idle timeout receives a TCP RST (the "Connection idle timeout" section; the update page says only "the connection is closed") |
+    /// | `connection_idle.on_expiry` | [`Expiry::ForgetFlow`]: the NLB tells neither end at expiry, and the end that sends data after the idle timeout receives a TCP RST (the "Connection idle timeout" section; the update page says only "the connection is closed") |
     /// | `pings` | [`Pings::Forward`] (an L4 box does not parse HTTP/2) |
     ///
     /// So a connection quiet for 350 s looks open to both ends until one
-    /// of them writes; that write is lost and the connection is reset
-    /// (emulated by the tap's close: see [`Expiry::ForgetFlow`] for how it
-    /// differs from a TCP RST). An end that never writes again is never
-    /// told. Keepalive PINGs more often than every 350 s keep the flow.
+    /// of them writes; that write is lost and the connection is reset (a
+    /// TCP reset, [`Effects::reset`](super::Effects::reset)): tonic reports
+    /// a call in flight as UNKNOWN "transport error" over an `io::Error` of
+    /// kind `ConnectionReset` (spec: UNAVAILABLE; measured in
+    /// `tests/tests/middlebox_nlb.rs`). Here both ends are reset at once,
+    /// where the real box resets only the end that wrote (see
+    /// [`Expiry::ForgetFlow`]). Keepalive PINGs more often than every 350 s
+    /// keep the flow.
     pub fn aws_nlb() -> Self {
         Self {
             connection_idle: Some(IdleTimeout::new(

@@ -143,7 +143,7 @@ mod tests;
 
 pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
 pub use check_middlebox::{check_middlebox, MiddleboxReport};
-pub(crate) use connection::{Close, TimerChange};
+pub(crate) use connection::{Close, PolicyReset, TimerChange};
 pub use connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 pub(crate) use enforce::KeepaliveEnforcement;
 pub use enforcer::{Enforcer, PingVerdict, ServerFrame};

@@ -856,6 +856,25 @@ pub enum EventKind {
         /// Why, in the policy's words.
         reason: String,
     },
+    /// A connection policy reset the connection
+    /// ([`Effects::reset`](crate::policy::Effects::reset)), as a TCP RST
+    /// does: from then on both ends' reads and writes fail with
+    /// `ConnectionReset`, and what either end still held never leaves.
+    /// Recorded at the server host, at the reset.
+    PolicyReset {
+        /// The connection.
+        #[serde(serialize_with = "conn_id")]
+        conn: u32,
+        /// The client host.
+        to: String,
+        /// The policy, by its [`name`](crate::policy::ConnectionPolicy::name).
+        policy: String,
+        /// Why, in the policy's words.
+        reason: String,
+        /// Frames either end had kept back (a frame rule, a partition) that
+        /// were discarded.
+        discarded: usize,
+    },
     /// A middlebox ([`crate::policy::Middlebox`]) acted on a connection:
     /// what it did and why, in its own words (`answers PINGs itself: …`,
     /// `RST_STREAM(CANCEL) on s1: stream idle timeout 60000ms …`).
@@ -1043,6 +1062,7 @@ impl EventKind {
             | Self::KeepaliveClosed { conn, .. }
             | Self::FrameReplaced { conn, .. }
             | Self::PolicyClosed { conn, .. }
+            | Self::PolicyReset { conn, .. }
             | Self::KeepaliveDataReset { conn, .. }
             | Self::PolicyActed { conn, .. } => Some(*conn),
             _ => None,

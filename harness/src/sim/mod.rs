@@ -346,8 +346,10 @@ impl Sim {
     /// wire tap shows it every frame of that connection, both ways, and
     /// calls it back on the timer it asks for (see
     /// [`ConnectionPolicy`]'s docs for the exact
-    /// order). Several policies on one host act in the order added, after
-    /// the host's [`Sim::keepalive_policy`], if any.
+    /// order). Several policies (and [`Sim::middlebox`]es) on one host form
+    /// a chain in the order added, the first nearest the client, with the
+    /// host's [`Sim::keepalive_policy`], if any, nearest the server (see
+    /// [`Sim::middlebox`] for how frames pass a chain).
     ///
     /// ```
     /// use std::time::Duration;
@@ -392,21 +394,46 @@ impl Sim {
     /// Puts the [`Middlebox`](crate::policy::Middlebox) `middlebox` in
     /// front of server host `host`: every connection to `host` (from the
     /// box's [`clients`](crate::policy::Middlebox::clients), or from every
-    /// client when none are listed) passes it, in the wire tap, as a
-    /// [`ConnectionPolicy`] added after those already on `host`. Its timers
-    /// run on *simulated* time.
+    /// host that dials `host` when none are listed) passes it, both ways,
+    /// in the wire tap, as a [`ConnectionPolicy`]. Its timers run on
+    /// *simulated* time. [`Sim::middlebox_between`] names both ends of the
+    /// link instead.
+    ///
+    /// # Chains
+    /// Several boxes (and [`Sim::connection_policy`]s) on the connections
+    /// to one host form a chain, **the first added nearest the client**:
+    /// `sim.middlebox("store", nlb); sim.middlebox("store", envoy);` is
+    /// client → NLB → Envoy → store, as the path reads left to right. The
+    /// server's own [`Sim::keepalive_policy`] sits behind them all, nearest
+    /// the server. On that chain:
+    /// - a frame the client writes passes the boxes first to last, a frame
+    ///   the server writes last to first;
+    /// - a frame a box swallows (a PING it answers itself, a frame after
+    ///   it forgot the flow) reaches no box behind it: a PING the nearer
+    ///   box answers never reaches the farther one, so a timer there that
+    ///   PINGs would reset runs out;
+    /// - a frame a box sends (its PING ACK, its RST_STREAM, its 504)
+    ///   passes only the boxes between it and the end it is sent to;
+    /// - a box's close or reset ends the whole connection (the sim draws
+    ///   the chain as one connection); after it no box sees anything.
+    ///
+    /// Boxes on different hosts' connections do not chain: a gateway that
+    /// dials the store opens a connection of its own, with the boxes of
+    /// that link.
     ///
     /// ```
     /// use grpc_chaos::policy::Middlebox;
     /// # let mut sim = grpc_chaos::Sim::builder().build();
     /// # sim.server("store", |s| s);
-    /// sim.middlebox("store", Middlebox::aws_alb());
+    /// // client → AWS NLB → Envoy → store
+    /// sim.middlebox("store", Middlebox::aws_nlb());
+    /// sim.middlebox("store", Middlebox::envoy());
     /// ```
     ///
     /// Errors from [`Sim::run`] (misconfigurations that say what to
     /// change): an unknown `host` or a client host; a listed client that
-    /// is not a client host; an idle timer, a lifetime cap or an upstream
-    /// timeout of zero; a stream limit of zero
+    /// is not a host of this sim, or is `host` itself; an idle timer, a
+    /// lifetime cap or an upstream timeout of zero; a stream limit of zero
     /// (`max_concurrent_streams: Some(0)`); a run with
     /// [`SimBuilder::wire_tap`]`(false)`.
     pub fn middlebox(
@@ -420,5 +447,36 @@ impl Sim {
         self.connection_policy(host, move |info| {
             crate::policy::BoxConn::new(cfg.clone(), info)
         })
+    }
+
+    /// Puts `middlebox` on the link between host `client` and server host
+    /// `server`: the connections `client` dials to `server` pass it, both
+    /// ways (one box per link, for both its directions); connections from
+    /// other hosts to `server` do not. `client` is a client host or a
+    /// server host that dials `server` (a gateway's channel to the store).
+    /// The same as [`Sim::middlebox`]`(server, middlebox.for_clients([client]))`,
+    /// and it chains with the boxes already on `server` in the same order
+    /// (the first added nearest the client; see [`Sim::middlebox`]).
+    ///
+    /// ```
+    /// use grpc_chaos::policy::Middlebox;
+    /// # let mut sim = grpc_chaos::Sim::builder().build();
+    /// # sim.server("store", |s| s);
+    /// # sim.server("gateway", |s| s);
+    /// // Only the gateway's connections to the store pass an Envoy.
+    /// sim.middlebox_between("gateway", "store", Middlebox::envoy());
+    /// ```
+    ///
+    /// Errors from [`Sim::run`], besides [`Sim::middlebox`]'s: `client`
+    /// not a host of this sim (the message lists the known hosts), and
+    /// `client` and `server` the same host.
+    pub fn middlebox_between(
+        &mut self,
+        client: impl Into<String>,
+        server: impl Into<String>,
+        middlebox: crate::policy::Middlebox,
+    ) -> &mut Self {
+        let client = client.into();
+        self.middlebox(server, middlebox.for_clients([client]))
     }
 }

@@ -103,7 +103,7 @@ impl Sim {
             }
         }
         self.check_keepalive(&unknown)?;
-        self.check_middleboxes(&unknown)?;
+        self.check_middleboxes(&unknown, &known)?;
         self.check_connection_policies(&unknown)?;
         self.check_membership()?;
         self.check_host_schedule()?;
@@ -298,9 +298,14 @@ impl Sim {
         }
     }
 
-    /// Each middlebox fronts a server host, lists client hosts, and has
-    /// no timer of zero.
-    fn check_middleboxes(&self, unknown: &dyn Fn(&str, String) -> Error) -> Result<(), Error> {
+    /// Each middlebox fronts a server host, lists hosts of this sim other
+    /// than that one as the hosts that dial it through the box, and has no
+    /// timer of zero.
+    fn check_middleboxes(
+        &self,
+        unknown: &dyn Fn(&str, String) -> Error,
+        known: &[String],
+    ) -> Result<(), Error> {
         for (host, mb) in &self.middleboxes {
             let name = &mb.name;
             if !self.servers.iter().any(|(n, _)| n == host) {
@@ -314,15 +319,21 @@ impl Sim {
                 return Err(unknown(host, format!("the middlebox {name}")));
             }
             for client in &mb.clients {
-                if !self.clients.iter().any(|(n, _)| n == client) {
-                    let what = if self.servers.iter().any(|(n, _)| n == client) {
-                        "a server host"
-                    } else {
-                        "not a host of this sim"
-                    };
+                if client == host {
+                    return Err(Error::new(Kind::Misconfigured(format!(
+                        "the middlebox {name} sits between `{host}` and itself (`{host}` in its \
+                         for_clients, or Sim::middlebox_between({host:?}, {host:?}, ..)); a box \
+                         sits on a link between two hosts: name the host that dials `{host}`"
+                    ))));
+                }
+                // A server host dials too (a gateway's channel to a store).
+                let dials = known.iter().any(|n| n == client);
+                if !dials {
                     return Err(Error::new(Kind::Misconfigured(format!(
                         "the middlebox {name} on `{host}` lists `{client}` in for_clients, which \
-                         is {what}; list the client hosts that dial `{host}` through the box"
+                         is not a host of this sim; list the hosts that dial `{host}` through \
+                         the box (known hosts: {})",
+                        known.join(", ")
                     ))));
                 }
             }

@@ -379,6 +379,7 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         | EventKind::KeepaliveStrikesReset { .. }
         | EventKind::KeepaliveDataReset { .. }
         | EventKind::PolicyClosed { .. }
+        | EventKind::PolicyReset { .. }
         | EventKind::PolicyActed { .. }
         | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
         EventKind::Log { .. } => RowKind::Log,
@@ -1000,6 +1001,23 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             format!("{host}→{to}"),
             format!("c{conn} connection closed by {policy} ({reason})"),
         ),
+        EventKind::PolicyReset {
+            conn,
+            to,
+            policy,
+            reason,
+            discarded,
+        } => {
+            let mut text = format!("c{conn} reset at both ends by {policy} ({reason})");
+            match discarded {
+                0 => {}
+                1 => text.push_str("; 1 frame discarded"),
+                n => {
+                    let _ = write!(text, "; {n} frames discarded");
+                }
+            }
+            (format!("{host}→{to}"), text)
+        }
         EventKind::PolicyActed {
             conn,
             to,

@@ -53,7 +53,7 @@ pub(crate) use ends::Written;
 pub(crate) use pair::{TapPair, Until, Waiting};
 pub(crate) use policy::Policies;
 pub(crate) use raw::{RawRead, Read};
-pub(crate) use reset::{reset_error, Reset};
+pub(crate) use reset::Reset;
 pub(crate) use writer::spawn_writer;
 
 use crate::error::Problems;
@@ -148,6 +148,9 @@ pub(crate) struct DirectionTap {
     closing: Option<Close>,
     /// The policies' buffers, reused from frame to frame.
     scratch: policy::Scratch,
+    /// Set once a policy reset the connection from this tap: take no more
+    /// bytes (the writer stops at the reset flag).
+    reset_done: bool,
     /// The wire tap is off, but the run has link faults: record nothing,
     /// only keep bytes back while the link holds them.
     silent: bool,
@@ -192,6 +195,7 @@ impl DirectionTap {
             policed,
             closing: None,
             scratch: policy::Scratch::default(),
+            reset_done: false,
             in_flight: ends::InFlight::default(),
             written,
         }
@@ -201,6 +205,12 @@ impl DirectionTap {
     /// the queue is out ([`DirectionTap::close`]).
     pub(crate) fn closing(&self) -> bool {
         self.closing.is_some()
+    }
+
+    /// Whether this direction takes no more bytes: a policy's close is
+    /// queued, or a policy reset the connection here.
+    fn halted(&self) -> bool {
+        self.closing.is_some() || self.reset_done
     }
 
     pub(crate) fn from(&self) -> &str {
@@ -221,7 +231,7 @@ impl DirectionTap {
     /// as written, without a copy: this runs on every write of every
     /// connection.
     pub(crate) fn on_bytes(&mut self, chunk: Bytes, out: &mut VecDeque<Out>) {
-        if self.closing() {
+        if self.halted() {
             return;
         }
         if self.silent {
@@ -242,12 +252,12 @@ impl DirectionTap {
         let mut rest: &[u8] = &chunk;
         // An event at a time: a SETTINGS ACK moves the frame-size limit
         // for the frames right behind it (RFC 9113 §6.5.3).
-        while !rest.is_empty() && !self.closing() {
+        while !rest.is_empty() && !self.halted() {
             let taken = self.decoder.feed_until_event(rest, &mut self.events);
             rest = &rest[taken..];
             let events = std::mem::take(&mut self.events);
             for event in &events {
-                if self.closing() {
+                if self.halted() {
                     break;
                 }
                 // Watching, `pending` stays empty and the emits are no-ops.
@@ -256,8 +266,8 @@ impl DirectionTap {
             self.events = events;
             self.events.clear();
         }
-        if self.closing() {
-            // The policy closed the connection: the rest never leaves.
+        if self.halted() {
+            // A policy closed or reset the connection: the rest never leaves.
             self.pending.clear();
             return;
         }
@@ -348,7 +358,10 @@ impl DirectionTap {
         });
         view.fate = fate;
         let mut asked = self.policy_frame(&view, &mut scratch);
-        let swallowed = asked.as_ref().is_some_and(|a| a.swallow)
+        // A reset asked for at this frame keeps it from its receiver too.
+        let swallowed = asked
+            .as_ref()
+            .is_some_and(|a| a.swallow || a.reset.is_some())
             && matches!(fate, Fate::Passed | Fate::Behind { .. } | Fate::BehindHeld);
         let fate = if swallowed { Fate::Swallowed } else { fate };
         if let Some((path, timeout)) = self.unrecorded_call(frame) {
@@ -770,6 +783,39 @@ impl DirectionTap {
         events
             .into_iter()
             .filter_map(|e| inject::injected_frame(e, bytes, fed))
+            .collect()
+    }
+
+    /// `bytes` (whole frames a policy sent into `direction`) cut into its
+    /// frames: each decoded on its own, with the RFC 9113 rule it breaks,
+    /// if any, and its own octets.
+    fn split_frames(
+        &self,
+        bytes: &Bytes,
+        direction: Direction,
+    ) -> Vec<(Frame, Option<String>, Bytes)> {
+        let mut events = Vec::new();
+        let mut decoder = Decoder::new(direction);
+        if direction == Direction::ClientToServer {
+            decoder.feed(wire::frame::PREFACE, &mut events);
+        }
+        decoder.feed(&wire::encode::settings(&[]), &mut events);
+        events.clear();
+        let fed = decoder.bytes_fed();
+        decoder.feed(bytes, &mut events);
+        // Whole frames, one after another: each starts where the last ended
+        // (a frame decoded despite its rules carries no stream offset).
+        let mut at = 0usize;
+        events
+            .into_iter()
+            .filter_map(|e| inject::injected_frame(e, bytes, fed))
+            .map(|(frame, broken)| {
+                let start = at.min(bytes.len());
+                let stop = usize::try_from(frame.wire_len())
+                    .map_or(bytes.len(), |n| start.saturating_add(n).min(bytes.len()));
+                at = stop;
+                (frame, broken, bytes.slice(start..stop))
+            })
             .collect()
     }
 

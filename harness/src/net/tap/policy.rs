@@ -2,12 +2,16 @@
 //! by its two writer tasks through the connection's state, and how the tap
 //! performs what they ask ([`Effects`]).
 //!
-//! - A frame of either direction reaches every policy in the order added
-//!   ([`DirectionTap::policy_frame`]); their effects are performed by the
-//!   tap of that direction: frames for the same direction go right behind
-//!   the frame, frames for the other direction wait in [`Policies`]'s
-//!   outbox for that direction's writer (woken through the [`TapPair`]'s
-//!   wake-up), a close is carried out by the server → client writer.
+//! - The policies form a chain from the client to the server (the order
+//!   added, keepalive enforcement last). A frame passes them in its
+//!   direction's order until one swallows it; a frame one sends passes the
+//!   policies between it and its end ([`DirectionTap::policy_frame`]).
+//!   Their effects are performed by the tap of the frame's direction:
+//!   frames for the same direction go right behind the frame, frames for
+//!   the other direction wait in [`Policies`]'s outbox for that
+//!   direction's writer (woken through the [`TapPair`]'s wake-up), a close
+//!   is carried out by the server → client writer, a reset by this tap at
+//!   once.
 //! - Timers run in the server → client writer (the server host's runtime,
 //!   simulated time): [`DirectionTap::policy_timer`] says when the next one
 //!   is due, [`DirectionTap::on_policy_timer`] calls it back.
@@ -15,6 +19,7 @@
 //! [`TapPair`]: super::TapPair
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::task::Waker;
 use std::time::Duration;
 
@@ -23,7 +28,8 @@ use bytes::Bytes;
 use super::pair::side;
 use super::{DirectionTap, Out};
 use crate::fault::FrameView;
-use crate::policy::{Close, ConnectionPolicy, Effects, TimerChange};
+use crate::policy::{Close, ConnectionPolicy, Effects, PolicyReset, TimerChange};
+use crate::recorder::event::Fate;
 
 use super::lock_conn;
 use crate::wire::{BlockKind, Direction};
@@ -121,7 +127,26 @@ pub(super) struct Scratch {
     other: Vec<(Direction, (Bytes, Option<BlockKind>))>,
     /// Events policies recorded for the frame being handled.
     events: Vec<crate::recorder::event::EventKind>,
+    /// Frames policies sent that still have boxes to pass.
+    hops: VecDeque<Hop>,
+    /// Rows of injected frames a box nearer their receiver swallowed:
+    /// (sender host, event).
+    swallowed: Vec<(Arc<str>, crate::recorder::event::EventKind)>,
 }
+
+/// A frame a policy sent, on its way through the chain towards the end of
+/// its direction.
+struct Hop {
+    bytes: Bytes,
+    kind: Option<BlockKind>,
+    direction: Direction,
+    /// The policy that sent it (an index into the chain).
+    from: usize,
+}
+
+/// The most frames policies may send each other in answer to one frame or
+/// timer before the tap gives up (a loop between two policies).
+const HOP_LIMIT: usize = 256;
 
 /// What the policies asked for, gathered over all of them.
 #[derive(Default)]
@@ -132,14 +157,50 @@ pub(super) struct Asked {
     /// Frames for the direction the tap is on, in order.
     here: Vec<(Bytes, Option<BlockKind>)>,
     close: Option<Close>,
+    /// A reset (`Effects::reset`): carried out by this tap at once.
+    pub(super) reset: Option<PolicyReset>,
     /// Effects on a direction no policy said it alters.
     refused: Option<(String, Direction)>,
+    /// A policy's timer moved earlier.
+    timer_earlier: bool,
+    /// The policies sent each other more than [`HOP_LIMIT`] frames.
+    looped: bool,
+}
+
+impl Asked {
+    /// A close or a reset was asked for: no policy sees anything more.
+    fn ending(&self) -> bool {
+        self.close.is_some() || self.reset.is_some()
+    }
+}
+
+/// The chain positions a frame of `direction` passes after position
+/// `after` (`None`: from its writer), in the order it passes them: the
+/// chain runs from the client (0) to the server (`n - 1`).
+fn chain(direction: Direction, after: Option<usize>, n: usize) -> std::ops::Range<usize> {
+    match (direction, after) {
+        (Direction::ClientToServer, None) => 0..n,
+        (Direction::ClientToServer, Some(i)) => (i + 1).min(n)..n,
+        (Direction::ServerToClient, None) => 0..n,
+        (Direction::ServerToClient, Some(i)) => 0..i.min(n),
+    }
+}
+
+/// [`chain`] as the frame meets them: server → client frames meet the
+/// positions from the highest down.
+fn in_order(direction: Direction, range: std::ops::Range<usize>) -> impl Iterator<Item = usize> {
+    let up = direction == Direction::ClientToServer;
+    let (a, b) = (range.clone(), range);
+    a.filter(move |_| up).chain(b.rev().filter(move |_| !up))
 }
 
 impl DirectionTap {
-    /// Shows `view` to the connection's policies; records what they record
-    /// is left to [`DirectionTap::policy_records`]. Returns what they asked
-    /// for; `None` without policies (or once one asked for a close).
+    /// Shows `view` to the connection's policies, in chain order (see
+    /// [`Sim::middlebox`](crate::Sim::middlebox)): a frame one swallows
+    /// reaches none behind it; what one sends passes the policies between
+    /// it and the end it is sent to. What they record is left to
+    /// [`DirectionTap::policy_records`]. Returns what they asked for;
+    /// `None` without policies (or once one asked for a close or reset).
     pub(super) fn policy_frame(
         &self,
         view: &FrameView<'_>,
@@ -155,21 +216,14 @@ impl DirectionTap {
         if policies.closing {
             return None;
         }
-        let mut fx = std::mem::take(&mut scratch.effects);
         let mut asked = Asked::default();
-        let mut timer_earlier = false;
-        let alters = policies.alters;
-        for entry in &mut policies.list {
-            fx.reset(view.now());
-            fx.name.clone_from(&entry.name);
-            entry.policy.on_frame(view, &mut fx);
-            timer_earlier |= apply_timer(entry, fx.timer);
-            asked.swallow |= fx.swallow;
-            self.take_effects(&mut fx, &mut asked, alters, scratch);
-        }
-        scratch.effects = fx;
+        asked.swallow = self.pass(policies, view, None, &mut asked, scratch);
+        self.run_hops(policies, &mut asked, scratch);
         let mut wake = false;
-        if let Some(close) = &asked.close {
+        if asked.reset.is_some() {
+            // This tap carries it out ([`DirectionTap::policy_act`]).
+            policies.closing = true;
+        } else if let Some(close) = &asked.close {
             policies.closing = true;
             if direction == Direction::ClientToServer {
                 // The server → client writer carries it out.
@@ -181,7 +235,7 @@ impl DirectionTap {
         wake |= post_other(scratch, policies);
         // The server → client writer sleeps on its timer: one that moved
         // earlier from the other direction must wake it.
-        wake |= timer_earlier && direction == Direction::ClientToServer;
+        wake |= asked.timer_earlier && direction == Direction::ClientToServer;
         drop(state);
         if wake {
             self.wake_other();
@@ -189,21 +243,158 @@ impl DirectionTap {
         Some(asked)
     }
 
-    /// Moves what one policy asked into `asked` (frames for this
-    /// direction, a close) and `self.pending_other` (frames for the other
-    /// direction); keeps the events to record in `scratch`.
+    /// Shows `view` to the policies it passes after chain position `after`
+    /// (`None`: it comes from its writer), in order, until one swallows it
+    /// or asks for a close or reset; gathers what they ask into `asked` and
+    /// the frames they send into `scratch.hops`. Returns whether one
+    /// swallowed it.
+    fn pass(
+        &self,
+        policies: &mut Policies,
+        view: &FrameView<'_>,
+        after: Option<usize>,
+        asked: &mut Asked,
+        scratch: &mut Scratch,
+    ) -> bool {
+        let direction = view.direction();
+        let alters = policies.alters;
+        let range = chain(direction, after, policies.list.len());
+        let mut fx = std::mem::take(&mut scratch.effects);
+        let mut swallowed = false;
+        for i in in_order(direction, range) {
+            if asked.ending() {
+                break;
+            }
+            let Some(entry) = policies.list.get_mut(i) else {
+                break;
+            };
+            fx.begin(view.now());
+            fx.name.clone_from(&entry.name);
+            entry.policy.on_frame(view, &mut fx);
+            asked.timer_earlier |= apply_timer(entry, fx.timer);
+            if after.is_some() {
+                // A frame a policy sent is not rewritten (crate-private use:
+                // the stream limit's header blocks, which come from a host).
+                fx.rewrite = None;
+            }
+            if self.take_effects(&mut fx, i, direction, asked, alters, scratch) {
+                swallowed = true;
+                break;
+            }
+        }
+        scratch.effects = fx;
+        swallowed
+    }
+
+    /// Takes the frames policies sent through the policies between their
+    /// sender and the end they go to, in the order sent; what gets through
+    /// goes to `asked` (this direction) or `scratch.other` (the other).
+    fn run_hops(&self, policies: &mut Policies, asked: &mut Asked, scratch: &mut Scratch) {
+        let mut passed = 0;
+        while let Some(hop) = scratch.hops.pop_front() {
+            let n = policies.list.len();
+            if chain(hop.direction, Some(hop.from), n).is_empty() || asked.ending() {
+                // Nothing between it and its end, or the policies are done.
+                self.deliver(hop, asked, scratch);
+                continue;
+            }
+            passed += 1;
+            if passed > HOP_LIMIT {
+                asked.looped = true;
+                scratch.hops.clear();
+                break;
+            }
+            let (from, to) = self.hosts_of(hop.direction);
+            for (frame, broken, bytes) in self.split_frames(&hop.bytes, hop.direction) {
+                let mut summary = super::summary::summarize(&frame);
+                if let (Some(kind), crate::recorder::event::FrameDetail::Headers(block)) =
+                    (hop.kind, &mut summary.detail)
+                {
+                    block.set_kind(kind);
+                }
+                let view = FrameView {
+                    from,
+                    to,
+                    direction: hop.direction,
+                    conn: self.conn,
+                    frame: frame.ty,
+                    flags: summary.flags,
+                    stream: frame.stream_id,
+                    len: frame.len,
+                    detail: &summary.detail,
+                    bytes: &bytes,
+                    now: self.env.recorder.now(),
+                    fate: Fate::Injected,
+                };
+                if self.pass(policies, &view, Some(hop.from), asked, scratch) {
+                    let (sender, event) = (
+                        Arc::<str>::from(from),
+                        crate::recorder::event::EventKind::Frame {
+                            conn: self.conn,
+                            to: to.to_owned(),
+                            stream: frame.stream_id,
+                            frame: frame.ty,
+                            flags: summary.flags,
+                            detail: summary.detail,
+                            invalid: broken.map(String::into_boxed_str),
+                            fate: Fate::Swallowed,
+                            noise: summary.noise,
+                        },
+                    );
+                    scratch.swallowed.push((sender, event));
+                } else {
+                    self.deliver(
+                        Hop {
+                            bytes,
+                            kind: hop.kind,
+                            direction: hop.direction,
+                            from: hop.from,
+                        },
+                        asked,
+                        scratch,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A sent frame that passed every policy on its way: queued for its
+    /// direction.
+    fn deliver(&self, hop: Hop, asked: &mut Asked, scratch: &mut Scratch) {
+        if hop.direction == self.decoder.direction() {
+            asked.here.push((hop.bytes, hop.kind));
+        } else {
+            scratch.other.push((hop.direction, (hop.bytes, hop.kind)));
+        }
+    }
+
+    /// The (sender, receiver) hosts of `direction` on this connection.
+    fn hosts_of(&self, direction: Direction) -> (&str, &str) {
+        if direction == self.decoder.direction() {
+            (&self.from, &self.to)
+        } else {
+            (&self.to, &self.from)
+        }
+    }
+
+    /// Moves what one policy (at chain position `at`) asked into `asked`
+    /// (a close, a reset, a rewrite) and `scratch.hops` (the frames it
+    /// sent); keeps the events to record in `scratch`. Returns whether it
+    /// swallowed the frame of `direction` it was shown.
     fn take_effects(
         &self,
         fx: &mut Effects,
+        at: usize,
+        direction: Direction,
         asked: &mut Asked,
         alters: [bool; 2],
         scratch: &mut Scratch,
-    ) {
-        let direction = self.decoder.direction();
+    ) -> bool {
         scratch.events.append(&mut fx.records);
-        if fx.swallow && !alters[side(direction)] {
+        let mut swallow = fx.swallow;
+        if swallow && !alters[side(direction)] {
             asked.refused.get_or_insert((fx.name.clone(), direction));
-            asked.swallow = false;
+            swallow = false;
         }
         if let Some(bytes) = fx.rewrite.take() {
             if alters[side(direction)] {
@@ -213,32 +404,40 @@ impl DirectionTap {
             }
         }
         for send in fx.sends.drain(..) {
-            if !alters[side(send.direction)] {
+            if alters[side(send.direction)] {
+                scratch.hops.push_back(Hop {
+                    bytes: send.bytes,
+                    kind: send.kind,
+                    direction: send.direction,
+                    from: at,
+                });
+            } else {
                 asked
                     .refused
                     .get_or_insert((fx.name.clone(), send.direction));
-            } else if send.direction == direction {
-                asked.here.push((send.bytes, send.kind));
-            } else {
-                scratch
-                    .other
-                    .push((send.direction, (send.bytes, send.kind)));
             }
+        }
+        if let Some(reset) = fx.reset.take() {
+            asked.reset.get_or_insert(reset);
         }
         if let Some(close) = fx.close.take() {
             asked.close.get_or_insert(close);
         }
+        swallow
     }
 
     /// Records what the policies recorded for the last frame, at the
     /// server host.
     pub(super) fn policy_records(&self, scratch: &mut Scratch) {
-        if scratch.events.is_empty() {
+        if scratch.events.is_empty() && scratch.swallowed.is_empty() {
             return;
         }
         let server = self.server_host();
         for event in scratch.events.drain(..) {
             self.env.recorder.push(server, event);
+        }
+        for (sender, event) in scratch.swallowed.drain(..) {
+            self.env.recorder.push(&sender, event);
         }
     }
 
@@ -257,12 +456,59 @@ impl DirectionTap {
                 self.conn
             ));
         }
+        if asked.looped {
+            self.env.problems.misconfigured(format!(
+                "connection policies on c{} sent each other more than {HOP_LIMIT} frames in \
+                 answer to one frame or timer; a policy must not answer every frame another \
+                 policy sends",
+                self.conn
+            ));
+        }
+        if let Some(reset) = asked.reset {
+            // Nothing sent in the same call leaves: the reset comes first.
+            self.reset_by_policy(reset, out);
+            return;
+        }
         for (bytes, kind) in asked.here {
             self.put_injected(bytes, kind, None, out);
         }
         if let Some(close) = asked.close {
             self.closing = Some(close);
         }
+    }
+
+    /// Carries out a policy's reset at once: what either direction kept
+    /// back is discarded, both ends' reads and writes fail from now on
+    /// (`net/conn.rs`), both writer tasks stop, and the reset is recorded
+    /// at the server host.
+    fn reset_by_policy(&mut self, reset: PolicyReset, out: &mut VecDeque<Out>) {
+        let (discarded, flag) = {
+            let mut state = lock_conn(&self.conn_state);
+            if let Some(p) = state.policies.as_mut() {
+                p.closing = true;
+            }
+            (state.tap.discard_waiting(), state.reset.clone())
+        };
+        out.clear();
+        self.pending.clear();
+        // Counted as discarded: not named again as undelivered.
+        self.in_flight.take();
+        self.reset_done = true;
+        let client = match self.decoder.direction() {
+            Direction::ClientToServer => self.from.to_string(),
+            Direction::ServerToClient => self.to.to_string(),
+        };
+        self.env.recorder.push(
+            self.server_host(),
+            crate::recorder::event::EventKind::PolicyReset {
+                conn: self.conn,
+                to: client,
+                policy: reset.policy.clone(),
+                reason: reset.reason,
+                discarded,
+            },
+        );
+        flag.fire_by(&reset.policy);
     }
 
     /// Queues what a policy sent into this direction from the other one,
@@ -306,7 +552,7 @@ impl DirectionTap {
     }
 
     /// Calls back every policy whose timer is due, and performs what they
-    /// ask.
+    /// ask; what they send passes the policies between them and its end.
     pub(crate) fn on_policy_timer(&mut self, out: &mut VecDeque<Out>) {
         let now = self.env.recorder.now();
         let conn_state = self.conn_state.clone();
@@ -318,22 +564,24 @@ impl DirectionTap {
         let mut fx = std::mem::take(&mut scratch.effects);
         let mut asked = Asked::default();
         let alters = policies.alters;
-        for entry in &mut policies.list {
-            if entry.timer.is_none_or(|t| t > now) {
+        let direction = self.decoder.direction();
+        for (i, entry) in policies.list.iter_mut().enumerate() {
+            if entry.timer.is_none_or(|t| t > now) || asked.ending() {
                 continue;
             }
             entry.timer = None;
-            fx.reset(now);
+            fx.begin(now);
             fx.name.clone_from(&entry.name);
             entry.policy.on_timer(&mut fx);
             apply_timer(entry, fx.timer);
             // There is no frame to swallow or rewrite.
             fx.swallow = false;
             fx.rewrite = None;
-            self.take_effects(&mut fx, &mut asked, alters, &mut scratch);
+            self.take_effects(&mut fx, i, direction, &mut asked, alters, &mut scratch);
         }
         scratch.effects = fx;
-        if asked.close.is_some() {
+        self.run_hops(policies, &mut asked, &mut scratch);
+        if asked.ending() {
             policies.closing = true;
         }
         let wake = post_other(&mut scratch, policies);

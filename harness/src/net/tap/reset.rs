@@ -1,11 +1,12 @@
-//! A connection reset by a partition's `reset_after`: both ends' reads and
-//! writes fail from then on, and both writer tasks stop.
+//! A connection reset by a partition's `reset_after` or by a connection
+//! policy ([`Effects::reset`](crate::policy::Effects::reset)): both ends'
+//! reads and writes fail from then on, and both writer tasks stop.
 //!
 //! The flag is read on every read of a connection under link faults, so it
 //! is an atomic, not the connection's lock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::task::Waker;
 
 use tokio::sync::futures::Notified;
@@ -22,6 +23,9 @@ pub(crate) struct Reset {
     readers: Mutex<[Option<Waker>; 2]>,
     /// Wakes both writer tasks.
     writers: Notify,
+    /// The policy that reset the connection, if one did (the error's
+    /// words); unset: a partition's `reset_after`.
+    by: OnceLock<Box<str>>,
 }
 
 impl Reset {
@@ -40,6 +44,26 @@ impl Reset {
         self.writers.notify_waiters();
     }
 
+    /// Resets the connection in the name of connection policy `policy`.
+    pub(crate) fn fire_by(&self, policy: &str) {
+        let _ = self.by.set(policy.into());
+        self.fire();
+    }
+
+    /// The error both ends see after the reset.
+    pub(crate) fn error(&self) -> std::io::Error {
+        match self.by.get() {
+            Some(policy) => std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                format!("connection reset by {policy}"),
+            ),
+            None => std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "connection reset: bytes waited past the partition's reset_after",
+            ),
+        }
+    }
+
     /// Wakes the reader of the end that writes `direction` at the reset.
     pub(crate) fn wake_reader(&self, direction: Direction, waker: &Waker) {
         let mut readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
@@ -54,12 +78,4 @@ impl Reset {
     pub(crate) fn next(&self) -> Notified<'_> {
         self.writers.notified()
     }
-}
-
-/// The error both ends see after the reset.
-pub(crate) fn reset_error() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::ConnectionReset,
-        "connection reset: bytes waited past the partition's reset_after",
-    )
 }
