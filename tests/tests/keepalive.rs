@@ -741,3 +741,73 @@ fn the_goaway_waits_behind_a_delayed_ping_ack() -> grpc_chaos::Result {
     assert_eq!(closes(&trace)[0], (leaves, 1));
     Ok(())
 }
+
+/// PINGs the player sent on a Watch of two scores 90 s apart, through a
+/// channel that PINGs every 20 s: with the client kept in a variable
+/// (`keep`), or as a temporary dropped once the stream started.
+fn watch_pings(keep: bool, while_idle: bool) -> grpc_chaos::Result<usize> {
+    use grpc_chaos_scenarios::services::pb::WatchRequest;
+    let mut sim = Sim::builder()
+        .seed(4)
+        .tick(ms(10))
+        .duration(secs(200))
+        .build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.server("gateway", |s| {
+        let store = s.channel("store");
+        s.add_service(
+            Gateway::new(store, DeadlineMode::Propagate, Duration::ZERO)
+                .with_watch_interval(secs(90))
+                .into_server(),
+        )
+    });
+    sim.client("player", move |player| async move {
+        let channel = player.channel_with("gateway", move |e| {
+            pinger(secs(20))(e).keep_alive_while_idle(while_idle)
+        });
+        let request = WatchRequest {
+            match_id: "final".into(),
+            count: 2,
+            padding: 0,
+        };
+        let mut client = ScoreboardClient::new(channel);
+        let mut scores = if keep {
+            client.watch(request).await?.into_inner()
+        } else {
+            // The client and its channel go with the temporary.
+            let scores = client.watch(request).await?.into_inner();
+            drop(client);
+            scores
+        };
+        while scores.message().await?.is_some() {}
+        Ok(())
+    });
+    let trace = sim.run()?;
+    Ok(trace
+        .events_on("player")
+        .filter(|e| {
+            matches!(&e.kind, EventKind::Frame { frame: FrameType::Ping, flags, .. } if !flags.ack())
+        })
+        .count())
+}
+
+/// hyper counts a connection idle when nothing but its own two handles
+/// hold its PING recorder (`proto/h2/ping.rs`, `is_idle`: strong count
+/// ≤ 2). The client's request task holds one; an open response body
+/// another. Drop the client (its last channel clone) while the stream is
+/// open and the request task ends, so one open stream looks idle, and
+/// without `keep_alive_while_idle` no PING is sent for the rest of it.
+/// Measured here with hyper 1.x; a reader's report first showed it.
+#[test]
+fn dropping_the_client_stops_keepalive_pings_on_its_open_stream() -> grpc_chaos::Result {
+    let kept = watch_pings(true, false)?;
+    let dropped = watch_pings(false, false)?;
+    let dropped_while_idle = watch_pings(false, true)?;
+    assert!(kept >= 4, "20 s PINGs over a 90 s silence: {kept}");
+    assert_eq!(dropped, 0, "no PING once the client is gone");
+    assert!(
+        dropped_while_idle >= 4,
+        "keep_alive_while_idle pings anyway: {dropped_while_idle}"
+    );
+    Ok(())
+}
