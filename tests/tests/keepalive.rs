@@ -797,7 +797,7 @@ fn watch_pings(keep: bool, while_idle: bool) -> grpc_chaos::Result<usize> {
 /// another. Drop the client (its last channel clone) while the stream is
 /// open and the request task ends, so one open stream looks idle, and
 /// without `keep_alive_while_idle` no PING is sent for the rest of it.
-/// Measured here with hyper 1.x; a reader's report first showed it.
+/// Measured here with hyper 1.12.
 #[test]
 fn dropping_the_client_stops_keepalive_pings_on_its_open_stream() -> grpc_chaos::Result {
     let kept = watch_pings(true, false)?;
