@@ -13,8 +13,6 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// Runs a story, checks that its verdict passed, returns trace and report.
-
 #[test]
 fn deadline_chain_store_sees_the_remaining_380ms() {
     let (trace, report) = story("deadline-chain");

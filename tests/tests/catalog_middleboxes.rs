@@ -12,8 +12,6 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// Runs a story, checks that its verdict passed, returns trace and report.
-
 #[test]
 fn nginx_read_timeout_fails_the_call_at_60s_with_its_504_page() {
     let (trace, report) = story("nginx-read-timeout");

@@ -31,8 +31,6 @@ fn policy(json: &str) -> RetryConfig {
     json.parse().expect("valid policy")
 }
 
-/// Runs a story, checks that its verdict passed, returns trace and report.
-
 fn only_call(trace: &Trace) -> RetriedCall {
     let calls = trace.retried_calls();
     assert_eq!(calls.len(), 1, "{calls:?}");

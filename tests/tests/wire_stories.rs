@@ -18,8 +18,6 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// Runs a story, checks that its verdict passed, returns trace and report.
-
 /// What a story's snapshot shows: its trace, then its verdict line (with
 /// the numbers, e.g. the stall the trace revealed).
 fn snapshot(render: &str, report: &Report) -> String {
