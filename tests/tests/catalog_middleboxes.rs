@@ -64,3 +64,27 @@ fn proxy_stream_limit_refuses_a_cold_burst_and_queues_a_warm_one() {
     );
     insta::assert_snapshot!(trace.render());
 }
+
+#[test]
+fn nlb_idle_reset_resets_the_next_call_and_pings_keep_the_flow() {
+    let (trace, report) = story("nlb-idle-reset");
+    let second = trace.calls_from("player").nth(1).expect("a second call");
+    assert_eq!(
+        second
+            .outcome()
+            .map(|o| (o.code, o.message.as_str(), o.spec_code)),
+        Some(("UNKNOWN", "transport error", "UNAVAILABLE"))
+    );
+    let ended = second.ended_at.expect("ended");
+    assert!(ended >= ms(400_000) && ended < ms(400_100), "{ended:?}");
+    // The reset HEADERS never reached the store; the pinger's did.
+    assert_eq!(trace.runs_on("store").count(), 3);
+    assert!(
+        report
+            .happened
+            .ends_with("the pinger's second Save ended OK"),
+        "{}",
+        report.happened
+    );
+    insta::assert_snapshot!(trace.render());
+}

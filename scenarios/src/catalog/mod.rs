@@ -19,6 +19,7 @@ mod injected_resets;
 mod keepalive_mismatch;
 mod keepalive_world;
 mod nginx_read_timeout;
+mod nlb_idle_reset;
 mod partition_heals;
 mod proxy_stream_limit;
 mod proxy_timeout;
@@ -112,6 +113,7 @@ pub fn all() -> Vec<Scenario> {
         nginx_read_timeout::SCENARIO,
         gcp_lifetime_cap::SCENARIO,
         proxy_stream_limit::SCENARIO,
+        nlb_idle_reset::SCENARIO,
     ]
 }
 
