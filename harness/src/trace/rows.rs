@@ -568,17 +568,11 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             waited,
             discarded,
         } => {
-            let mut text = format!(
-                "c{conn} reset at both ends: bytes waited {} for the partition (reset_after)",
-                fmt_duration(*waited)
+            let text = format!(
+                "c{conn} reset at both ends: bytes waited {} for the partition (reset_after){}",
+                fmt_duration(*waited),
+                discarded_words(*discarded)
             );
-            match discarded {
-                0 => {}
-                1 => text.push_str("; 1 frame discarded"),
-                n => {
-                    let _ = write!(text, "; {n} frames discarded");
-                }
-            }
             (format!("{host}→{to}"), text)
         }
         EventKind::Repaired { peer } => (format!("{host}↔{peer}"), "repaired".into()),
@@ -1008,14 +1002,10 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             reason,
             discarded,
         } => {
-            let mut text = format!("c{conn} reset at both ends by {policy} ({reason})");
-            match discarded {
-                0 => {}
-                1 => text.push_str("; 1 frame discarded"),
-                n => {
-                    let _ = write!(text, "; {n} frames discarded");
-                }
-            }
+            let text = format!(
+                "c{conn} reset at both ends by {policy} ({reason}){}",
+                discarded_words(*discarded)
+            );
             (format!("{host}→{to}"), text)
         }
         EventKind::PolicyActed {
@@ -1173,6 +1163,15 @@ pub(crate) fn said(o: &Outcome) -> String {
         o.code.to_owned()
     } else {
         format!("{} {}", o.code, words::quoted(&o.message))
+    }
+}
+
+/// `; 3 frames discarded` after a reset's words, nothing for none.
+fn discarded_words(discarded: usize) -> String {
+    match discarded {
+        0 => String::new(),
+        1 => "; 1 frame discarded".to_owned(),
+        n => format!("; {n} frames discarded"),
     }
 }
 

@@ -768,18 +768,7 @@ impl DirectionTap {
     /// `bytes` (frames the harness writes) decoded on their own, each with
     /// the RFC 9113 rule it breaks, if any.
     fn decode_alone(&self, bytes: &[u8]) -> Vec<(Frame, Option<String>)> {
-        let mut events = Vec::new();
-        let direction = self.decoder.direction();
-        let mut decoder = Decoder::new(direction);
-        // The frame is decoded on its own: give the decoder the preface and
-        // the SETTINGS frame it expects first (RFC 9113 §3.4).
-        if direction == Direction::ClientToServer {
-            decoder.feed(wire::frame::PREFACE, &mut events);
-        }
-        decoder.feed(&wire::encode::settings(&[]), &mut events);
-        events.clear();
-        let fed = decoder.bytes_fed();
-        decoder.feed(bytes, &mut events);
+        let (events, fed) = decode_on_its_own(self.decoder.direction(), bytes);
         events
             .into_iter()
             .filter_map(|e| inject::injected_frame(e, bytes, fed))
@@ -794,15 +783,7 @@ impl DirectionTap {
         bytes: &Bytes,
         direction: Direction,
     ) -> Vec<(Frame, Option<String>, Bytes)> {
-        let mut events = Vec::new();
-        let mut decoder = Decoder::new(direction);
-        if direction == Direction::ClientToServer {
-            decoder.feed(wire::frame::PREFACE, &mut events);
-        }
-        decoder.feed(&wire::encode::settings(&[]), &mut events);
-        events.clear();
-        let fed = decoder.bytes_fed();
-        decoder.feed(bytes, &mut events);
+        let (events, fed) = decode_on_its_own(direction, bytes);
         // Whole frames, one after another: each starts where the last ended
         // (a frame decoded despite its rules carries no stream offset).
         let mut at = 0usize;
@@ -952,6 +933,23 @@ fn max_frame_size(values: &[(SettingId, u32)]) -> Option<u32> {
 
 #[cfg(any(test, fuzzing))]
 pub(crate) mod fuzzing;
+/// `bytes` (frames the harness writes into `direction`) decoded on their
+/// own: a decoder is given the preface and the SETTINGS frame it expects
+/// first (RFC 9113 §3.4), then `bytes`; its events for `bytes`, and how many
+/// octets it had been fed before them.
+fn decode_on_its_own(direction: Direction, bytes: &[u8]) -> (Vec<wire::Event>, u64) {
+    let mut events = Vec::new();
+    let mut decoder = Decoder::new(direction);
+    if direction == Direction::ClientToServer {
+        decoder.feed(wire::frame::PREFACE, &mut events);
+    }
+    decoder.feed(&wire::encode::settings(&[]), &mut events);
+    events.clear();
+    let fed = decoder.bytes_fed();
+    decoder.feed(bytes, &mut events);
+    (events, fed)
+}
+
 #[cfg(test)]
 mod mock_io;
 #[cfg(test)]
