@@ -368,6 +368,10 @@ fn replay(trace: &Trace) -> Vec<Stall> {
                 left.map(|l| l.max(e.at))
             }
         };
+        // The order of steps at one instant: the trace's. `seq` only
+        // restates it (the sort is stable and steps are pushed in trace
+        // order), so `i + 2` for `i * 2` and `seq * 1` for the reset's
+        // `seq + 1` below are equivalent mutants.
         let (seq, stream) = (i * 2, *stream);
         match detail {
             FrameDetail::Data { len, .. } => {
@@ -921,6 +925,48 @@ mod tests {
         let stalls = trace.stalls(Duration::ZERO);
         assert_eq!(stalls.len(), 1);
         assert_eq!((stalls[0].until, stalls[0].end), (ms(70), StallEnd::Closed));
+    }
+
+    fn rst_stream() -> (FrameType, FrameFlags, FrameDetail) {
+        let code = ErrorCode::Cancel;
+        let detail = FrameDetail::RstStream { code };
+        (FrameType::RstStream, FrameFlags::NONE, detail)
+    }
+
+    /// h2 gives a reset stream's connection credit back in the same write:
+    /// RST_STREAM, then WINDOW_UPDATE on stream 0, at one instant. The
+    /// trace's order decides: the stream was closed when the credit came,
+    /// whatever the reset's place (odd or even) among the events.
+    #[test]
+    fn a_reset_then_credit_at_one_instant_ends_the_stall_as_closed() {
+        for pad in [false, true] {
+            let mut script = Script::new();
+            if pad {
+                let push = settings(&[(SettingId::EnablePush, 0)]);
+                script = script.frame(0, S, 0, push, Fate::Passed);
+            }
+            let window = settings(&[(SettingId::InitialWindowSize, 1_048_576)]);
+            let trace = fill(script.frame(0, C, 0, window, Fate::Passed))
+                .frame(200, C, 1, rst_stream(), Fate::Passed)
+                .update(200, 0, 10_000, Fate::Passed)
+                .trace(300);
+            let stalls = trace.stalls(Duration::ZERO);
+            assert_eq!(stalls.len(), 1, "{stalls:?}");
+            assert_eq!(stalls[0].window, Window::Connection);
+            assert_eq!(
+                (stalls[0].until, stalls[0].end),
+                (ms(200), StallEnd::Closed),
+                "pad {pad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_trace_that_opens_with_a_reset_has_no_stall() {
+        let trace = Script::new()
+            .frame(0, C, 1, rst_stream(), Fate::Passed)
+            .trace(10);
+        assert!(trace.stalls(Duration::ZERO).is_empty());
     }
 
     /// The stall detector reads the typed fields only: trailers with
