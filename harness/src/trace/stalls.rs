@@ -961,6 +961,32 @@ mod tests {
         }
     }
 
+    /// A stall counts the kept-back WINDOW_UPDATEs that could have ended
+    /// it: on its stream or the connection, written before it ended.
+    #[test]
+    fn a_stall_counts_the_held_updates_of_its_stream_and_connection_only() {
+        let trace = fill_default(Script::new())
+            // Another stream's: not counted.
+            .update(10, 3, 1_000, held(50))
+            .released(50, C, 3, FrameType::WindowUpdate, 10)
+            // The connection's, written during the stall: counted.
+            .update(20, 0, 1_000, held(60))
+            .released(60, C, 0, FrameType::WindowUpdate, 20)
+            // The credit that ends the stall at 100 ms.
+            .update(100, 1, 40_000, Fate::Passed)
+            // Written as it ended: too late to end it.
+            .update(100, 0, 1_000, held(200))
+            .released(200, C, 0, FrameType::WindowUpdate, 100)
+            .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        assert_eq!(
+            (stalls[0].until, stalls[0].end),
+            (ms(100), StallEnd::Reopened)
+        );
+        assert_eq!(stalls[0].held_updates, 1, "{stalls:?}");
+    }
+
     #[test]
     fn a_trace_that_opens_with_a_reset_has_no_stall() {
         let trace = Script::new()
