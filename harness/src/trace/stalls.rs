@@ -966,6 +966,9 @@ mod tests {
     #[test]
     fn a_stall_counts_the_held_updates_of_its_stream_and_connection_only() {
         let trace = fill_default(Script::new())
+            // Released as the stall began: it kept nothing back.
+            .update(1, 0, 1, held(3))
+            .released(3, C, 0, FrameType::WindowUpdate, 1)
             // Another stream's: not counted.
             .update(10, 3, 1_000, held(50))
             .released(50, C, 3, FrameType::WindowUpdate, 10)
@@ -1065,6 +1068,44 @@ mod tests {
         let s1: Vec<&Stall> = stalls.iter().filter(|s| s.stream == 1).collect();
         assert_eq!(s1.len(), 1, "{stalls:?}");
         assert!(s1[0].held_by.is_empty());
+    }
+
+    /// Starved: a stream the server answered, with window of its own
+    /// left. Not a stream whose own window is shut (s7), nor one the server
+    /// has not answered (s9); an empty DATA (s3) holds no octet of the
+    /// connection window.
+    #[test]
+    fn only_an_answered_stream_with_its_own_window_left_is_starved() {
+        let request = || headers(BlockKind::Request, (ShownHeader::Path, "/w"));
+        let response = || headers(BlockKind::Response, (ShownHeader::Status, "200"));
+        // Streams start with no window; the client gives each but s7 some.
+        let mut script = fill(Script::new().frame(
+            0,
+            C,
+            0,
+            settings(&[(SettingId::InitialWindowSize, 0)]),
+            Fate::Passed,
+        ))
+        .update(1, 1, 1_048_576, Fate::Passed);
+        for id in [3, 5, 7, 9] {
+            script = script.frame(1, C, id, request(), Fate::Passed);
+            if id != 7 {
+                script = script.update(1, id, 1_048_576, Fate::Passed);
+            }
+            if id != 9 {
+                script = script.frame(1, S, id, response(), Fate::Passed);
+            }
+        }
+        // s1 uses up the connection window at 3 ms; no credit follows.
+        let trace = script.data(2, 3, 0).trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        let streams: Vec<u32> = stalls.iter().map(|s| s.stream).collect();
+        assert_eq!(streams, [1, 3, 5], "{stalls:?}");
+        assert!(stalls.iter().all(|s| s.end == StallEnd::Open));
+        for starved in &stalls[1..] {
+            assert_eq!(starved.since, ms(3));
+            assert_eq!(starved.held_by, vec![(1, 65_535)], "{starved:?}");
+        }
     }
 
     /// A stream that closes without DATA needed no window: not starved.
