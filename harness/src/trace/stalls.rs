@@ -975,6 +975,8 @@ mod tests {
             // The connection's, written during the stall: counted.
             .update(20, 0, 1_000, held(60))
             .released(60, C, 0, FrameType::WindowUpdate, 20)
+            .update(30, 0, 1_000, held(70))
+            .released(70, C, 0, FrameType::WindowUpdate, 30)
             // The credit that ends the stall at 100 ms.
             .update(100, 1, 40_000, Fate::Passed)
             // Written as it ended: too late to end it.
@@ -987,7 +989,7 @@ mod tests {
             (stalls[0].until, stalls[0].end),
             (ms(100), StallEnd::Reopened)
         );
-        assert_eq!(stalls[0].held_updates, 1, "{stalls:?}");
+        assert_eq!(stalls[0].held_updates, 2, "{stalls:?}");
     }
 
     #[test]
