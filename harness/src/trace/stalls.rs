@@ -905,6 +905,36 @@ mod tests {
         );
     }
 
+    /// A new SETTINGS_INITIAL_WINDOW_SIZE moves every open stream's window
+    /// by the difference (RFC 9113 §6.9.2): to 1 octet left after 65,534
+    /// more, then 1 short.
+    #[test]
+    fn a_new_initial_window_adds_the_difference() {
+        let trace = fill_default(Script::new())
+            .frame(
+                50,
+                C,
+                0,
+                settings(&[(SettingId::InitialWindowSize, 131_070)]),
+                Fate::Passed,
+            )
+            .data(60, 1, 65_534)
+            .data(70, 1, 2)
+            .trace(300);
+        let stalls: Vec<_> = trace
+            .stalls(Duration::ZERO)
+            .iter()
+            .map(|s| (s.since, s.until, s.end))
+            .collect();
+        assert_eq!(
+            stalls,
+            [
+                (ms(3), ms(50), StallEnd::Reopened),
+                (ms(70), ms(300), StallEnd::Open)
+            ]
+        );
+    }
+
     #[test]
     fn a_reset_ends_the_stall() {
         let trace = fill_default(Script::new())
