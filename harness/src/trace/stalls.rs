@@ -874,6 +874,8 @@ mod tests {
             ]),
             Fate::Passed,
         ))
+        // Stream credit does not reopen a connection window at 0.
+        .update(100, 1, 5_000, Fate::Passed)
         .update(200, 0, 10_000, Fate::Passed)
         .trace(300);
         let stalls = trace.stalls(Duration::ZERO);
