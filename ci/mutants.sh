@@ -7,6 +7,12 @@
 #   ci/mutants.sh                      every module below, one at a time
 #   ci/mutants.sh harness/src/spec.rs  only the files given (all unit tests)
 #   ci/mutants.sh harness/src/spec.rs=spec::   ... only the tests named
+#   MUTANTS_ARGS='--re give_back' ci/mutants.sh harness/src/trace/stalls.rs=trace::
+#                                      ... only the mutants named (any
+#                                      cargo-mutants options, split at spaces:
+#                                      --re, --exclude-re)
+#   MUTANTS_TIMEOUT=60 ci/mutants.sh ...   a test timeout of 60 s a mutant
+#   MUTANTS_BASELINE=skip ci/mutants.sh ... no unmutated baseline run
 #
 # Mutants are tried in place, one at a time (`--in-place`, which cannot run
 # jobs in parallel: the warm `target/` is used, and
@@ -19,6 +25,9 @@
 # shared cores. A filter only makes a missed mutant more likely, never a
 # caught one.
 # The first file runs the unmutated baseline; the later ones skip it.
+# The test timeout is 300 s a mutant, 20 s for trace/stalls.rs, whose
+# tests take under 1 s and whose mutants include loops that never end
+# (MUTANTS_TIMEOUT overrides both).
 # Results: target/mutants/<file>/mutants.out/{caught,missed,unviable,timeout}.txt,
 # and one summary line per file at the end. README, "Mutation testing", has
 # the last figures.
@@ -50,7 +59,9 @@ if ! git diff --quiet -- harness; then
     echo "harness/ has uncommitted changes: commit or stash them first" >&2
     exit 1
 fi
-baseline=run
+baseline=${MUTANTS_BASELINE:-run}
+extra=()
+if [ -n "${MUTANTS_ARGS:-}" ]; then read -r -a extra <<<"$MUTANTS_ARGS"; fi
 summary=()
 for entry in "${files[@]}"; do
     file="${entry%%=*}"
@@ -59,12 +70,17 @@ for entry in "${files[@]}"; do
     out="target/mutants/$(echo "$file" | tr / _)"
     rm -rf "$out"
     mkdir -p "$out"
+    case $file in
+        */trace/stalls.rs) timeout=20 ;;
+        *) timeout=300 ;;
+    esac
+    timeout=${MUTANTS_TIMEOUT:-$timeout}
     status=0
     nice -n 10 cargo mutants --in-place --no-shuffle \
         --file "$file" --test-package grpc-chaos \
         --cargo-arg=--locked --cargo-arg=--lib \
-        --baseline "$baseline" --timeout 300 --output "$out" \
-        -- -- "${filters[@]}" || status=$?
+        --baseline "$baseline" --timeout "$timeout" --output "$out" \
+        "${extra[@]}" -- -- "${filters[@]}" || status=$?
     if ! git diff --quiet -- harness; then
         echo "a mutated file is left behind in harness/: git checkout it" >&2
         exit 1

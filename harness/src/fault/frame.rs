@@ -531,3 +531,312 @@ pub(crate) fn check_release<'a>(
         "{what} frees nothing: no frame fault holds frames under that name (FrameFault::hold; {known})"
     ))))
 }
+
+#[cfg(test)]
+mod tests {
+    //! What a filter matches and says, how a rule entry counts matches and
+    //! firings, the checks before the run, and what an injection says when
+    //! it never fired.
+
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    use super::{check_release, FrameInfo, Injection, RuleEntry, When};
+    use crate::error::{Error, Kind};
+    use crate::fault::rule::{FrameView, RunCheck, Verdict};
+    use crate::fault::{Fault, FaultKind};
+    use crate::recorder::event::{Fate, FrameDetail, FrameFlags};
+    use crate::wire::{Direction, ErrorCode, FrameType, SettingId};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// A PING ACK from the player to the store on stream 0, written at `at`.
+    fn ping_ack(at: Duration) -> FrameInfo<'static> {
+        FrameInfo {
+            from: "player",
+            to: "store",
+            kind: FrameType::Ping,
+            ack: true,
+            stream: 0,
+            at,
+        }
+    }
+
+    fn entry(fault: Fault) -> RuleEntry {
+        match fault.0 {
+            FaultKind::Frame(entry) => entry,
+            other => panic!("not a frame fault: {other:?}"),
+        }
+    }
+
+    fn injection(fault: Fault) -> Injection {
+        match fault.0 {
+            FaultKind::Inject(injection) => injection,
+            other => panic!("not an injection: {other:?}"),
+        }
+    }
+
+    /// What `entry` does with a PING ACK written at `at`.
+    fn verdict(entry: &RuleEntry, at: Duration) -> Option<Verdict> {
+        let detail = FrameDetail::Empty;
+        let view = FrameView {
+            from: "player",
+            to: "store",
+            direction: Direction::ClientToServer,
+            conn: 1,
+            frame: FrameType::Ping,
+            flags: FrameFlags::ACK,
+            stream: 0,
+            len: 8,
+            detail: &detail,
+            bytes: &[],
+            now: at,
+            fate: Fate::Passed,
+        };
+        entry.verdict(&ping_ack(at), &view)
+    }
+
+    /// `f` with a run of 1 s between hosts `player` and `store`.
+    fn with_run<R>(f: impl FnOnce(&RunCheck<'_>) -> R) -> R {
+        let hosts = BTreeSet::from(["player", "store"]);
+        let unknown = |host: &str, context: String| {
+            Error::new(Kind::Misconfigured(format!("{context} names {host}")))
+        };
+        f(&RunCheck {
+            duration: ms(1000),
+            hosts: &hosts,
+            unknown: &unknown,
+        })
+    }
+
+    #[test]
+    fn a_filter_matches_only_frames_that_meet_every_condition() {
+        let f = ping_ack(ms(10));
+        let all = Fault::frames()
+            .from("player")
+            .to("store")
+            .kind(FrameType::Ping)
+            .ack(true)
+            .stream(0)
+            .during(ms(10), ms(20));
+        assert!(Fault::frames().matches(&f));
+        assert!(all.matches(&f));
+        // Each condition alone can refuse it.
+        for other in [
+            all.clone().from("store"),
+            all.clone().to("player"),
+            all.clone().kind(FrameType::Settings),
+            all.clone().ack(false),
+            all.clone().stream(1),
+            all.clone().during(ms(11), ms(20)),
+            all.clone().during(ms(0), ms(10)),
+        ] {
+            assert!(!other.matches(&f), "{}", other.describe());
+        }
+        // The window is [from, until).
+        assert!(all.clone().during(ms(10), ms(11)).matches(&f));
+        assert!(!all.clone().during(ms(9), ms(10)).matches(&f));
+        assert!(all.during(ms(0), ms(11)).matches(&f));
+    }
+
+    #[test]
+    fn a_filter_says_what_it_matches() {
+        assert_eq!(Fault::frames().describe(), "any frame");
+        assert_eq!(Fault::frames().ack(true).describe(), "a frame with ACK");
+        assert_eq!(Fault::frames().ack(false).describe(), "a frame without ACK");
+        let ping = Fault::frames().kind(FrameType::Ping);
+        assert_eq!(ping.describe(), "PING");
+        assert_eq!(ping.clone().ack(true).describe(), "PING ACK");
+        assert_eq!(ping.clone().ack(false).describe(), "PING without ACK");
+        let all = ping
+            .from("player")
+            .to("store")
+            .stream(3)
+            .nth(2)
+            .during(ms(5), ms(1500));
+        assert_eq!(
+            all.describe(),
+            "PING from player to store on stream 3, match #2, written in [5ms, 1500ms)"
+        );
+    }
+
+    #[test]
+    fn a_rule_counts_its_matches_for_nth_and_fires_only_when_it_acts() {
+        // Drops the 2nd PING ACK in [0, 50ms).
+        let e = entry(
+            Fault::frames()
+                .kind(FrameType::Ping)
+                .during(ms(0), ms(50))
+                .nth(2)
+                .drop(),
+        );
+        assert!(!e.fired());
+        assert_eq!(verdict(&e, ms(1)), None);
+        assert!(!e.fired());
+        // Outside the window: not a match, not counted.
+        assert_eq!(verdict(&e, ms(60)), None);
+        assert_eq!(verdict(&e, ms(2)), Some(Verdict::Drop));
+        assert!(e.fired());
+        assert_eq!(verdict(&e, ms(3)), None, "only the 2nd");
+        // A rule that passes is not a firing; its clones share the counts.
+        let mut n = 0;
+        let e = entry(Fault::frames().rule(move |_: &FrameView<'_>| {
+            n += 1;
+            if n == 2 {
+                Verdict::Delay(ms(7))
+            } else {
+                Verdict::Pass
+            }
+        }));
+        let clone = e.clone();
+        assert_eq!(verdict(&e, ms(1)), None);
+        assert!(!clone.fired());
+        assert_eq!(verdict(&clone, ms(1)), Some(Verdict::Delay(ms(7))));
+        assert!(e.fired());
+    }
+
+    #[test]
+    fn a_rule_entry_says_its_rule_and_its_filter() {
+        let e = entry(Fault::frames().kind(FrameType::Ping).hold("pings"));
+        assert_eq!(e.hold_name(), Some("pings"));
+        let words = "frame fault: hold until release \"pings\" PING";
+        assert_eq!(e.describe(), words);
+        assert_eq!(format!("{e:?}"), words);
+        let e = entry(Fault::frames().delay(ms(5)));
+        assert_eq!(e.hold_name(), None);
+        assert_eq!(e.describe(), "frame fault: delay by 5ms any frame");
+    }
+
+    #[test]
+    fn a_frame_faults_checks_name_what_to_change() {
+        with_run(|run| {
+            assert!(entry(Fault::frames().from("player").to("store").drop())
+                .check(run)
+                .is_ok());
+            let e = entry(Fault::frames().to("stor").drop()).check(run);
+            assert_eq!(
+                e.expect_err("unknown").to_string(),
+                "a frame fault names stor"
+            );
+            let e = entry(Fault::frames().from("playr").drop()).check(run);
+            assert_eq!(
+                e.expect_err("unknown").to_string(),
+                "a frame fault names playr"
+            );
+            let e = entry(Fault::frames().during(ms(5), ms(5)).drop()).check(run);
+            assert!(e
+                .expect_err("empty")
+                .to_string()
+                .contains("frame fault window"));
+            let e = entry(Fault::frames().nth(0).drop()).check(run);
+            assert!(e.expect_err("nth(0)").to_string().contains("nth(0)"));
+            // The rule's own check runs too.
+            let e = entry(Fault::frames().delay(ms(2000))).check(run);
+            assert!(e
+                .expect_err("too long")
+                .to_string()
+                .contains("longer than the run"));
+        });
+    }
+
+    #[test]
+    fn a_release_must_free_a_hold() {
+        let holds = [
+            entry(Fault::frames().hold("b")),
+            entry(Fault::frames().drop()),
+            entry(Fault::frames().hold("a")),
+        ];
+        assert!(check_release("Fault::release(\"a\")", "a", &holds).is_ok());
+        let e = check_release("Fault::release(\"c\")", "c", &holds).expect_err("no c");
+        assert!(e.is_misconfigured());
+        assert_eq!(
+            e.to_string(),
+            "Fault::release(\"c\") frees nothing: no frame fault holds frames under that name \
+             (FrameFault::hold; holds: \"a\", \"b\")"
+        );
+        let e = check_release("x", "c", &holds[1..2]).expect_err("none");
+        assert!(
+            e.to_string().ends_with("(FrameFault::hold; there is none)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_injection_knows_its_trigger_and_whether_it_fired() {
+        let at = injection(
+            Fault::inject("store", "player")
+                .ping(false, [1; 8])
+                .at(ms(5)),
+        );
+        assert_eq!(at.at(), Some(ms(5)));
+        assert!(at.trigger().is_none());
+        assert!(!at.fired());
+        at.mark_fired();
+        assert!(at.fired());
+        let after = injection(
+            Fault::inject("store", "player")
+                .settings_ack()
+                .after(Fault::frames().stream(3)),
+        );
+        assert_eq!(after.at(), None);
+        assert_eq!(after.trigger().map(|t| t.stream), Some(Some(3)));
+        assert!(matches!(after.when, When::After(_)));
+    }
+
+    #[test]
+    fn an_injection_that_never_fired_says_why() {
+        let at = injection(Fault::inject("store", "player").settings_ack().at(ms(5)));
+        assert_eq!(
+            at.describe(ms(4)),
+            "frame injected from store to player at 5ms: the run ended at 4ms, before it was due"
+        );
+        for ended in [ms(5), ms(6)] {
+            assert_eq!(
+                at.describe(ended),
+                "frame injected from store to player at 5ms: no connection from store to player \
+                 was open then"
+            );
+        }
+        let after = injection(
+            Fault::inject("store", "player")
+                .settings_ack()
+                .after(Fault::frames().kind(FrameType::Headers).stream(3)),
+        );
+        assert_eq!(
+            after.describe(ms(9)),
+            "frame injected from store to player after HEADERS on stream 3: no such frame was \
+             written on a connection between store and player"
+        );
+    }
+
+    #[test]
+    fn each_injected_frame_is_the_frame_named() {
+        let bytes = |f: Fault| injection(f).frame.bytes;
+        let i = || Fault::inject("store", "player");
+        assert_eq!(
+            bytes(i().goaway(ErrorCode::NoError, 3, b"x").at(ms(1))),
+            crate::wire::encode::goaway(3, ErrorCode::NoError, b"x")
+        );
+        assert_eq!(
+            bytes(i().rst_stream(5, ErrorCode::Cancel).at(ms(1))),
+            crate::wire::encode::rst_stream(5, ErrorCode::Cancel)
+        );
+        assert_eq!(
+            bytes(i().ping(true, [2; 8]).at(ms(1))),
+            crate::wire::encode::ping(true, [2; 8])
+        );
+        let values = [(SettingId::MaxConcurrentStreams, 1)];
+        assert_eq!(
+            bytes(i().settings(&values).at(ms(1))),
+            crate::wire::encode::settings(&values)
+        );
+        assert_eq!(
+            bytes(i().settings_ack().at(ms(1))),
+            crate::wire::encode::settings_ack()
+        );
+        let inj = injection(i().settings_ack().at(ms(1)));
+        assert_eq!((inj.from.as_str(), inj.to.as_str()), ("store", "player"));
+    }
+}

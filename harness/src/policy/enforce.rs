@@ -560,6 +560,7 @@ impl ConnectionPolicy for KeepaliveEnforcement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recorder::event::FrameFlags;
 
     const OPAQUE: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
 
@@ -719,5 +720,489 @@ mod tests {
             .iter()
             .collect();
         assert_eq!(second, [(1, 0)]);
+    }
+
+    /// Drives a [`KeepaliveEnforcement`] the way the tap does: one frame at
+    /// a time, each with the effects of its own call.
+    struct Wire {
+        policy: KeepaliveEnforcement,
+        fx: Effects,
+    }
+
+    impl Wire {
+        fn new(policy: KeepalivePolicy) -> Self {
+            let info = ConnInfo {
+                conn: 1,
+                client: "player",
+                server: "store",
+                opened_at: Duration::ZERO,
+            };
+            Self {
+                policy: KeepaliveEnforcement::new(policy, &info),
+                fx: Effects::default(),
+            }
+        }
+
+        /// One frame at `at` (simulated); the effects of its call.
+        #[allow(clippy::too_many_arguments)]
+        fn frame(
+            &mut self,
+            at: Duration,
+            direction: Direction,
+            frame: FrameType,
+            flags: FrameFlags,
+            stream: u32,
+            detail: FrameDetail,
+            fate: Fate,
+        ) -> &Effects {
+            self.fx.reset(at);
+            let view = FrameView {
+                from: "",
+                to: "",
+                direction,
+                conn: 1,
+                frame,
+                flags,
+                stream,
+                len: 9,
+                detail: &detail,
+                bytes: &[],
+                now: at,
+                fate,
+            };
+            self.policy.on_frame(&view, &mut self.fx);
+            &self.fx
+        }
+
+        fn client(&mut self, frame: FrameType, flags: FrameFlags, stream: u32) -> &Effects {
+            let detail = FrameDetail::Empty;
+            self.frame(
+                Duration::ZERO,
+                Direction::ClientToServer,
+                frame,
+                flags,
+                stream,
+                detail,
+                Fate::Passed,
+            )
+        }
+
+        fn server(&mut self, frame: FrameType, flags: FrameFlags, stream: u32) -> &Effects {
+            let detail = FrameDetail::Empty;
+            self.frame(
+                Duration::ZERO,
+                Direction::ServerToClient,
+                frame,
+                flags,
+                stream,
+                detail,
+                Fate::Passed,
+            )
+        }
+
+        /// A PING (`ack` false) or its ACK, with [`OPAQUE`].
+        fn ping(&mut self, at: Duration, direction: Direction, ack: bool, fate: Fate) -> &Effects {
+            let flags = FrameFlags::NONE.with(FrameFlags::ACK, ack);
+            let detail = FrameDetail::Ping { payload: OPAQUE };
+            self.frame(at, direction, FrameType::Ping, flags, 0, detail, fate)
+        }
+
+        /// The client's PING at `at`, then the server's ACK: the ACK's
+        /// effects.
+        fn ping_pong(&mut self, at: Duration) -> &Effects {
+            self.ping(at, Direction::ClientToServer, false, Fate::Passed);
+            self.ping(at, Direction::ServerToClient, true, Fate::Passed)
+        }
+    }
+
+    /// The `KeepalivePing` records: `(verdict, gap, open calls, after_reset)`.
+    fn judged(fx: &Effects) -> Vec<(KeepaliveVerdict, Option<Duration>, usize, bool)> {
+        fx.records
+            .iter()
+            .filter_map(|e| match e {
+                EventKind::KeepalivePing {
+                    verdict,
+                    gap,
+                    open_calls,
+                    after_reset,
+                    ..
+                } => Some((*verdict, *gap, *open_calls, *after_reset)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The open calls the server counted for a PING sent now.
+    fn open_calls(wire: &mut Wire, at: Duration) -> usize {
+        let judged = judged(wire.ping_pong(at));
+        assert_eq!(judged.len(), 1, "{judged:?}");
+        judged[0].2
+    }
+
+    const ES: FrameFlags = FrameFlags::END_STREAM;
+    const NO: FrameFlags = FrameFlags::NONE;
+
+    #[test]
+    fn too_many_pings_sends_the_reaction_behind_the_ack_then_closes() {
+        let mut wire = Wire::new(KeepalivePolicy::c_core());
+        wire.client(FrameType::Headers, NO, 1);
+        wire.server(FrameType::Headers, NO, 1);
+        let mut verdicts = Vec::new();
+        for t in [10, 20, 30] {
+            let fx = wire.ping_pong(secs(t));
+            assert!(fx.sends.is_empty() && fx.close.is_none(), "{fx:?}");
+            verdicts.extend(judged(fx));
+        }
+        let five_min = secs(300);
+        assert_eq!(
+            verdicts,
+            [
+                (KeepaliveVerdict::Ok, None, 1, false),
+                (
+                    KeepaliveVerdict::Strike { n: 1, of: 2 },
+                    Some(secs(10)),
+                    1,
+                    false
+                ),
+                (
+                    KeepaliveVerdict::Strike { n: 2, of: 2 },
+                    Some(secs(10)),
+                    1,
+                    false
+                ),
+            ]
+        );
+        let fx = wire.ping_pong(secs(40));
+        assert_eq!(
+            judged(fx),
+            [(KeepaliveVerdict::TooManyPings, Some(secs(10)), 1, false)]
+        );
+        assert!(matches!(
+            fx.records[..],
+            [EventKind::KeepalivePing {
+                strikes: 3,
+                allowed,
+                ..
+            }] if allowed == five_min
+        ));
+        // GOAWAY, trailers on the call whose headers went out (the client
+        // sees trailers), RST_STREAM(NO_ERROR); CloseConnection is the close.
+        let kinds: Vec<_> = fx.sends.iter().map(|s| (s.direction, s.kind)).collect();
+        let down = Direction::ServerToClient;
+        assert_eq!(
+            kinds,
+            [
+                (down, None),
+                (down, Some(BlockKind::Trailers)),
+                (down, None)
+            ]
+        );
+        assert_eq!(fx.sends[0].bytes[3], FrameType::GoAway.code());
+        assert_eq!(fx.sends[2].bytes[3], FrameType::RstStream.code());
+        assert_eq!(
+            fx.close,
+            Some(crate::policy::Close::Keepalive("too_many_pings".to_owned()))
+        );
+    }
+
+    #[test]
+    fn the_policy_alters_only_what_the_server_writes() {
+        let wire = Wire::new(KeepalivePolicy::grpc_go());
+        assert!(wire.policy.alters(Direction::ServerToClient));
+        assert!(!wire.policy.alters(Direction::ClientToServer));
+        assert_eq!(wire.policy.name(), "the keepalive policy");
+    }
+
+    #[test]
+    fn only_pings_that_reached_the_server_are_judged_and_only_at_their_ack() {
+        let mut wire = Wire::new(KeepalivePolicy::grpc_go());
+        let (up, down) = (Direction::ClientToServer, Direction::ServerToClient);
+        // A PING the network lost, then an ACK of the same data (injected):
+        // nothing to judge.
+        wire.ping(secs(1), up, false, Fate::Dropped);
+        assert!(judged(wire.ping(secs(1), down, true, Fate::Passed)).is_empty());
+        // The client's ACK of the server's PING is no PING of the client's.
+        wire.ping(secs(2), up, true, Fate::Passed);
+        assert!(judged(wire.ping(secs(2), down, true, Fate::Passed)).is_empty());
+        // A PING the server sends is no ACK: the client's PING waits.
+        wire.ping(secs(3), up, false, Fate::Passed);
+        assert!(judged(wire.ping(secs(3), down, false, Fate::Passed)).is_empty());
+        // Its ACK is judged, even if a frame fault then drops it.
+        let fx = wire.ping(secs(3), down, true, Fate::Dropped);
+        assert_eq!(judged(fx), [(KeepaliveVerdict::Ok, None, 0, false)]);
+    }
+
+    #[test]
+    fn the_calls_open_at_a_ping_follow_the_clients_frames() {
+        let mut wire = Wire::new(KeepalivePolicy::grpc_go());
+        // s1: a unary request (HEADERS, DATA with END_STREAM), answered
+        // with HEADERS only: open.
+        wire.client(FrameType::Headers, NO, 1);
+        wire.client(FrameType::Data, ES, 1);
+        wire.server(FrameType::Headers, NO, 1);
+        assert_eq!(open_calls(&mut wire, secs(1)), 1);
+        // Its response DATA and trailers end it both ways.
+        wire.server(FrameType::Data, NO, 1);
+        wire.server(FrameType::Headers, ES, 1);
+        assert_eq!(open_calls(&mut wire, secs(2)), 0);
+        // s3: a stream the client resets, s5 one the server resets.
+        wire.client(FrameType::Headers, NO, 3);
+        wire.client(FrameType::Headers, NO, 5);
+        assert_eq!(open_calls(&mut wire, secs(3)), 2);
+        wire.client(FrameType::RstStream, NO, 3);
+        wire.server(FrameType::RstStream, NO, 5);
+        assert_eq!(open_calls(&mut wire, secs(4)), 0);
+        // s7: the client's DATA without END_STREAM does not end it; a
+        // lost HEADERS opens nothing.
+        wire.client(FrameType::Headers, NO, 7);
+        wire.client(FrameType::Data, NO, 7);
+        let detail = FrameDetail::Empty;
+        let lost = (Direction::ClientToServer, FrameType::Headers, NO, 9);
+        wire.frame(
+            secs(5),
+            lost.0,
+            lost.1,
+            lost.2,
+            lost.3,
+            detail,
+            Fate::Dropped,
+        );
+        wire.server(FrameType::Headers, ES, 7);
+        assert_eq!(open_calls(&mut wire, secs(5)), 1);
+    }
+
+    #[test]
+    fn strikes_a_server_frame_clears_are_recorded_once_and_only_then() {
+        let mut wire = Wire::new(KeepalivePolicy::grpc_go());
+        wire.client(FrameType::Headers, NO, 1);
+        wire.ping_pong(secs(10));
+        wire.ping_pong(secs(20));
+        let resets = |fx: &Effects| -> Vec<(u32, FrameType)> {
+            fx.records
+                .iter()
+                .filter_map(|e| match e {
+                    EventKind::KeepaliveStrikesReset { cleared, frame, .. } => {
+                        Some((*cleared, *frame))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(
+            resets(wire.server(FrameType::Headers, NO, 1)),
+            [(1, FrameType::Headers)]
+        );
+        // Nothing left to clear: no line.
+        assert!(resets(wire.server(FrameType::Data, NO, 1)).is_empty());
+        assert!(wire.fx.records.is_empty());
+    }
+
+    #[test]
+    fn c_cores_update_for_client_data_is_recorded_when_it_clears_strikes() {
+        let mut wire = Wire::new(KeepalivePolicy::c_core());
+        wire.client(FrameType::Headers, NO, 1);
+        wire.ping_pong(secs(10));
+        wire.ping_pong(secs(20));
+        // Strike 1 counted; the client's DATA (no END_STREAM) is read
+        // before its next PING, whose ACK carries the update.
+        wire.client(FrameType::Data, NO, 1);
+        let fx = wire.ping_pong(secs(30));
+        let data_resets: Vec<_> = fx
+            .records
+            .iter()
+            .filter_map(|e| match e {
+                EventKind::KeepaliveDataReset {
+                    cleared, stream, ..
+                } => Some((*cleared, *stream)),
+                _ => None,
+            })
+            .collect();
+        // The second update (with the ACK) clears nothing: no line.
+        assert_eq!(data_resets, [(1, 1)]);
+        assert!(matches!(
+            fx.records[..],
+            [
+                EventKind::KeepaliveDataReset { .. },
+                EventKind::KeepalivePing { .. }
+            ]
+        ));
+        assert_eq!(judged(fx), [(KeepaliveVerdict::Ok, None, 1, true)]);
+    }
+
+    #[test]
+    fn the_first_ping_is_never_after_a_reset() {
+        // Server frames before any PING reset nothing the trace can tell.
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::grpc_go(), Duration::ZERO);
+        ka.client_headers(1, false);
+        ka.server_frame(0x1, 1, false);
+        ka.ping_sent(OPAQUE);
+        let judged = ka.ping_acked(OPAQUE, secs(1)).expect("in flight");
+        assert!(!judged.after_reset);
+        ka.ping_sent(OPAQUE);
+        let judged = ka.ping_acked(OPAQUE, secs(2)).expect("in flight");
+        assert!(!judged.after_reset, "no server frame since the first PING");
+    }
+
+    #[test]
+    fn closed_streams_are_forgotten_once_no_ping_may_count_them() {
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::grpc_go(), Duration::ZERO);
+        // Ended both ways, reset by the client, reset by the server.
+        ka.client_headers(1, true);
+        ka.server_frame(0x1, 1, true);
+        ka.client_headers(3, false);
+        ka.client_reset(3);
+        ka.client_headers(5, false);
+        ka.server_frame(0x3, 5, false);
+        assert!(ka.streams.is_empty(), "{:?}", ka.streams);
+        // Half-closed either way: kept.
+        ka.client_headers(7, true);
+        ka.client_headers(9, false);
+        ka.server_frame(0x1, 9, true);
+        assert_eq!(ka.streams.keys().copied().collect::<Vec<_>>(), [7, 9]);
+        // While a PING is in flight a stream it counted stays, even closed:
+        // the client had not ended it when it sent the PING.
+        ka.client_headers(11, false);
+        ka.ping_sent(OPAQUE);
+        ka.client_ended(11);
+        ka.server_frame(0x1, 11, true);
+        assert!(ka.streams.contains_key(&11));
+        let judged = ka.ping_acked(OPAQUE, secs(1)).expect("in flight");
+        assert_eq!(judged.open_calls, 3, "s7, s9 and s11");
+        assert!(!ka.streams.contains_key(&11));
+    }
+
+    #[test]
+    fn a_frame_on_stream_zero_opens_no_call() {
+        // Stream 0 is the connection (RFC 9113 §5.1.1): no stream state,
+        // even while a PING in flight keeps closed streams.
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::grpc_go(), Duration::ZERO);
+        ka.ping_sent(OPAQUE);
+        ka.server_frame(0x1, 0, false);
+        ka.server_frame(0x0, 0, false);
+        ka.server_frame(0x3, 0, false);
+        assert!(ka.streams.is_empty(), "{:?}", ka.streams);
+        let _ = ka.ping_acked(OPAQUE, secs(1)).expect("in flight");
+        ka.ping_sent(OPAQUE);
+        let judged = ka.ping_acked(OPAQUE, secs(2)).expect("in flight");
+        assert_eq!(judged.open_calls, 0);
+    }
+
+    #[test]
+    fn a_stream_the_server_reset_before_the_ack_is_not_open() {
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::grpc_go(), Duration::ZERO);
+        ka.client_headers(1, false);
+        ka.client_headers(3, false);
+        ka.ping_sent(OPAQUE);
+        ka.server_frame(0x3, 1, false);
+        let judged = ka.ping_acked(OPAQUE, secs(1)).expect("in flight");
+        assert_eq!(judged.open_calls, 1);
+    }
+
+    #[test]
+    fn a_call_answered_trailers_only_gets_trailers_only_in_the_reaction() {
+        // s1: the server answered trailers-only (HEADERS with END_STREAM)
+        // while the client still sends; s3: response headers then DATA.
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        ka.client_headers(1, false);
+        ka.server_frame(0x1, 1, true);
+        ka.client_headers(3, false);
+        ka.server_frame(0x1, 3, false);
+        ka.server_frame(0x0, 3, false);
+        let mut last = None;
+        for t in [10, 20, 30, 40] {
+            ka.ping_sent(OPAQUE);
+            last = ka.ping_acked(OPAQUE, secs(t));
+        }
+        let reaction = last.expect("judged").reaction;
+        assert!(
+            matches!(
+                reaction[..],
+                [
+                    Action::SendGoAway { .. },
+                    Action::SendTrailersOnly { stream_id: 1, .. },
+                    Action::SendRstStream { stream_id: 1, .. },
+                    Action::SendTrailers { stream_id: 3, .. },
+                    Action::SendRstStream { stream_id: 3, .. },
+                    Action::CloseConnection,
+                ]
+            ),
+            "{reaction:?}"
+        );
+    }
+
+    /// Whether C-core's update for client DATA of `len` octets on s1,
+    /// after `setup`, resets the strike counted before it.
+    fn data_resets(setup: impl FnOnce(&mut KeepaliveConn), len: u32) -> bool {
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        ka.client_headers(1, false);
+        setup(&mut ka);
+        let _ = pings_after(&mut ka, 2);
+        ka.client_data(1, len);
+        ka.window_updates(FrameType::Data, Stage::Write)
+            .iter()
+            .next()
+            .is_some()
+    }
+
+    #[test]
+    fn c_core_writes_no_update_for_data_it_will_not_read() {
+        assert!(data_resets(|_| {}, 9));
+        // No flow-controlled octets.
+        assert!(!data_resets(|_| {}, 0));
+        // A stream either side reset, or one the client ended.
+        assert!(!data_resets(|ka| ka.client_reset(1), 9));
+        assert!(!data_resets(
+            |ka| {
+                ka.server_frame(0x3, 1, false);
+            },
+            9
+        ));
+        assert!(!data_resets(|ka| ka.client_ended(1), 9));
+        // A stream the client never opened.
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        ka.client_data(3, 9);
+        assert!(ka
+            .window_updates(FrameType::Data, Stage::Write)
+            .iter()
+            .next()
+            .is_none());
+    }
+
+    #[test]
+    fn only_the_stream_whose_read_side_closed_loses_its_update() {
+        // DATA on s1, then s3 ends: s1's update still goes out.
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        ka.client_headers(1, false);
+        ka.client_headers(3, false);
+        let _ = pings_after(&mut ka, 2);
+        ka.client_data(1, 9);
+        ka.client_ended(3);
+        let resets: Vec<_> = ka
+            .window_updates(FrameType::Data, Stage::Write)
+            .iter()
+            .collect();
+        assert_eq!(resets, [(1, 1)]);
+
+        // DATA on s1 behind a PING, then s1 ends (before the server read
+        // the DATA): no update after that PING either.
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        ka.client_headers(1, false);
+        let _ = pings_after(&mut ka, 2);
+        ka.ping_sent(OPAQUE);
+        ka.client_data(1, 9);
+        ka.client_ended(1);
+        let judged = ka.ping_acked(OPAQUE, secs(30)).expect("in flight");
+        assert_eq!(judged.data_after, None);
+
+        // Same, but s3 ends: s1's update follows the PING.
+        let mut ka = KeepaliveConn::new(KeepalivePolicy::c_core(), Duration::ZERO);
+        ka.client_headers(1, false);
+        ka.client_headers(3, false);
+        let _ = pings_after(&mut ka, 2);
+        ka.ping_sent(OPAQUE);
+        ka.client_data(1, 9);
+        ka.client_reset(3);
+        let judged = ka.ping_acked(OPAQUE, secs(30)).expect("in flight");
+        assert_eq!(judged.data_after, Some(1));
     }
 }

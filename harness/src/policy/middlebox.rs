@@ -175,6 +175,7 @@ impl Activity {
     /// open stream's timer.
     pub const PING: Self = Self(4);
     /// DATA or HEADERS: what an L7 box sees as "data" on HTTP/2.
+    // `1 ^ 2` is the same set (the bits are disjoint): an equivalent mutant.
     pub const DATA_OR_HEADERS: Self = Self(1 | 2);
     /// Every frame of the connection (bytes on the TCP connection, as an L4
     /// box sees them): any frame type resets the timer.
@@ -797,3 +798,7 @@ impl ConnectionPolicy for BoxConn {
         self.cfg.name.clone()
     }
 }
+
+#[cfg(test)]
+#[path = "middlebox_tests.rs"]
+mod tests;

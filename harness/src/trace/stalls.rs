@@ -368,6 +368,10 @@ fn replay(trace: &Trace) -> Vec<Stall> {
                 left.map(|l| l.max(e.at))
             }
         };
+        // The order of steps at one instant: the trace's. `seq` only
+        // restates it (the sort is stable and steps are pushed in trace
+        // order), so `i + 2` for `i * 2` and `seq * 1` for the reset's
+        // `seq + 1` below are equivalent mutants.
         let (seq, stream) = (i * 2, *stream);
         match detail {
             FrameDetail::Data { len, .. } => {
@@ -870,6 +874,8 @@ mod tests {
             ]),
             Fate::Passed,
         ))
+        // Stream credit does not reopen a connection window at 0.
+        .update(100, 1, 5_000, Fate::Passed)
         .update(200, 0, 10_000, Fate::Passed)
         .trace(300);
         let stalls = trace.stalls(Duration::ZERO);
@@ -901,6 +907,36 @@ mod tests {
         );
     }
 
+    /// A new SETTINGS_INITIAL_WINDOW_SIZE moves every open stream's window
+    /// by the difference (RFC 9113 §6.9.2): to 1 octet left after 65,534
+    /// more, then 1 short.
+    #[test]
+    fn a_new_initial_window_adds_the_difference() {
+        let trace = fill_default(Script::new())
+            .frame(
+                50,
+                C,
+                0,
+                settings(&[(SettingId::InitialWindowSize, 131_070)]),
+                Fate::Passed,
+            )
+            .data(60, 1, 65_534)
+            .data(70, 1, 2)
+            .trace(300);
+        let stalls: Vec<_> = trace
+            .stalls(Duration::ZERO)
+            .iter()
+            .map(|s| (s.since, s.until, s.end))
+            .collect();
+        assert_eq!(
+            stalls,
+            [
+                (ms(3), ms(50), StallEnd::Reopened),
+                (ms(70), ms(300), StallEnd::Open)
+            ]
+        );
+    }
+
     #[test]
     fn a_reset_ends_the_stall() {
         let trace = fill_default(Script::new())
@@ -921,6 +957,79 @@ mod tests {
         let stalls = trace.stalls(Duration::ZERO);
         assert_eq!(stalls.len(), 1);
         assert_eq!((stalls[0].until, stalls[0].end), (ms(70), StallEnd::Closed));
+    }
+
+    fn rst_stream() -> (FrameType, FrameFlags, FrameDetail) {
+        let code = ErrorCode::Cancel;
+        let detail = FrameDetail::RstStream { code };
+        (FrameType::RstStream, FrameFlags::NONE, detail)
+    }
+
+    /// h2 gives a reset stream's connection credit back in the same write:
+    /// RST_STREAM, then WINDOW_UPDATE on stream 0, at one instant. The
+    /// trace's order decides: the stream was closed when the credit came,
+    /// whatever the reset's place (odd or even) among the events.
+    #[test]
+    fn a_reset_then_credit_at_one_instant_ends_the_stall_as_closed() {
+        for pad in [false, true] {
+            let mut script = Script::new();
+            if pad {
+                let push = settings(&[(SettingId::EnablePush, 0)]);
+                script = script.frame(0, S, 0, push, Fate::Passed);
+            }
+            let window = settings(&[(SettingId::InitialWindowSize, 1_048_576)]);
+            let trace = fill(script.frame(0, C, 0, window, Fate::Passed))
+                .frame(200, C, 1, rst_stream(), Fate::Passed)
+                .update(200, 0, 10_000, Fate::Passed)
+                .trace(300);
+            let stalls = trace.stalls(Duration::ZERO);
+            assert_eq!(stalls.len(), 1, "{stalls:?}");
+            assert_eq!(stalls[0].window, Window::Connection);
+            assert_eq!(
+                (stalls[0].until, stalls[0].end),
+                (ms(200), StallEnd::Closed),
+                "pad {pad}"
+            );
+        }
+    }
+
+    /// A stall counts the kept-back WINDOW_UPDATEs that could have ended
+    /// it: on its stream or the connection, written before it ended.
+    #[test]
+    fn a_stall_counts_the_held_updates_of_its_stream_and_connection_only() {
+        let trace = fill_default(Script::new())
+            // Released as the stall began: it kept nothing back.
+            .update(1, 0, 1, held(3))
+            .released(3, C, 0, FrameType::WindowUpdate, 1)
+            // Another stream's: not counted.
+            .update(10, 3, 1_000, held(50))
+            .released(50, C, 3, FrameType::WindowUpdate, 10)
+            // The connection's, written during the stall: counted.
+            .update(20, 0, 1_000, held(60))
+            .released(60, C, 0, FrameType::WindowUpdate, 20)
+            .update(30, 0, 1_000, held(70))
+            .released(70, C, 0, FrameType::WindowUpdate, 30)
+            // The credit that ends the stall at 100 ms.
+            .update(100, 1, 40_000, Fate::Passed)
+            // Written as it ended: too late to end it.
+            .update(100, 0, 1_000, held(200))
+            .released(200, C, 0, FrameType::WindowUpdate, 100)
+            .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        assert_eq!(
+            (stalls[0].until, stalls[0].end),
+            (ms(100), StallEnd::Reopened)
+        );
+        assert_eq!(stalls[0].held_updates, 2, "{stalls:?}");
+    }
+
+    #[test]
+    fn a_trace_that_opens_with_a_reset_has_no_stall() {
+        let trace = Script::new()
+            .frame(0, C, 1, rst_stream(), Fate::Passed)
+            .trace(10);
+        assert!(trace.stalls(Duration::ZERO).is_empty());
     }
 
     /// The stall detector reads the typed fields only: trailers with
@@ -993,6 +1102,44 @@ mod tests {
         let s1: Vec<&Stall> = stalls.iter().filter(|s| s.stream == 1).collect();
         assert_eq!(s1.len(), 1, "{stalls:?}");
         assert!(s1[0].held_by.is_empty());
+    }
+
+    /// Starved: a stream the server answered, with window of its own
+    /// left. Not a stream whose own window is shut (s7), nor one the server
+    /// has not answered (s9); an empty DATA (s3) holds no octet of the
+    /// connection window.
+    #[test]
+    fn only_an_answered_stream_with_its_own_window_left_is_starved() {
+        let request = || headers(BlockKind::Request, (ShownHeader::Path, "/w"));
+        let response = || headers(BlockKind::Response, (ShownHeader::Status, "200"));
+        // Streams start with no window; the client gives each but s7 some.
+        let mut script = fill(Script::new().frame(
+            0,
+            C,
+            0,
+            settings(&[(SettingId::InitialWindowSize, 0)]),
+            Fate::Passed,
+        ))
+        .update(1, 1, 1_048_576, Fate::Passed);
+        for id in [3, 5, 7, 9] {
+            script = script.frame(1, C, id, request(), Fate::Passed);
+            if id != 7 {
+                script = script.update(1, id, 1_048_576, Fate::Passed);
+            }
+            if id != 9 {
+                script = script.frame(1, S, id, response(), Fate::Passed);
+            }
+        }
+        // s1 uses up the connection window at 3 ms; no credit follows.
+        let trace = script.data(2, 3, 0).trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        let streams: Vec<u32> = stalls.iter().map(|s| s.stream).collect();
+        assert_eq!(streams, [1, 3, 5], "{stalls:?}");
+        assert!(stalls.iter().all(|s| s.end == StallEnd::Open));
+        for starved in &stalls[1..] {
+            assert_eq!(starved.since, ms(3));
+            assert_eq!(starved.held_by, vec![(1, 65_535)], "{starved:?}");
+        }
     }
 
     /// A stream that closes without DATA needed no window: not starved.
