@@ -755,7 +755,7 @@ mod tests {
             detail: FrameDetail,
             fate: Fate,
         ) -> &Effects {
-            self.fx.reset(at);
+            self.fx.begin(at);
             let view = FrameView {
                 from: "",
                 to: "",

@@ -72,7 +72,7 @@ impl Wire {
         detail: &FrameDetail,
         fate: Fate,
     ) -> &Effects {
-        self.fx.reset(at);
+        self.fx.begin(at);
         let view = FrameView {
             from: "",
             to: "",
@@ -92,7 +92,7 @@ impl Wire {
     }
 
     fn timer(&mut self, at: Duration) -> &Effects {
-        self.fx.reset(at);
+        self.fx.begin(at);
         self.conn.on_timer(&mut self.fx);
         &self.fx
     }
@@ -133,6 +133,14 @@ fn closed(fx: &Effects) -> Option<String> {
         }
         other => other.as_ref().map(|c| panic!("not the box's close: {c:?}")),
     }
+}
+
+/// Why the box reset the connection (a TCP RST), if it did.
+fn reset(fx: &Effects) -> Option<String> {
+    fx.reset.as_ref().map(|r| {
+        assert_eq!(r.policy, "box");
+        r.reason.clone()
+    })
 }
 
 const RST: u8 = 0x3;
@@ -463,8 +471,9 @@ fn a_forgotten_flow_has_no_timers_and_resets_at_its_next_frame() {
     assert_eq!(fx.timer, TimerChange::Clear, "no lifetime, no stream timer");
     let fx = wire.frame(secs(500), DOWN, FrameType::Data, NO, 1);
     assert!(fx.swallow);
+    assert!(fx.close.is_none(), "a reset, not a close");
     assert_eq!(
-        closed(fx).as_deref(),
+        reset(fx).as_deref(),
         Some(
             "frame after the idle timeout: RST; the flow was forgotten at 360000ms, this DATA \
              from the server did not pass"
@@ -472,7 +481,7 @@ fn a_forgotten_flow_has_no_timers_and_resets_at_its_next_frame() {
     );
     assert_eq!(fx.timer, TimerChange::Clear);
     let fx = wire.frame(secs(501), UP, FrameType::Ping, NO, 0);
-    assert!(closed(fx).is_some_and(|r| r.ends_with("this PING from the client did not pass")));
+    assert!(reset(fx).is_some_and(|r| r.ends_with("this PING from the client did not pass")));
 }
 
 #[test]
