@@ -44,13 +44,16 @@
 //!    client on bare turmoil + tonic, same tick and latency. The ratios are
 //!    harness / anchor for CPU time and for peak heap.
 //! 4. **Event log per recorded frame.** After the unary and the streams
-//!    runs, every `EventKind::Frame` of the trace is cloned into a vector of
-//!    exactly their number, and the heap that took is counted by the
-//!    allocator below: the `Event` itself plus every heap block it owns
-//!    (host names, decoded header fields, settings, debug data). That is
-//!    what one frame costs in the log, headers decoded; the recorder's
-//!    vector grows by doubling, so during a run up to that much again of
-//!    the inline part can be capacity not yet used.
+//!    runs, the trace's events are moved into a vector of exactly the
+//!    frame events and one of the rest, and the heap each frees when
+//!    dropped is counted by the allocator below: the `Event`s themselves
+//!    plus every heap block they own (decoded header fields, settings,
+//!    debug data, a touched frame's fate). A header block shared by several
+//!    frames counts once, as the log holds it; host names are interned for
+//!    the process and cost nothing per event. That is what one frame costs
+//!    in the log, headers decoded; the recorder's vector grows by doubling,
+//!    so during a run up to that much again of the inline part can be
+//!    capacity not yet used.
 //!
 //! Every figure is end to end: building the world, connecting, the calls,
 //! and (for the harness) handing back the trace.
@@ -371,7 +374,7 @@ fn unary_rows(calls: u64, repeat: u64) {
     detail("  tonic on bare turmoil (tick 1ms)", &bare, "calls");
     // The log's size does not depend on the machine: one more run.
     let trace = harness_calls_trace(calls.min(1_000));
-    log_size("  event log, unary (1000 calls max)", trace.events());
+    log_size("  event log, unary (1000 calls max)", trace);
 }
 
 fn stream_rows(streams: u64, secs: u64, repeat: u64) {
@@ -399,38 +402,49 @@ fn stream_rows(streams: u64, secs: u64, repeat: u64) {
     detail("  grpc-chaos", &harness, "messages");
     detail("  tonic on bare turmoil", &bare, "messages");
     let (_, trace) = harness_streams(streams, secs);
-    log_size("  event log, streams", trace.events());
+    log_size("  event log, streams", trace);
 }
 
-/// Prints what the log's frame events take, heap included, measured by
-/// cloning them into a vector of exactly their number.
-fn log_size(label: &str, events: &[Event]) {
-    let frames: Vec<&Event> = events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Frame { .. }))
-        .collect();
-    let all = deep_bytes(events.iter());
-    let framed = deep_bytes(frames.iter().copied());
+/// Prints what the log's frame events take, heap included, as the log
+/// holds them: the trace's events are moved out of it into two vectors of
+/// exactly their number (frames, the rest), the trace is dropped, and each
+/// vector's drop is counted by the allocator. A header block the log
+/// shares between frames ([`HeaderFields`](grpc_chaos::recorder::event::HeaderFields))
+/// is freed once, by its last frame, so it counts once; host names are
+/// interned for the process and count nothing per event.
+fn log_size(label: &str, trace: grpc_chaos::Trace) {
+    let is_frame = |e: &Event| matches!(e.kind, EventKind::Frame { .. });
+    let events = trace.events().to_vec();
+    // The copy is now the only owner of every shared block.
+    drop(trace);
+    let (n_events, n_frames) = (events.len(), events.iter().filter(|e| is_frame(e)).count());
+    let mut frames = Vec::with_capacity(n_frames);
+    let mut rest = Vec::with_capacity(n_events - n_frames);
+    for e in events {
+        if is_frame(&e) {
+            frames.push(e);
+        } else {
+            rest.push(e);
+        }
+    }
+    let rest_bytes = freed_by(rest);
+    let frame_bytes = freed_by(frames);
     let per = |bytes: usize, n: usize| bytes as f64 / n.max(1) as f64;
     println!(
         "{label:<46} {:.1} bytes per frame ({} frames; Event is {} bytes inline), {:.1} per event ({} events)",
-        per(framed, frames.len()),
-        frames.len(),
+        per(frame_bytes, n_frames),
+        n_frames,
         std::mem::size_of::<Event>(),
-        per(all, events.len()),
-        events.len(),
+        per(frame_bytes + rest_bytes, n_events),
+        n_events,
     );
 }
 
-/// Heap bytes a copy of `events` takes: the vector of them and whatever
-/// each owns.
-fn deep_bytes<'a>(events: impl ExactSizeIterator<Item = &'a Event>) -> usize {
+/// Heap bytes freed by dropping `owned`.
+fn freed_by<T>(owned: T) -> usize {
     let before = heap_live();
-    let mut copy = Vec::with_capacity(events.len());
-    copy.extend(events.cloned());
-    let bytes = heap_live().saturating_sub(before);
-    drop(copy);
-    bytes
+    drop(owned);
+    before.saturating_sub(heap_live())
 }
 
 /// One measured run: `amount` units (simulated seconds, calls, messages)

@@ -3,6 +3,7 @@
 //! that connection, either way, is answered with a reset. Times are
 //! simulated; a 10 ms tick, 1 ms links.
 
+use grpc_chaos::recorder::event;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,7 +55,7 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyActed { action, .. } if action.starts_with("forgets the flow") => {
+            EventKind::PolicyActed(acted) if acted.action.starts_with("forgets the flow") => {
                 Some(e.at)
             }
             _ => None,
@@ -66,7 +67,8 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyClosed { policy, reason, .. } => {
+            EventKind::PolicyClosed(policy_closed) => {
+                let event::PolicyClosed { policy, reason, .. } = &**policy_closed;
                 assert_eq!(policy, "AWS NLB");
                 Some((e.at, reason.clone()))
             }

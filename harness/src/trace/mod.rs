@@ -19,6 +19,7 @@ mod wire_calls;
 mod wire_hops;
 mod words;
 
+use crate::recorder::event;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -330,8 +331,8 @@ pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
                     let faults: Vec<&str> = events
                         .iter()
                         .filter_map(|e| match &e.kind {
-                            EventKind::FaultFired { run, action, .. } if *run == r.id => {
-                                Some(action.as_str())
+                            EventKind::FaultFired(fired) if fired.run == r.id => {
+                                Some(fired.action.as_str())
                             }
                             _ => None,
                         })
@@ -354,7 +355,7 @@ pub(crate) fn open_runs(events: &[Event], host: &str) -> Vec<crate::recorder::ev
     let (_, runs) = views::build(events);
     runs.iter()
         .filter(|r| r.host == host && matches!(r.end, RunEnd::Running))
-        .map(|r| crate::recorder::event::OpenRun {
+        .map(|r| event::OpenRun {
             run: r.id,
             path: r.path.clone(),
         })

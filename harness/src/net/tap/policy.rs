@@ -14,6 +14,7 @@
 //!
 //! [`TapPair`]: super::TapPair
 
+use crate::recorder::event;
 use std::collections::VecDeque;
 use std::task::Waker;
 use std::time::Duration;
@@ -355,17 +356,19 @@ impl DirectionTap {
         if let Some(p) = lock_conn(&self.conn_state).policies.as_mut() {
             p.closed();
         }
-        let (conn, to) = (self.conn, self.to.to_string());
+        let (conn, to) = (self.conn, self.to);
         let event = match close {
             Close::Keepalive(reason) => {
                 crate::recorder::event::EventKind::KeepaliveClosed { conn, to, reason }
             }
-            Close::Policy { policy, reason } => crate::recorder::event::EventKind::PolicyClosed {
-                conn,
-                to,
-                policy,
-                reason,
-            },
+            Close::Policy { policy, reason } => {
+                crate::recorder::event::EventKind::PolicyClosed(Box::new(event::PolicyClosed {
+                    conn,
+                    to,
+                    policy,
+                    reason,
+                }))
+            }
         };
         self.record(event);
     }
