@@ -44,13 +44,14 @@
 //!    client on bare turmoil + tonic, same tick and latency. The ratios are
 //!    harness / anchor for CPU time and for peak heap.
 //! 4. **Event log per recorded frame.** After the unary and the streams
-//!    runs, the trace's events are moved into a vector of exactly the
-//!    frame events and one of the rest, and the heap each frees when
-//!    dropped is counted by the allocator below: the `Event`s themselves
-//!    plus every heap block they own (decoded header fields, settings,
-//!    debug data, a touched frame's fate). A header block shared by several
-//!    frames counts once, as the log holds it; host names are interned for
-//!    the process and cost nothing per event. That is what one frame costs
+//!    runs, every `EventKind::Frame` of the trace is cloned into a vector
+//!    of exactly their number, and the heap that took is counted by the
+//!    allocator below: the `Event` itself plus every heap block it owns
+//!    (settings, debug data, a touched frame's fate). A decoded header
+//!    block is shared by the frames that repeat it, and costs only a
+//!    reference count in the clone: each distinct block is counted once,
+//!    by building one copy of it, as the log holds it. Host names are
+//!    interned for the process and cost nothing per event. That is what one frame costs
 //!    in the log, headers decoded; the recorder's vector grows by doubling,
 //!    so during a run up to that much again of the inline part can be
 //!    capacity not yet used.
@@ -95,7 +96,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
-use grpc_chaos::recorder::event::{Event, EventKind};
+use grpc_chaos::recorder::event::{Event, EventKind, FrameDetail, HeaderFields};
 use grpc_chaos::Sim;
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::scoreboard_server::{Scoreboard, ScoreboardServer};
@@ -406,45 +407,73 @@ fn stream_rows(streams: u64, secs: u64, repeat: u64) {
 }
 
 /// Prints what the log's frame events take, heap included, as the log
-/// holds them: the trace's events are moved out of it into two vectors of
-/// exactly their number (frames, the rest), the trace is dropped, and each
-/// vector's drop is counted by the allocator. A header block the log
-/// shares between frames ([`HeaderFields`](grpc_chaos::recorder::event::HeaderFields))
-/// is freed once, by its last frame, so it counts once; host names are
-/// interned for the process and count nothing per event.
+/// holds them: the events cloned into a vector of exactly their number
+/// (the `Event`s and every heap block each owns, counted by the
+/// allocator), plus each distinct header block once. A block the log
+/// shares between frames ([`HeaderFields`]) costs nothing in the clone;
+/// it is counted by building one copy of it per distinct block. Host
+/// names are interned for the process and cost nothing per event.
 fn log_size(label: &str, trace: grpc_chaos::Trace) {
-    let is_frame = |e: &Event| matches!(e.kind, EventKind::Frame { .. });
-    let events = trace.events().to_vec();
-    // The copy is now the only owner of every shared block.
-    drop(trace);
-    let (n_events, n_frames) = (events.len(), events.iter().filter(|e| is_frame(e)).count());
-    let mut frames = Vec::with_capacity(n_frames);
-    let mut rest = Vec::with_capacity(n_events - n_frames);
-    for e in events {
-        if is_frame(&e) {
-            frames.push(e);
-        } else {
-            rest.push(e);
-        }
-    }
-    let rest_bytes = freed_by(rest);
-    let frame_bytes = freed_by(frames);
+    let events = trace.events();
+    let frames: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Frame { .. }))
+        .collect();
+    let all = deep_bytes(events.iter()) + shared_bytes(events.iter());
+    let framed = deep_bytes(frames.iter().copied()) + shared_bytes(frames.iter().copied());
     let per = |bytes: usize, n: usize| bytes as f64 / n.max(1) as f64;
     println!(
         "{label:<46} {:.1} bytes per frame ({} frames; Event is {} bytes inline), {:.1} per event ({} events)",
-        per(frame_bytes, n_frames),
-        n_frames,
+        per(framed, frames.len()),
+        frames.len(),
         std::mem::size_of::<Event>(),
-        per(frame_bytes + rest_bytes, n_events),
-        n_events,
+        per(all, events.len()),
+        events.len(),
     );
 }
 
-/// Heap bytes freed by dropping `owned`.
-fn freed_by<T>(owned: T) -> usize {
+/// Heap bytes a copy of `events` takes: the vector of them and whatever
+/// each owns (a shared header block: only its reference count).
+fn deep_bytes<'a>(events: impl ExactSizeIterator<Item = &'a Event>) -> usize {
     let before = heap_live();
-    drop(owned);
-    before.saturating_sub(heap_live())
+    let mut copy = Vec::with_capacity(events.len());
+    copy.extend(events.cloned());
+    let bytes = heap_live().saturating_sub(before);
+    drop(copy);
+    bytes
+}
+
+/// Heap bytes of the distinct header blocks `events` hold, each counted
+/// once: one copy of each is built and counted.
+fn shared_bytes<'a>(events: impl Iterator<Item = &'a Event>) -> usize {
+    let mut distinct: Vec<&HeaderFields> = Vec::new();
+    for e in events {
+        let block = match &e.kind {
+            EventKind::Frame {
+                detail: FrameDetail::Headers(b),
+                ..
+            } => b,
+            EventKind::FrameReplaced(r) => match &r.detail {
+                FrameDetail::Headers(b) => b,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if !distinct.iter().any(|d| d.shares_block_with(block)) {
+            distinct.push(block);
+        }
+    }
+    let before = heap_live();
+    let copies: Vec<HeaderFields> = distinct
+        .iter()
+        .map(|b| HeaderFields::new(b.kind(), b.all()))
+        .collect();
+    // The vector holding the copies is not part of the log.
+    let bytes = heap_live()
+        .saturating_sub(before)
+        .saturating_sub(copies.capacity() * std::mem::size_of::<HeaderFields>());
+    drop(copies);
+    bytes
 }
 
 /// One measured run: `amount` units (simulated seconds, calls, messages)

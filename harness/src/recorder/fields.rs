@@ -576,26 +576,6 @@ impl HeaderFields {
     pub fn shares_block_with(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
-
-    /// Heap octets the block takes, once however many frames share it: the
-    /// shared allocation, the field list and every value and name it owns.
-    pub fn heap_bytes(&self) -> usize {
-        let owned = |n: &FieldName| match n {
-            Cow::Owned(s) => s.len(),
-            Cow::Borrowed(_) => 0,
-        };
-        // An `Arc`'s allocation: two counts and the block.
-        2 * std::mem::size_of::<usize>()
-            + std::mem::size_of::<Block>()
-            + std::mem::size_of_val(&*self.0.fields)
-            + self
-                .0
-                .fields
-                .iter()
-                .map(|(n, v)| owned(n) + v.len())
-                .sum::<usize>()
-    }
-
     /// Request, response, trailers or trailers-only.
     pub fn kind(&self) -> BlockKind {
         self.0.kind
