@@ -44,13 +44,17 @@
 //!    client on bare turmoil + tonic, same tick and latency. The ratios are
 //!    harness / anchor for CPU time and for peak heap.
 //! 4. **Event log per recorded frame.** After the unary and the streams
-//!    runs, every `EventKind::Frame` of the trace is cloned into a vector of
-//!    exactly their number, and the heap that took is counted by the
+//!    runs, every `EventKind::Frame` of the trace is cloned into a vector
+//!    of exactly their number, and the heap that took is counted by the
 //!    allocator below: the `Event` itself plus every heap block it owns
-//!    (host names, decoded header fields, settings, debug data). That is
-//!    what one frame costs in the log, headers decoded; the recorder's
-//!    vector grows by doubling, so during a run up to that much again of
-//!    the inline part can be capacity not yet used.
+//!    (settings, debug data, a touched frame's fate). A decoded header
+//!    block is shared by the frames that repeat it, and costs only a
+//!    reference count in the clone: each distinct block is counted once,
+//!    by building one copy of it, as the log holds it. Host names are
+//!    interned for the process and cost nothing per event. That is what one frame costs
+//!    in the log, headers decoded; the recorder's vector grows by doubling,
+//!    so during a run up to that much again of the inline part can be
+//!    capacity not yet used.
 //!
 //! Every figure is end to end: building the world, connecting, the calls,
 //! and (for the harness) handing back the trace.
@@ -92,7 +96,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
-use grpc_chaos::recorder::event::{Event, EventKind};
+use grpc_chaos::recorder::event::{Event, EventKind, FrameDetail, HeaderFields};
 use grpc_chaos::Sim;
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::scoreboard_server::{Scoreboard, ScoreboardServer};
@@ -371,7 +375,7 @@ fn unary_rows(calls: u64, repeat: u64) {
     detail("  tonic on bare turmoil (tick 1ms)", &bare, "calls");
     // The log's size does not depend on the machine: one more run.
     let trace = harness_calls_trace(calls.min(1_000));
-    log_size("  event log, unary (1000 calls max)", trace.events());
+    log_size("  event log, unary (1000 calls max)", trace);
 }
 
 fn stream_rows(streams: u64, secs: u64, repeat: u64) {
@@ -399,18 +403,24 @@ fn stream_rows(streams: u64, secs: u64, repeat: u64) {
     detail("  grpc-chaos", &harness, "messages");
     detail("  tonic on bare turmoil", &bare, "messages");
     let (_, trace) = harness_streams(streams, secs);
-    log_size("  event log, streams", trace.events());
+    log_size("  event log, streams", trace);
 }
 
-/// Prints what the log's frame events take, heap included, measured by
-/// cloning them into a vector of exactly their number.
-fn log_size(label: &str, events: &[Event]) {
+/// Prints what the log's frame events take, heap included, as the log
+/// holds them: the events cloned into a vector of exactly their number
+/// (the `Event`s and every heap block each owns, counted by the
+/// allocator), plus each distinct header block once. A block the log
+/// shares between frames ([`HeaderFields`]) costs nothing in the clone;
+/// it is counted by building one copy of it per distinct block. Host
+/// names are interned for the process and cost nothing per event.
+fn log_size(label: &str, trace: grpc_chaos::Trace) {
+    let events = trace.events();
     let frames: Vec<&Event> = events
         .iter()
         .filter(|e| matches!(e.kind, EventKind::Frame { .. }))
         .collect();
-    let all = deep_bytes(events.iter());
-    let framed = deep_bytes(frames.iter().copied());
+    let all = deep_bytes(events.iter()) + shared_bytes(events.iter());
+    let framed = deep_bytes(frames.iter().copied()) + shared_bytes(frames.iter().copied());
     let per = |bytes: usize, n: usize| bytes as f64 / n.max(1) as f64;
     println!(
         "{label:<46} {:.1} bytes per frame ({} frames; Event is {} bytes inline), {:.1} per event ({} events)",
@@ -423,13 +433,46 @@ fn log_size(label: &str, events: &[Event]) {
 }
 
 /// Heap bytes a copy of `events` takes: the vector of them and whatever
-/// each owns.
+/// each owns (a shared header block: only its reference count).
 fn deep_bytes<'a>(events: impl ExactSizeIterator<Item = &'a Event>) -> usize {
     let before = heap_live();
     let mut copy = Vec::with_capacity(events.len());
     copy.extend(events.cloned());
     let bytes = heap_live().saturating_sub(before);
     drop(copy);
+    bytes
+}
+
+/// Heap bytes of the distinct header blocks `events` hold, each counted
+/// once: one copy of each is built and counted.
+fn shared_bytes<'a>(events: impl Iterator<Item = &'a Event>) -> usize {
+    let mut distinct: Vec<&HeaderFields> = Vec::new();
+    for e in events {
+        let block = match &e.kind {
+            EventKind::Frame {
+                detail: FrameDetail::Headers(b),
+                ..
+            } => b,
+            EventKind::FrameReplaced(r) => match &r.detail {
+                FrameDetail::Headers(b) => b,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if !distinct.iter().any(|d| d.shares_block_with(block)) {
+            distinct.push(block);
+        }
+    }
+    let before = heap_live();
+    let copies: Vec<HeaderFields> = distinct
+        .iter()
+        .map(|b| HeaderFields::new(b.kind(), b.all()))
+        .collect();
+    // The vector holding the copies is not part of the log.
+    let bytes = heap_live()
+        .saturating_sub(before)
+        .saturating_sub(copies.capacity() * std::mem::size_of::<HeaderFields>());
+    drop(copies);
     bytes
 }
 

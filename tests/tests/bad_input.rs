@@ -292,7 +292,7 @@ fn panicking_handler_is_a_typed_error_and_the_client_sees_internal() {
     let trace = err.trace().expect("trace");
     assert!(
         trace.events().iter().any(|e| e.host == "store"
-            && matches!(&e.kind, EventKind::HandlerPanicked { message, .. } if message == "disk on fire")),
+            && matches!(&e.kind, EventKind::HandlerPanicked(p) if p.message == "disk on fire")),
         "{}",
         trace.render()
     );

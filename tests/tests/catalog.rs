@@ -424,7 +424,7 @@ fn partition_heals_resumes_one_call_and_cuts_the_pinging_one() {
                 frame: grpc_chaos::wire::FrameType::Ping,
                 fate,
                 ..
-            } => Some((e.at, *fate)),
+            } => Some((e.at, fate.get())),
             _ => None,
         })
         .expect("keepalive pinged");

@@ -3,6 +3,7 @@
 //! direction; SETTINGS injected on a server's behalf; frames held until a
 //! named release.
 
+use grpc_chaos::recorder::event;
 use std::time::Duration;
 
 use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags, WaitingFor};
@@ -128,7 +129,7 @@ fn seen(trace: &Trace, from: &str) -> Vec<Seen> {
                 frame: *frame,
                 flags: *flags,
                 detail: detail.clone(),
-                fate: *fate,
+                fate: fate.get(),
             }),
             _ => None,
         })
@@ -539,12 +540,15 @@ fn a_timed_release_frees_its_hold_and_a_hold_never_released_is_reported() -> grp
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::FrameNeverLeft {
-                stream,
-                frame,
-                waiting_for,
-                ..
-            } => Some((e.at, e.host.as_str(), *stream, *frame, waiting_for)),
+            EventKind::FrameNeverLeft(frame_never_left) => {
+                let event::FrameNeverLeft {
+                    stream,
+                    frame,
+                    waiting_for,
+                    ..
+                } = &**frame_never_left;
+                Some((e.at, e.host.as_str(), *stream, *frame, waiting_for))
+            }
             _ => None,
         })
         .collect();
@@ -585,12 +589,15 @@ fn a_frame_due_after_the_end_of_the_run_is_reported_as_never_left() -> grpc_chao
     let never_left: Vec<(u32, FrameType, &WaitingFor)> = trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
-            EventKind::FrameNeverLeft {
-                stream,
-                frame,
-                waiting_for,
-                ..
-            } => Some((*stream, *frame, waiting_for)),
+            EventKind::FrameNeverLeft(frame_never_left) => {
+                let event::FrameNeverLeft {
+                    stream,
+                    frame,
+                    waiting_for,
+                    ..
+                } = &**frame_never_left;
+                Some((*stream, *frame, waiting_for))
+            }
             _ => None,
         })
         .collect();
@@ -794,9 +801,12 @@ fn an_injection_behind_a_frame_never_released_never_leaves() -> grpc_chaos::Resu
     let never_left: Vec<(FrameType, &WaitingFor)> = trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
-            EventKind::FrameNeverLeft {
-                frame, waiting_for, ..
-            } => Some((*frame, waiting_for)),
+            EventKind::FrameNeverLeft(frame_never_left) => {
+                let event::FrameNeverLeft {
+                    frame, waiting_for, ..
+                } = &**frame_never_left;
+                Some((*frame, waiting_for))
+            }
             _ => None,
         })
         .collect();

@@ -35,7 +35,7 @@ fn player_settings(trace: &Trace) -> Vec<Fate> {
                 frame: FrameType::Settings,
                 fate,
                 ..
-            } if e.host == "player" => Some(*fate),
+            } if e.host == "player" => Some(fate.get()),
             _ => None,
         })
         .collect()

@@ -1,6 +1,7 @@
 //! Each handler fault against the real Store, checked on the trace and on
 //! what the client saw.
 
+use grpc_chaos::recorder::event;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,9 +48,7 @@ where
 fn saved_logs(trace: &Trace) -> usize {
     trace
         .events_on("store")
-        .filter(
-            |e| matches!(&e.kind, EventKind::Log { message, .. } if message.starts_with("saved")),
-        )
+        .filter(|e| matches!(&e.kind, EventKind::Log(log) if log.message.starts_with("saved")))
         .count()
 }
 
@@ -58,7 +57,10 @@ fn fault_actions(trace: &Trace) -> Vec<String> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::FaultFired { action, .. } => Some(action.clone()),
+            EventKind::FaultFired(fault_fired) => {
+                let event::FaultFired { action, .. } = &**fault_fired;
+                Some(action.clone())
+            }
             _ => None,
         })
         .collect()

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags};
+use grpc_chaos::recorder::event::{DebugData, Fate, FrameDetail, FrameFlags};
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{Event, EventKind, Sim, Trace};
@@ -322,7 +322,7 @@ fn malformed_frame_after_a_valid_preface_gets_goaway() {
                 FrameDetail::GoAway {
                     last_stream_id: 0,
                     code: ErrorCode::ProtocolError,
-                    debug: Box::new([])
+                    debug: DebugData::default()
                 }
             )
         ],

@@ -474,7 +474,7 @@ fn a_raw_turmoil_stream_is_recorded_where_the_server_reads_it() {
     let read: Vec<_> = trace
         .events_on("mallory")
         .filter_map(|e| match &e.kind {
-            EventKind::Frame { frame, fate, .. } => Some((*frame, *fate)),
+            EventKind::Frame { frame, fate, .. } => Some((*frame, fate.get())),
             _ => None,
         })
         .collect();

@@ -25,14 +25,13 @@ fn injected(trace: &Trace) -> Vec<(u32, FrameType, FrameDetail, Option<String>)>
                 stream,
                 frame,
                 detail,
-                invalid,
-                fate: Fate::Injected,
+                fate,
                 ..
-            } => Some((
+            } if *fate == Fate::Injected => Some((
                 *stream,
                 *frame,
                 detail.clone(),
-                invalid.as_deref().map(str::to_owned),
+                fate.invalid().map(str::to_owned),
             )),
             _ => None,
         })

@@ -6,6 +6,7 @@
 //! so a message takes one tick and a PING's round trip two. Times pinned
 //! below are simulated.
 
+use grpc_chaos::recorder::event;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -83,19 +84,22 @@ fn judged(trace: &Trace) -> Vec<Judged> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::KeepalivePing {
-                conn,
-                verdict,
-                gap,
-                open_calls,
-                ..
-            } => Some(Judged {
-                at: e.at,
-                conn: *conn,
-                verdict: *verdict,
-                gap: *gap,
-                open_calls: *open_calls,
-            }),
+            EventKind::KeepalivePing(keepalive_ping) => {
+                let event::KeepalivePing {
+                    conn,
+                    verdict,
+                    gap,
+                    open_calls,
+                    ..
+                } = &**keepalive_ping;
+                Some(Judged {
+                    at: e.at,
+                    conn: *conn,
+                    verdict: *verdict,
+                    gap: *gap,
+                    open_calls: *open_calls,
+                })
+            }
             _ => None,
         })
         .collect()
@@ -121,9 +125,11 @@ fn injected(trace: &Trace) -> Vec<(Duration, u32, u32, FrameType, FrameFlags, Fr
                 frame,
                 flags,
                 detail,
-                fate: Fate::Injected,
+                fate,
                 ..
-            } => Some((e.at, *conn, *stream, *frame, *flags, detail.clone())),
+            } if *fate == Fate::Injected => {
+                Some((e.at, *conn, *stream, *frame, *flags, detail.clone()))
+            }
             _ => None,
         })
         .collect()

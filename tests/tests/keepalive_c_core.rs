@@ -10,6 +10,7 @@
 //! `gateway` host enforcing [`KeepalivePolicy::c_core`], in a 10 ms-tick
 //! world. Times are simulated.
 
+use grpc_chaos::recorder::event;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -88,7 +89,10 @@ fn verdicts(trace: &Trace) -> Vec<KeepaliveVerdict> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::KeepalivePing { verdict, .. } => Some(*verdict),
+            EventKind::KeepalivePing(keepalive_ping) => {
+                let event::KeepalivePing { verdict, .. } = &**keepalive_ping;
+                Some(*verdict)
+            }
             _ => None,
         })
         .collect()

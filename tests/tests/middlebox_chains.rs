@@ -69,7 +69,7 @@ fn closes(trace: &Trace) -> Vec<(Duration, String)> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyClosed { policy, .. } => Some((e.at, policy.clone())),
+            EventKind::PolicyClosed(closed) => Some((e.at, closed.policy.clone())),
             _ => None,
         })
         .collect()
@@ -102,12 +102,12 @@ fn a_ping_answered_by_the_nearer_box_never_reaches_the_farther_one() -> grpc_cha
         .filter(|e| {
             e.host == "store"
                 && matches!(
-                    e.kind,
+                    &e.kind,
                     EventKind::Frame {
                         frame: FrameType::Ping,
-                        fate: Fate::Passed,
+                        fate,
                         ..
-                    }
+                    } if *fate == Fate::Passed
                 )
         })
         .count();
@@ -124,10 +124,10 @@ fn a_ping_answered_by_the_nearer_box_never_reaches_the_farther_one() -> grpc_cha
                 &e.kind,
                 EventKind::Frame {
                     frame: FrameType::Ping,
-                    fate: Fate::Injected,
+                    fate,
                     flags,
                     ..
-                } if flags.ack()
+                } if flags.ack() && *fate == Fate::Injected
             )
         })
         .count();
@@ -281,7 +281,7 @@ fn a_box_between_two_named_hosts_touches_only_that_link() -> grpc_chaos::Result 
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyClosed { to, policy, .. } => Some((to.clone(), policy.clone())),
+            EventKind::PolicyClosed(closed) => Some((closed.to.to_string(), closed.policy.clone())),
             _ => None,
         })
         .collect();

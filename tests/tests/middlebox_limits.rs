@@ -95,12 +95,12 @@ fn a_stream_limit_refuses_a_cold_burst_and_queues_a_warm_one() -> grpc_chaos::Re
             k,
             EventKind::Frame {
                 frame: FrameType::RstStream,
-                fate: Fate::Injected,
+                fate,
                 detail: grpc_chaos::recorder::event::FrameDetail::RstStream {
                     code: ErrorCode::RefusedStream
                 },
                 ..
-            }
+            } if *fate == Fate::Injected
         )
     });
     assert_eq!(refused, 4, "{text}");

@@ -3,6 +3,7 @@
 //! that connection, either way, is answered with a TCP reset
 //! (`Effects::reset`). Times are simulated; a 10 ms tick, 1 ms links.
 
+use grpc_chaos::recorder::event;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,7 +68,7 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyActed { action, .. } if action.starts_with("forgets the flow") => {
+            EventKind::PolicyActed(acted) if acted.action.starts_with("forgets the flow") => {
                 Some(e.at)
             }
             _ => None,
@@ -79,12 +80,13 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyReset {
-                policy,
-                reason,
-                discarded,
-                ..
-            } => {
+            EventKind::PolicyReset(reset) => {
+                let grpc_chaos::recorder::event::PolicyReset {
+                    policy,
+                    reason,
+                    discarded,
+                    ..
+                } = &**reset;
                 assert_eq!(policy, "AWS NLB");
                 Some((e.at, reason.clone(), *discarded))
             }
@@ -97,7 +99,7 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         !trace
             .events()
             .iter()
-            .any(|e| matches!(e.kind, EventKind::PolicyClosed { .. })),
+            .any(|e| matches!(e.kind, EventKind::PolicyClosed(_))),
         "{text}"
     );
     let (reset_at, reason, discarded) = &resets[0];

@@ -7,6 +7,7 @@
 //! Every story runs with a 10 ms tick; link latency is the default 1 ms.
 //! Times pinned below are simulated.
 
+use grpc_chaos::recorder::event;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -94,7 +95,8 @@ fn closes(trace: &Trace) -> Vec<(Duration, String, String)> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyClosed { policy, reason, .. } => {
+            EventKind::PolicyClosed(policy_closed) => {
+                let event::PolicyClosed { policy, reason, .. } = &**policy_closed;
                 Some((e.at, policy.clone(), reason.clone()))
             }
             _ => None,
@@ -114,7 +116,7 @@ fn pings(trace: &Trace, ack: bool) -> Vec<(Duration, String, Fate)> {
                 flags,
                 fate,
                 ..
-            } if flags.ack() == ack => Some((e.at, e.host.clone(), *fate)),
+            } if flags.ack() == ack => Some((e.at, e.host.to_string(), fate.get())),
             _ => None,
         })
         .collect()
@@ -329,9 +331,9 @@ fn a_stream_lifetime_cap_resets_a_long_watch() -> grpc_chaos::Result {
                 &e.kind,
                 EventKind::Frame {
                     frame: FrameType::RstStream,
-                    fate: Fate::Injected,
+                    fate,
                     ..
-                }
+                } if *fate == Fate::Injected
             )
         })
         .count();

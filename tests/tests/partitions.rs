@@ -1,6 +1,7 @@
 //! Partitions that heal like TCP, black holes that do not, paused hosts,
 //! and the connection lifecycle the trace shows around them.
 
+use grpc_chaos::recorder::event;
 use std::time::Duration;
 
 use grpc_chaos::recorder::event::{ConnectFailure, Fate, LinkHold, WaitingFor};
@@ -42,7 +43,7 @@ fn frames(trace: &Trace, host: &str) -> Vec<(Duration, FrameType, Fate)> {
     trace
         .events_on(host)
         .filter_map(|e| match &e.kind {
-            EventKind::Frame { frame, fate, .. } => Some((e.at, *frame, *fate)),
+            EventKind::Frame { frame, fate, .. } => Some((e.at, *frame, fate.get())),
             _ => None,
         })
         .collect()
@@ -578,7 +579,10 @@ fn frames_a_partition_held_that_never_left_say_why() -> grpc_chaos::Result {
         let never: Vec<WaitingFor> = trace
             .events_on("store")
             .filter_map(|e| match &e.kind {
-                EventKind::FrameNeverLeft { waiting_for, .. } => Some(waiting_for.clone()),
+                EventKind::FrameNeverLeft(frame_never_left) => {
+                    let event::FrameNeverLeft { waiting_for, .. } = &**frame_never_left;
+                    Some(waiting_for.clone())
+                }
                 _ => None,
             })
             .collect();

@@ -53,7 +53,7 @@ fn an_alb_cuts_a_quiet_watch() -> grpc_chaos::Result {
     });
     let trace = sim.run()?;
     let closed = trace.events().iter().find_map(|e| match &e.kind {
-        EventKind::PolicyClosed { reason, .. } => Some(reason.clone()),
+        EventKind::PolicyClosed(c) => Some(c.reason.clone()),
         _ => None,
     });
     assert_eq!(

@@ -68,11 +68,7 @@ fn balancer_at(trace: &Trace, replica: &str, change: &BalancerChange) -> Vec<Dur
     trace
         .events_on("player")
         .filter_map(|e| match &e.kind {
-            EventKind::Balancer {
-                replica: r,
-                change: c,
-                ..
-            } if r == replica && c == change => Some(e.at),
+            EventKind::Balancer(b) if b.replica == replica && b.change == *change => Some(e.at),
             _ => None,
         })
         .collect()
@@ -186,10 +182,7 @@ fn a_failed_redial_fails_the_next_call_sent_there_unavailable() {
         .filter(|e| {
             matches!(
                 &e.kind,
-                EventKind::Balancer {
-                    change: BalancerChange::ConnectFailed { .. },
-                    ..
-                }
+                EventKind::Balancer(b) if matches!(b.change, BalancerChange::ConnectFailed { .. })
             )
         })
         .count();

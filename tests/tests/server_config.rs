@@ -2,6 +2,7 @@
 //! tonic's own builder options, layers and interceptors, `Routes`; each
 //! test asserts the behaviour the option causes.
 
+use grpc_chaos::recorder::event;
 use std::time::Duration;
 
 use grpc_chaos::trace::RenderOptions;
@@ -119,7 +120,10 @@ fn a_layer_on_the_builder_wraps_every_service_and_faults_act_on_either_side() ->
     let sides: Vec<(u32, Option<LayerSide>)> = trace
         .events_on("store")
         .filter_map(|e| match &e.kind {
-            EventKind::FaultFired { run, side, .. } => Some((run.0, *side)),
+            EventKind::FaultFired(fault_fired) => {
+                let event::FaultFired { run, side, .. } = &**fault_fired;
+                Some((run.0, *side))
+            }
             _ => None,
         })
         .collect();

@@ -74,7 +74,7 @@ fn a_drain_lets_the_call_in_flight_finish_and_refuses_new_ones() -> grpc_chaos::
         .position(|k| matches!(k, EventKind::ServeReturned { .. }));
     let finished = store
         .iter()
-        .position(|k| matches!(k, EventKind::HandlerFinished { code: "OK", .. }));
+        .position(|k| matches!(k, EventKind::HandlerFinished(f) if f.code == "OK"));
     assert!(
         started < finished && finished < returned,
         "shutdown, then the save finishes, then serve returns: {store:?}"

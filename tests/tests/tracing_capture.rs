@@ -1,6 +1,7 @@
 //! `tracing` events that user code emits inside a host become `Log` events
 //! in the trace, on that host, at the simulated time.
 
+use grpc_chaos::recorder::event;
 use std::time::Duration;
 
 use grpc_chaos::trace::RenderOptions;
@@ -19,7 +20,7 @@ fn logs(trace: &Trace) -> Vec<&Event> {
     trace
         .events()
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::Log { .. }))
+        .filter(|e| matches!(e.kind, EventKind::Log(_)))
         .collect()
 }
 
@@ -54,11 +55,11 @@ fn handler_log_is_a_log_event_on_its_host_at_sim_time() -> grpc_chaos::Result {
     assert_eq!(log.host, "store");
     assert_eq!(
         log.kind,
-        EventKind::Log {
+        EventKind::Log(Box::new(event::Log {
             level: "INFO",
             target: STORE_TARGET.into(),
             message: "saved match_id=m0 total=3".into(),
-        }
+        }))
     );
     // The Store logs after its 100 ms of work, just before it returns.
     let run = &trace.handler_runs()[0];
@@ -80,7 +81,10 @@ fn each_log_lands_on_the_host_that_emitted_it() -> grpc_chaos::Result {
     let placed: Vec<(&str, &str)> = logs(&trace)
         .iter()
         .map(|e| match &e.kind {
-            EventKind::Log { message, .. } => (e.host.as_str(), message.as_str()),
+            EventKind::Log(log) => {
+                let event::Log { message, .. } = &**log;
+                (e.host.as_str(), message.as_str())
+            }
             _ => unreachable!(),
         })
         .collect();
@@ -104,10 +108,10 @@ fn the_stacks_own_logs_are_not_captured() -> grpc_chaos::Result {
     let trace = save_into(&["store"], ms(10), Duration::ZERO).run()?;
     let everything = trace.render_with(&RenderOptions::everything());
     for e in logs(&trace) {
-        let EventKind::Log { target, .. } = &e.kind else {
+        let EventKind::Log(log) = &e.kind else {
             unreachable!()
         };
-        assert_eq!(target, STORE_TARGET, "{everything}");
+        assert_eq!(log.target, STORE_TARGET, "{everything}");
     }
     Ok(())
 }
@@ -130,7 +134,7 @@ mod own_events {
         logs(trace)
             .iter()
             .map(|e| match &e.kind {
-                EventKind::Log { level, message, .. } => (e.host.clone(), *level, message.clone()),
+                EventKind::Log(log) => (e.host.to_string(), log.level, log.message.clone()),
                 _ => unreachable!(),
             })
             .collect()

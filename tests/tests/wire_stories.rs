@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags};
+use grpc_chaos::recorder::event::{DebugData, Fate, FrameDetail, FrameFlags};
 use grpc_chaos::trace::{RunEnd, StallEnd, Window};
 use grpc_chaos::wire::{ErrorCode, FrameType};
 use grpc_chaos::{EventKind, Trace};
@@ -56,12 +56,12 @@ fn frames(trace: &Trace, from: &str, kind: FrameType) -> Vec<Seen> {
                 ..
             } if *frame == kind => Some(Seen {
                 at: e.at,
-                from: e.host.clone(),
+                from: e.host.to_string(),
                 conn: *conn,
                 stream: *stream,
                 flags: *flags,
                 detail: detail.clone(),
-                fate: *fate,
+                fate: fate.get(),
             }),
             _ => None,
         })
@@ -345,7 +345,7 @@ fn injected_resets_refused_stream_and_goaway() {
             &FrameDetail::GoAway {
                 last_stream_id: 3,
                 code: ErrorCode::NoError,
-                debug: Box::new([])
+                debug: DebugData::default()
             },
             Fate::Injected
         )

@@ -19,6 +19,7 @@ mod replica;
 mod replicas;
 mod rng;
 
+use crate::recorder::event;
 use std::sync::Arc;
 
 use tonic::body::Body;
@@ -63,11 +64,11 @@ impl Site {
     fn record(&self, replica: &str, change: BalancerChange) {
         self.wiring.tap.recorder.push(
             &self.from,
-            EventKind::Balancer {
+            EventKind::Balancer(Box::new(event::Balancer {
                 set: self.set.name.clone(),
-                replica: replica.to_owned(),
+                replica: replica.into(),
                 change,
-            },
+            })),
         );
     }
 }

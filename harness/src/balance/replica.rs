@@ -159,7 +159,7 @@ impl tower::Service<http::Request<Body>> for Replica {
                 &self.site.from,
                 EventKind::CallRouted {
                     call,
-                    replica: self.name.to_string(),
+                    replica: (&self.name).into(),
                 },
             );
         }

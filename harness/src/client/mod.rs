@@ -5,6 +5,7 @@ mod body;
 mod future;
 mod request;
 
+use crate::recorder::event;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -122,13 +123,13 @@ impl tower::Service<http::Request<Body>> for Channel {
         let req = req.map(|b| Body::new(request::WatchedRequest::new(b, request_error.clone())));
         recorder.push(
             &self.call.from,
-            EventKind::CallStarted {
+            EventKind::CallStarted(Box::new(event::CallStarted {
                 call: id,
-                target: self.call.target.to_string(),
+                target: (&self.call.target).into(),
                 path: path.clone(),
                 timeout,
                 parent: CURRENT_RUN.try_with(|r| *r).ok(),
-            },
+            })),
         );
         let guard = CallGuard {
             site: self.call.clone(),
@@ -188,7 +189,7 @@ impl CallGuard {
             EventKind::CallEnded {
                 call: self.id,
                 path: self.path.clone(),
-                outcome,
+                outcome: Box::new(outcome),
             },
         );
     }

@@ -35,7 +35,7 @@ impl Dial {
         wiring.tap.recorder.push(
             &me,
             EventKind::ConnectStarted {
-                to: to.to_string(),
+                to: (&to).into(),
                 attempt,
             },
         );
@@ -71,7 +71,7 @@ impl Dial {
                 self.wiring.tap.recorder.push(
                     &self.me,
                     EventKind::ConnectWaiting {
-                        to: self.to.to_string(),
+                        to: (&self.to).into(),
                         attempt: self.attempt,
                         paused: state == LinkState::Paused,
                     },
@@ -112,7 +112,7 @@ impl Dial {
             &self.me,
             EventKind::Connected {
                 conn,
-                to: self.to.to_string(),
+                to: (&self.to).into(),
                 attempt: self.attempt,
                 took,
                 waited: self.waited,
@@ -133,7 +133,7 @@ impl Dial {
         self.wiring.tap.recorder.push(
             &self.me,
             EventKind::ConnectFailed {
-                to: self.to.to_string(),
+                to: (&self.to).into(),
                 attempt: self.attempt,
                 reason,
                 took,
@@ -156,7 +156,7 @@ impl Drop for Dial {
         self.wiring.tap.recorder.push(
             &self.me,
             EventKind::ConnectAbandoned {
-                to: self.to.to_string(),
+                to: (&self.to).into(),
                 attempt: self.attempt,
                 after,
                 waited: self.waited,

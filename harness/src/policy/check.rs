@@ -28,6 +28,7 @@
 //! # Ok::<(), grpc_chaos::Error>(())
 //! ```
 
+use crate::recorder::event;
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
@@ -272,7 +273,8 @@ impl KeepaliveReport {
         let mut per_conn: std::collections::HashMap<u32, usize> = Default::default();
         let mut cut_at_ping = std::collections::HashMap::new();
         for e in trace.events() {
-            if let EventKind::KeepalivePing { conn, verdict, .. } = &e.kind {
+            if let EventKind::KeepalivePing(keepalive_ping) = &e.kind {
+                let event::KeepalivePing { conn, verdict, .. } = &**keepalive_ping;
                 pings += 1;
                 if *verdict != KeepaliveVerdict::Ok {
                     strikes += 1;
@@ -291,9 +293,9 @@ impl KeepaliveReport {
                 EventKind::Frame {
                     conn,
                     frame: FrameType::GoAway,
-                    fate: Fate::Injected,
+                    fate,
                     ..
-                } => Some((e.at, *conn)),
+                } if *fate == Fate::Injected => Some((e.at, *conn)),
                 _ => None,
             })
             .collect();

@@ -21,6 +21,7 @@
 //! # Ok::<(), grpc_chaos::Error>(())
 //! ```
 
+use crate::recorder::event;
 use std::fmt;
 use std::time::Duration;
 
@@ -85,19 +86,24 @@ impl MiddleboxReport {
         // own words: its last act on that connection.
         let events = trace.events();
         let first_cut = events.iter().enumerate().find_map(|(i, e)| match &e.kind {
-            EventKind::PolicyClosed { reason, .. } | EventKind::PolicyReset { reason, .. } => {
+            EventKind::PolicyClosed(policy_closed) => {
+                let event::PolicyClosed { reason, .. } = &**policy_closed;
+                Some((e.at, reason.clone()))
+            }
+            EventKind::PolicyReset(policy_reset) => {
+                let event::PolicyReset { reason, .. } = &**policy_reset;
                 Some((e.at, reason.clone()))
             }
             EventKind::Frame {
                 conn,
                 frame: FrameType::RstStream | FrameType::GoAway | FrameType::Headers,
-                fate: Fate::Injected,
+                fate,
                 ..
-            } => {
+            } if *fate == Fate::Injected => {
                 let why = events[..i].iter().rev().find_map(|p| match &p.kind {
-                    EventKind::PolicyActed {
-                        conn: c, action, ..
-                    } if c == conn => Some(action.clone()),
+                    EventKind::PolicyActed(acted) if acted.conn == *conn => {
+                        Some(acted.action.clone())
+                    }
                     _ => None,
                 });
                 Some((e.at, why.unwrap_or_default()))

@@ -35,6 +35,7 @@
 //! and the server's reads end, so the server's HTTP/2 connection and its
 //! handlers go away as with a real close.
 
+use crate::recorder::event;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -458,7 +459,7 @@ impl KeepaliveEnforcement {
         if cleared > 0 {
             fx.record(EventKind::KeepaliveStrikesReset {
                 conn: self.conn,
-                to: self.client.clone(),
+                to: (&self.client).into(),
                 cleared,
                 frame: ty,
             });
@@ -481,7 +482,7 @@ impl KeepaliveEnforcement {
         if cleared > 0 {
             fx.record(EventKind::KeepaliveDataReset {
                 conn: self.conn,
-                to: self.client.clone(),
+                to: (&self.client).into(),
                 cleared,
                 stream,
             });
@@ -507,16 +508,16 @@ impl KeepaliveEnforcement {
             }
             PingVerdict::AlreadyGoingAway { .. } => (KeepaliveVerdict::GoingAway, None, allowed),
         };
-        EventKind::KeepalivePing {
+        EventKind::KeepalivePing(Box::new(event::KeepalivePing {
             conn: self.conn,
-            from: self.client.clone(),
+            from: (&self.client).into(),
             verdict,
             strikes: judged.strikes,
             gap,
             allowed,
             open_calls: judged.open_calls,
             after_reset: judged.after_reset,
-        }
+        }))
     }
 
     /// Sends the reaction behind the PING ACK that set it off, then closes.
@@ -820,13 +821,9 @@ mod tests {
         fx.records
             .iter()
             .filter_map(|e| match e {
-                EventKind::KeepalivePing {
-                    verdict,
-                    gap,
-                    open_calls,
-                    after_reset,
-                    ..
-                } => Some((*verdict, *gap, *open_calls, *after_reset)),
+                EventKind::KeepalivePing(p) => {
+                    Some((p.verdict, p.gap, p.open_calls, p.after_reset))
+                }
                 _ => None,
             })
             .collect()
@@ -878,12 +875,8 @@ mod tests {
             [(KeepaliveVerdict::TooManyPings, Some(secs(10)), 1, false)]
         );
         assert!(matches!(
-            fx.records[..],
-            [EventKind::KeepalivePing {
-                strikes: 3,
-                allowed,
-                ..
-            }] if allowed == five_min
+            &fx.records[..],
+            [EventKind::KeepalivePing(p)] if p.strikes == 3 && p.allowed == five_min
         ));
         // GOAWAY, trailers on the call whose headers went out (the client
         // sees trailers), RST_STREAM(NO_ERROR); CloseConnection is the close.

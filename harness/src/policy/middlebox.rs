@@ -2,6 +2,7 @@
 //! server host: idle timers, PINGs answered by the box, lifetime caps
 //! ([`Middlebox`]); one [`BoxConn`] per connection runs it.
 
+use crate::recorder::event;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -458,12 +459,12 @@ impl BoxConn {
     }
 
     pub(super) fn note(&self, fx: &mut Effects, action: String) {
-        fx.record(EventKind::PolicyActed {
+        fx.record(EventKind::PolicyActed(Box::new(event::PolicyActed {
             conn: self.conn,
-            to: self.client.clone(),
+            to: (&self.client).into(),
             policy: self.cfg.name.clone(),
             action,
-        });
+        })));
     }
 
     /// Every timer with its instant, earliest first among equals by kind.

@@ -108,7 +108,7 @@ fn acts(fx: &Effects) -> Vec<String> {
     fx.records
         .iter()
         .filter_map(|e| match e {
-            EventKind::PolicyActed { action, .. } => Some(action.clone()),
+            EventKind::PolicyActed(acted) => Some(acted.action.clone()),
             _ => None,
         })
         .collect()

@@ -11,6 +11,7 @@
 //! every host on the thread that called it, so no lock is needed); every
 //! other span is nothing.
 
+use crate::recorder::event;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -157,11 +158,11 @@ impl Subscriber for Capture {
         event.record(&mut message);
         self.recorder.push(
             &host,
-            EventKind::Log {
+            EventKind::Log(Box::new(event::Log {
                 level: level_name(meta.level()),
                 target: target.to_owned(),
                 message: message.finish(),
-            },
+            })),
         );
     }
 

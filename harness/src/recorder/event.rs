@@ -5,9 +5,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use super::fields::DebugData;
 pub use super::fields::{binary_len, is_custom_metadata};
 pub use super::fields::{
     FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
+};
+pub use super::frame_fate::FrameFate;
+pub use super::host_name::HostName;
+pub use super::payloads::{
+    Balancer, CallStarted, FaultFired, FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid,
+    HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, KeepalivePing, Log,
+    PolicyActed, PolicyClosed, PolicyReset, RetryAttempt, RetryDecision,
 };
 use crate::wire::FrameType;
 
@@ -55,13 +63,17 @@ impl std::fmt::Display for RunId {
 
 /// One recorded event: *simulated* time since the start of the run, the
 /// host it happened on, and what happened.
+///
+/// 80 bytes inline, whatever the kind (a unit test keeps it so): one is
+/// stored per recorded frame. The host is an interned [`HostName`]; kinds
+/// larger than a frame event hold their fields boxed (see [`EventKind`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     /// Simulated time since the start of the run.
     #[serde(rename = "at_us", serialize_with = "micros")]
     pub at: Duration,
     /// The host the event happened on (for host faults: the host affected).
-    pub host: String,
+    pub host: HostName,
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
@@ -259,6 +271,12 @@ pub enum LayerSide {
 }
 
 /// What happened. The variant names are the trace's verbs.
+///
+/// Sized for the frame event, the one recorded 100,000s of times: a
+/// variant whose fields would not fit beside it holds them in a struct of
+/// the same name, boxed (`EventKind::CallStarted(Box<CallStarted>)`; match
+/// it as `EventKind::CallStarted(c)` and read `c.path`). JSON is the same
+/// either way: the fields sit beside `"event"`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -272,7 +290,7 @@ pub enum EventKind {
     /// wait at their sender until the repair.
     Partitioned {
         /// The other side.
-        peer: String,
+        peer: HostName,
         /// After how long a waiting byte resets its connection, if ever,
         /// *simulated* time.
         #[serde(
@@ -286,13 +304,13 @@ pub enum EventKind {
     /// partition kept back leave now; a black hole stops losing new ones.
     Repaired {
         /// The other side.
-        peer: String,
+        peer: HostName,
     },
     /// The links between `host` and `peer` became a black hole (turmoil
     /// `partition`): every byte sent on them is lost.
     BlackHoled {
         /// The other side.
-        peer: String,
+        peer: HostName,
     },
     /// The host was paused ([`Fault::pause`](crate::Fault::pause)): every
     /// byte to or from it waits at its sender until it resumes.
@@ -302,7 +320,7 @@ pub enum EventKind {
     /// A channel on `host` started a connection attempt to `to`.
     ConnectStarted {
         /// The server host dialled.
-        to: String,
+        to: HostName,
         /// The attempt number on this channel, 1 for the first dial; a
         /// higher one is a redial.
         attempt: u32,
@@ -312,7 +330,7 @@ pub enum EventKind {
     /// gets through).
     ConnectWaiting {
         /// The server host dialled.
-        to: String,
+        to: HostName,
         /// The attempt number on this channel.
         attempt: u32,
         /// Whether a pause holds it (else a partition).
@@ -324,7 +342,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The server host.
-        to: String,
+        to: HostName,
         /// The attempt number on this channel.
         attempt: u32,
         /// From the start of the attempt, *simulated* time.
@@ -336,7 +354,7 @@ pub enum EventKind {
     /// A connection attempt failed.
     ConnectFailed {
         /// The server host dialled.
-        to: String,
+        to: HostName,
         /// The attempt number on this channel.
         attempt: u32,
         /// Why.
@@ -351,7 +369,7 @@ pub enum EventKind {
     /// `Endpoint::connect_timeout` fired (or the channel was dropped).
     ConnectAbandoned {
         /// The server host dialled.
-        to: String,
+        to: HostName,
         /// The attempt number on this channel.
         attempt: u32,
         /// From the start of the attempt, *simulated* time.
@@ -368,7 +386,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The host at the other end.
-        to: String,
+        to: HostName,
         /// How long the oldest byte had waited, *simulated* time.
         #[serde(rename = "waited_us", serialize_with = "micros")]
         waited: Duration,
@@ -378,7 +396,7 @@ pub enum EventKind {
     /// The one-way latency between `host` and `peer` was set.
     LinkLatency {
         /// The other side.
-        peer: String,
+        peer: HostName,
         /// New one-way latency, *simulated* time.
         #[serde(rename = "latency_us", serialize_with = "micros")]
         latency: Duration,
@@ -425,35 +443,13 @@ pub enum EventKind {
         waiting_on: Vec<OpenRun>,
     },
     /// A handler fault acted on a request.
-    FaultFired {
-        /// The handler run it acted on.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// What it did, in the trace's words (`delay 2000ms`).
-        action: String,
-        /// Which side of the server's own layers it acted on, on a host
-        /// whose builder has layers of its own
-        /// ([`ServerHost::configure`](crate::ServerHost::configure)); none
-        /// on a host without (both sides are then the same place).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        side: Option<LayerSide>,
-    },
+    ///
+    /// Its fields are in [`FaultFired`] (boxed).
+    FaultFired(Box<FaultFired>),
     /// A client started a call.
-    CallStarted {
-        /// The call.
-        call: CallId,
-        /// The host called.
-        target: String,
-        /// The method path, `/package.Service/Method`.
-        path: String,
-        /// The `grpc-timeout` sent, if any.
-        #[serde(rename = "timeout_us", serialize_with = "opt_micros")]
-        timeout: Option<Duration>,
-        /// The handler run on this host the call was made from, if any.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        parent: Option<RunId>,
-    },
+    ///
+    /// Its fields are in [`CallStarted`] (boxed).
+    CallStarted(Box<CallStarted>),
     /// The call started next (a `CallStarted` with the same id follows)
     /// was not made through a recorded channel: the wire tap saw its
     /// request HEADERS leave a tonic client (its `user-agent` names tonic)
@@ -481,8 +477,9 @@ pub enum EventKind {
         call: CallId,
         /// The method path.
         path: String,
-        /// The status reported and the status the spec requires.
-        outcome: Outcome,
+        /// The status reported and the status the spec requires (boxed:
+        /// it is most of the event's size).
+        outcome: Box<Outcome>,
     },
     /// The caller dropped a call before it ended (its task was cancelled,
     /// or it stopped reading a response stream).
@@ -518,24 +515,9 @@ pub enum EventKind {
         flag: u8,
     },
     /// A request reached a handler's queue (before any concurrency limit).
-    HandlerStarted {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// The host the request came from.
-        from: String,
-        /// The client call it belongs to, when the caller used a recorded
-        /// channel.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        call: Option<CallId>,
-        /// The incoming `grpc-timeout`, if any.
-        #[serde(rename = "timeout_us", serialize_with = "opt_micros")]
-        timeout: Option<Duration>,
-        /// How many requests for this method this host had received, this
-        /// one included (the server-side attempt number).
-        nth: u32,
-    },
+    ///
+    /// Its fields are in [`HandlerStarted`] (boxed).
+    HandlerStarted(Box<HandlerStarted>),
     /// A queued request got a slot under a concurrency limit.
     HandlerDequeued {
         /// The handler run.
@@ -548,19 +530,9 @@ pub enum EventKind {
     },
     /// A handler returned a status (for streams: its last message and
     /// trailers were produced).
-    HandlerFinished {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// The gRPC code name.
-        code: &'static str,
-        /// The status message.
-        message: String,
-        /// From start to finish, *simulated* time.
-        #[serde(rename = "ran_us", serialize_with = "micros")]
-        ran: Duration,
-    },
+    ///
+    /// Its fields are in [`HandlerFinished`] (boxed).
+    HandlerFinished(Box<HandlerFinished>),
     /// tonic's server answered the request before the user's handler got
     /// it: an unknown service or method, a message over its
     /// `max_decoding_message_size`, a message it could not decode, a
@@ -570,19 +542,9 @@ pub enum EventKind {
     /// layer, not a handler that started. A client-streaming or bidi
     /// handler that passes on such an error from its request stream at
     /// once (tonic calls it before reading anything) is recorded so too.
-    HandlerRejected {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// What tonic answered, and the code the spec requires.
-        outcome: Outcome,
-        /// Why, in the trace's words.
-        why: &'static str,
-        /// From arrival to the answer, *simulated* time.
-        #[serde(rename = "ran_us", serialize_with = "micros")]
-        ran: Duration,
-    },
+    ///
+    /// Its fields are in [`HandlerRejected`] (boxed).
+    HandlerRejected(Box<HandlerRejected>),
     /// A handler was dropped before it finished: the peer cancelled the
     /// stream, the connection closed, or the host crashed.
     HandlerDropped {
@@ -595,14 +557,9 @@ pub enum EventKind {
         ran: Duration,
     },
     /// A handler panicked; the harness answered INTERNAL.
-    HandlerPanicked {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// The panic payload, when it was a string.
-        message: String,
-    },
+    ///
+    /// Its fields are in [`HandlerPanicked`] (boxed).
+    HandlerPanicked(Box<HandlerPanicked>),
     /// An HTTP/2 frame a host wrote on a connection (recorded once, at the
     /// sender, when it was written), and what the frame faults did with it.
     /// Every field is data; the words a render prints for it are made by
@@ -612,7 +569,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
-        to: String,
+        to: HostName,
         /// The stream id (0 for connection-level frames).
         stream: u32,
         /// The frame type; JSON: its RFC 9113 name (`HEADERS`, `RST_STREAM`).
@@ -622,13 +579,13 @@ pub enum EventKind {
         flags: FrameFlags,
         /// The decoded payload.
         detail: FrameDetail,
-        /// For a frame the harness wrote that breaks RFC 9113 (an injected
-        /// RST_STREAM on stream 0): the rule it breaks, naming the section.
-        /// JSON: absent when none.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        invalid: Option<Box<str>>,
-        /// What the frame faults did with it.
-        fate: Fate,
+        /// What the frame faults did with it, and, for a frame the harness
+        /// wrote that breaks RFC 9113 (an injected RST_STREAM on stream 0),
+        /// the rule it breaks, naming the section
+        /// ([`FrameFate::invalid`]). JSON: `invalid` (absent when none),
+        /// then `fate`.
+        #[serde(flatten)]
+        fate: FrameFate,
         /// Connection-level noise the default render hides (SETTINGS,
         /// connection and small WINDOW_UPDATEs, PRIORITY) unless a fault
         /// touched it.
@@ -641,7 +598,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
-        to: String,
+        to: HostName,
         /// The stream id.
         stream: u32,
         /// The frame type; JSON: its RFC 9113 name.
@@ -664,23 +621,9 @@ pub enum EventKind {
     },
     /// A kept-back frame was still waiting when the run ended: it never
     /// reached the receiver.
-    FrameNeverLeft {
-        /// The connection.
-        #[serde(serialize_with = "conn_id")]
-        conn: u32,
-        /// The receiving host.
-        to: String,
-        /// The stream id.
-        stream: u32,
-        /// The frame type; JSON: its RFC 9113 name.
-        #[serde(serialize_with = "frame_type")]
-        frame: FrameType,
-        /// When the sender wrote it, *simulated* time since the start.
-        #[serde(rename = "written_us", serialize_with = "micros")]
-        written: Duration,
-        /// What it was waiting for: a time past the end, or a release.
-        waiting_for: WaitingFor,
-    },
+    ///
+    /// Its fields are in [`FrameNeverLeft`] (boxed).
+    FrameNeverLeft(Box<FrameNeverLeft>),
     /// A host closed its end of a connection: its HTTP/2 stack shut the
     /// connection down or dropped it (for a peer that broke the protocol
     /// before any frame, the close is the whole reaction). Recorded at that
@@ -692,7 +635,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The host at the other end.
-        to: String,
+        to: HostName,
     },
     /// A host's HTTP/2 stack closed its end of a connection with bytes of
     /// the peer it had not read: turmoil, like TCP (RFC 9293 §3.10.4),
@@ -709,7 +652,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The host at the other end.
-        to: String,
+        to: HostName,
         /// Bytes of `to` this host's stack had read, octets.
         read: u64,
         /// Bytes `to` had put on the wire that this host never read,
@@ -727,7 +670,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
-        to: String,
+        to: HostName,
         /// The first frames that never left, in order, as `(stream, type)`
         /// (at most 8; JSON: `[[0, "GOAWAY"], …]`).
         #[serde(serialize_with = "stream_frames")]
@@ -748,7 +691,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The server host that saw it.
-        to: String,
+        to: HostName,
         /// A reset (RST) rather than a FIN.
         reset: bool,
     },
@@ -758,7 +701,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The receiving host.
-        to: String,
+        to: HostName,
         /// Byte offset in the sender's stream.
         offset: u64,
         /// What was wrong, naming the RFC 9113 section.
@@ -767,39 +710,16 @@ pub enum EventKind {
     /// A server host with a keepalive policy
     /// ([`Sim::keepalive_policy`](crate::Sim::keepalive_policy)) judged a
     /// PING it received (recorded on the server, when it acked the PING).
-    KeepalivePing {
-        /// The connection.
-        #[serde(serialize_with = "conn_id")]
-        conn: u32,
-        /// The client host that sent the PING.
-        from: String,
-        /// Ok, a strike, one strike too many (GOAWAY follows), or a PING
-        /// after the GOAWAY was decided; JSON: `verdict` and, for a strike,
-        /// `n` and `of` (see [`KeepaliveVerdict`]).
-        #[serde(flatten)]
-        verdict: KeepaliveVerdict,
-        /// Strikes counted after this PING.
-        strikes: u32,
-        /// Time since the PING the gap is measured from, *simulated* time;
-        /// none for the first PING, or the first after server frames reset
-        /// the count (see [`crate::policy`]).
-        #[serde(rename = "gap_us", serialize_with = "opt_micros")]
-        gap: Option<Duration>,
-        /// The minimum gap that applied, *simulated* time.
-        #[serde(rename = "allowed_us", serialize_with = "micros")]
-        allowed: Duration,
-        /// Calls open on the connection when the server read the PING.
-        open_calls: usize,
-        /// Whether server frames reset the count since the previous PING.
-        after_reset: bool,
-    },
+    ///
+    /// Its fields are in [`KeepalivePing`] (boxed).
+    KeepalivePing(Box<KeepalivePing>),
     /// Frames the server sent reset a connection's ping strikes.
     KeepaliveStrikesReset {
         /// The connection.
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The client host.
-        to: String,
+        to: HostName,
         /// Strikes cleared.
         cleared: u32,
         /// The frame type that reset them (`DATA`, `HEADERS`,
@@ -814,7 +734,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The client host.
-        to: String,
+        to: HostName,
         /// The GOAWAY debug text, `too_many_pings`.
         reason: String,
     },
@@ -822,74 +742,30 @@ pub enum EventKind {
     /// it, [`Fate::Replaced`]): one of the frames of the replacement,
     /// decoded on its own. Recorded at the sender, right after the frame
     /// it replaced.
-    FrameReplaced {
-        /// The connection.
-        #[serde(serialize_with = "conn_id")]
-        conn: u32,
-        /// The receiving host.
-        to: String,
-        /// The stream id.
-        stream: u32,
-        /// The frame type; JSON: its RFC 9113 name.
-        #[serde(serialize_with = "frame_type")]
-        frame: FrameType,
-        /// The flags that matter.
-        flags: FrameFlags,
-        /// The decoded payload.
-        detail: FrameDetail,
-        /// The RFC 9113 rule it breaks, if it breaks one. JSON: absent
-        /// when none.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        invalid: Option<Box<str>>,
-    },
+    ///
+    /// Its fields are in [`FrameReplaced`] (boxed).
+    FrameReplaced(Box<FrameReplaced>),
     /// A connection policy ([`crate::policy::ConnectionPolicy`]) closed
     /// the connection. Recorded at the server host once what the policy
     /// sent before the close left.
-    PolicyClosed {
-        /// The connection.
-        #[serde(serialize_with = "conn_id")]
-        conn: u32,
-        /// The client host.
-        to: String,
-        /// The policy, by its [`name`](crate::policy::ConnectionPolicy::name).
-        policy: String,
-        /// Why, in the policy's words.
-        reason: String,
-    },
+    ///
+    /// Its fields are in [`PolicyClosed`] (boxed).
+    PolicyClosed(Box<PolicyClosed>),
     /// A connection policy reset the connection
     /// ([`Effects::reset`](crate::policy::Effects::reset)), as a TCP RST
     /// does: from then on both ends' reads and writes fail with
     /// `ConnectionReset`, and what either end still held never leaves.
     /// Recorded at the server host, at the reset.
-    PolicyReset {
-        /// The connection.
-        #[serde(serialize_with = "conn_id")]
-        conn: u32,
-        /// The client host.
-        to: String,
-        /// The policy, by its [`name`](crate::policy::ConnectionPolicy::name).
-        policy: String,
-        /// Why, in the policy's words.
-        reason: String,
-        /// Frames either end had kept back (a frame rule, a partition) that
-        /// were discarded.
-        discarded: usize,
-    },
+    ///
+    /// Its fields are in [`PolicyReset`] (boxed).
+    PolicyReset(Box<PolicyReset>),
     /// A middlebox ([`crate::policy::Middlebox`]) acted on a connection:
     /// what it did and why, in its own words (`answers PINGs itself: …`,
     /// `RST_STREAM(CANCEL) on s1: stream idle timeout 60000ms …`).
     /// Recorded at the server host, before the frames it sent.
-    PolicyActed {
-        /// The connection.
-        #[serde(serialize_with = "conn_id")]
-        conn: u32,
-        /// The client host.
-        to: String,
-        /// The box, by its [`name`](crate::policy::ConnectionPolicy::name).
-        policy: String,
-        /// What it did, and why.
-        action: String,
-    },
+    ///
+    /// Its fields are in [`PolicyActed`] (boxed).
+    PolicyActed(Box<PolicyActed>),
     /// A C-core server's WINDOW_UPDATE for client DATA reset a
     /// connection's ping strikes ([`ResetOn::client_data`](crate::policy::ResetOn::client_data)):
     /// a write the real server makes and the emulated one (h2) does not,
@@ -899,7 +775,7 @@ pub enum EventKind {
         #[serde(serialize_with = "conn_id")]
         conn: u32,
         /// The client host.
-        to: String,
+        to: HostName,
         /// Strikes cleared.
         cleared: u32,
         /// The stream whose DATA the update is for.
@@ -909,39 +785,16 @@ pub enum EventKind {
     /// [`Host::retry_channel`](crate::Host::retry_channel) is about to send
     /// an attempt. Recorded on the calling host immediately before the
     /// attempt's own `CallStarted`, which follows it in the log.
-    RetryAttempt {
-        /// The logical call (`g1, g2, …` in order of first attempt): every
-        /// attempt of one call through the layer shares it.
-        group: u32,
-        /// The host called.
-        target: String,
-        /// The method path.
-        path: String,
-        /// The attempt number, 1 for the original call.
-        attempt: u32,
-        /// The delay the layer waited before it (zero for attempt 1),
-        /// *simulated* time.
-        #[serde(rename = "delay_us", serialize_with = "micros")]
-        delay: Duration,
-    },
+    ///
+    /// Its fields are in [`RetryAttempt`] (boxed).
+    RetryAttempt(Box<RetryAttempt>),
     /// A request arrived with a `grpc-timeout` the gRPC spec does not allow
     /// (`PROTOCOL-HTTP2.md` "Requests": 1 to 8 ASCII digits, then `H`, `M`,
     /// `S`, `m`, `u` or `n`), so its `HandlerStarted` has no timeout.
     /// Recorded on the server right after that `HandlerStarted`.
-    GrpcTimeoutInvalid {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// The value as sent (invalid UTF-8 replaced by U+FFFD).
-        raw: String,
-        /// What tonic's server reads it as (`tonic/src/transport/service/grpc_timeout.rs`):
-        /// none when it ignores it and runs without a deadline of its own,
-        /// else the deadline it applies (a leading `+` passes tonic's
-        /// parse), *simulated* time.
-        #[serde(rename = "tonic_reads_us", serialize_with = "opt_micros")]
-        tonic_reads: Option<Duration>,
-    },
+    ///
+    /// Its fields are in [`GrpcTimeoutInvalid`] (boxed).
+    GrpcTimeoutInvalid(Box<GrpcTimeoutInvalid>),
     /// A request arrived with `grpc-previous-rpc-attempts` (gRFC A6): the
     /// server's view of a retry. Recorded on the server right after its
     /// `HandlerStarted`.
@@ -955,37 +808,9 @@ pub enum EventKind {
     },
     /// What a retry layer decided after an attempt ended, and why. Recorded
     /// on the calling host.
-    RetryDecision {
-        /// The logical call (see `RetryAttempt`).
-        group: u32,
-        /// The method path.
-        path: String,
-        /// The attempt that ended.
-        attempt: u32,
-        /// How it ended, as the layer saw it (`trailers-only UNAVAILABLE
-        /// pushback=500ms`, `response headers (committed)`).
-        outcome: String,
-        /// The gRPC code name of the attempt, when known.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        code: Option<&'static str>,
-        /// Whether the attempt received response headers (committed).
-        committed: bool,
-        /// The `grpc-retry-pushback-ms` it carried: `None` when absent, a
-        /// negative number when it said stop (or could not be parsed).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        pushback_ms: Option<i64>,
-        /// When retrying: the delay before the next attempt, *simulated* time.
-        #[serde(rename = "retry_in_us", serialize_with = "opt_micros")]
-        retry_in: Option<Duration>,
-        /// When retrying on backoff: the exponent `n` used.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        backoff_n: Option<u32>,
-        /// When stopping: the rule that stopped it (`max_attempts`,
-        /// `not_retryable_code`, `committed`, `pushback_stop`, `throttled`,
-        /// `deadline`, `succeeded` …).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        stop: Option<&'static str>,
-    },
+    ///
+    /// Its fields are in [`RetryDecision`] (boxed).
+    RetryDecision(Box<RetryDecision>),
     /// A fault that never acted during the run (recorded at its end): a
     /// typo in a method path, a window no request fell in, an injection with
     /// no connection to go on. It is not an error; it is a question. A
@@ -1016,30 +841,20 @@ pub enum EventKind {
         /// The call.
         call: CallId,
         /// The replica host it went to.
-        replica: String,
+        replica: HostName,
     },
     /// A balanced channel's view of one replica changed. Recorded at the
     /// caller when its balancer learns it: like tonic's, it polls its
     /// connections and discovery only while it routes a call, so a
     /// connection that came up between calls shows `Ready` at the next
     /// call, and a change of membership is applied then.
-    Balancer {
-        /// The replica set.
-        set: String,
-        /// The replica host.
-        replica: String,
-        /// What changed.
-        change: BalancerChange,
-    },
+    ///
+    /// Its fields are in [`Balancer`] (boxed).
+    Balancer(Box<Balancer>),
     /// A `tracing` event emitted inside a host.
-    Log {
-        /// `ERROR`, `WARN`, `INFO`, `DEBUG` or `TRACE`.
-        level: &'static str,
-        /// The event's target (usually the module path).
-        target: String,
-        /// The message and fields, rendered `message key=value …`.
-        message: String,
-    },
+    ///
+    /// Its fields are in [`Log`] (boxed).
+    Log(Box<Log>),
 }
 
 impl EventKind {
@@ -1051,20 +866,20 @@ impl EventKind {
             | Self::ConnReset { conn, .. }
             | Self::Frame { conn, .. }
             | Self::FrameReleased { conn, .. }
-            | Self::FrameNeverLeft { conn, .. }
             | Self::ConnClosed { conn, .. }
             | Self::ConnResetSent { conn, .. }
             | Self::FramesUndelivered { conn, .. }
             | Self::RawPeerClosed { conn, .. }
             | Self::ProtocolError { conn, .. }
-            | Self::KeepalivePing { conn, .. }
             | Self::KeepaliveStrikesReset { conn, .. }
             | Self::KeepaliveClosed { conn, .. }
-            | Self::FrameReplaced { conn, .. }
-            | Self::PolicyClosed { conn, .. }
-            | Self::PolicyReset { conn, .. }
-            | Self::KeepaliveDataReset { conn, .. }
-            | Self::PolicyActed { conn, .. } => Some(*conn),
+            | Self::KeepaliveDataReset { conn, .. } => Some(*conn),
+            Self::FrameNeverLeft(e) => Some(e.conn),
+            Self::KeepalivePing(e) => Some(e.conn),
+            Self::FrameReplaced(e) => Some(e.conn),
+            Self::PolicyClosed(e) => Some(e.conn),
+            Self::PolicyReset(e) => Some(e.conn),
+            Self::PolicyActed(e) => Some(e.conn),
             _ => None,
         }
     }
@@ -1073,21 +888,20 @@ impl EventKind {
     /// `(0, run)`, `(1, call)`, `(2, connection)`, else `(3, 0)`.
     pub(crate) fn id_key(&self) -> (u8, u32) {
         match self {
-            Self::HandlerStarted { run, .. }
-            | Self::HandlerDequeued { run, .. }
-            | Self::HandlerFinished { run, .. }
-            | Self::HandlerDropped { run, .. }
-            | Self::HandlerPanicked { run, .. }
-            | Self::HandlerRejected { run, .. }
-            | Self::FaultFired { run, .. }
-            | Self::GrpcTimeoutInvalid { run, .. } => (0, run.0),
-            Self::CallStarted { call, .. }
-            | Self::CallSeenOnWire { call, .. }
+            Self::HandlerDequeued { run, .. } | Self::HandlerDropped { run, .. } => (0, run.0),
+            Self::HandlerStarted(e) => (0, e.run.0),
+            Self::HandlerFinished(e) => (0, e.run.0),
+            Self::HandlerPanicked(e) => (0, e.run.0),
+            Self::HandlerRejected(e) => (0, e.run.0),
+            Self::FaultFired(e) => (0, e.run.0),
+            Self::GrpcTimeoutInvalid(e) => (0, e.run.0),
+            Self::CallStarted(e) => (1, e.call.0),
+            Self::CallSeenOnWire { call, .. }
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. }
             | Self::CallStoppedReading { call, .. } => (1, call.0),
+            Self::FrameReplaced(e) => (2, e.conn),
             Self::Frame { conn, .. }
-            | Self::FrameReplaced { conn, .. }
             | Self::ConnClosed { conn, .. }
             | Self::RawPeerClosed { conn, .. }
             | Self::ConnResetSent { conn, .. }
@@ -1102,11 +916,11 @@ pub(crate) fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, 
 }
 
 /// A connection as the text writes it: `c1`.
-fn conn_id<S: serde::Serializer>(conn: &u32, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn conn_id<S: serde::Serializer>(conn: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&format_args!("c{conn}"))
 }
 
-fn frame_type<S: serde::Serializer>(t: &FrameType, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn frame_type<S: serde::Serializer>(t: &FrameType, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(t)
 }
 
@@ -1122,9 +936,31 @@ fn stream_frames<S: serde::Serializer>(
     seq.end()
 }
 
-fn opt_micros<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn opt_micros<S: serde::Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => micros(d, s),
         None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// One `Event` is stored per recorded frame and the log holds 100,000s:
+    /// its inline size is the log's floor per frame. The frame variant sets
+    /// it (56 bytes of `EventKind`: three ids, type, flags, a 24-byte
+    /// detail, its fate one pointer; without it the enum is 48); every
+    /// variant larger is boxed (`payloads`), so a field that grows a
+    /// variant past it fails here rather than making every event larger.
+    #[test]
+    fn an_event_stays_within_80_bytes() {
+        assert_eq!(std::mem::size_of::<EventKind>(), 56);
+        assert_eq!(std::mem::size_of::<Event>(), 80);
+        assert_eq!(std::mem::size_of::<HostName>(), 4);
+        assert_eq!(std::mem::size_of::<FrameFate>(), 8);
     }
 }

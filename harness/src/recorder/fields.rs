@@ -5,10 +5,11 @@
 //!
 //! Kept small on purpose: one is stored per recorded frame. Everything but a
 //! HEADERS block's fields, a SETTINGS list and GOAWAY debug data is
-//! `Copy` and inline; those three are boxed slices, and empty ones do not
-//! allocate.
+//! `Copy` and inline; a block is shared ([`HeaderFields`]), the other two
+//! are boxed, and empty ones do not allocate.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -170,7 +171,7 @@ pub enum FrameDetail {
         /// Why the connection is going away.
         code: ErrorCode,
         /// Additional debug data (`too_many_pings`); may be empty.
-        debug: Box<[u8]>,
+        debug: DebugData,
     },
     /// WINDOW_UPDATE (§6.9). JSON: `{"increment": 65535}`.
     WindowUpdate {
@@ -201,8 +202,8 @@ impl Serialize for FrameDetail {
                 map.serialize_entry("compressed_flag", compressed_flag)?;
             }
             Self::Headers(block) => {
-                map.serialize_entry("block", &block.kind.to_string())?;
-                map.serialize_entry("fields", &Fields(&block.fields))?;
+                map.serialize_entry("block", &block.0.kind.to_string())?;
+                map.serialize_entry("fields", &Fields(&block.0.fields))?;
             }
             Self::RstStream { code } => map.serialize_entry("error_code", &code.to_string())?,
             Self::Settings { values } => map.serialize_entry("settings", &Settings(values))?,
@@ -223,6 +224,76 @@ impl Serialize for FrameDetail {
             Self::Empty => {}
         }
         map.end()
+    }
+}
+
+/// A GOAWAY's debug data (RFC 9113 §6.8), as octets: it derefs to `[u8]`.
+/// Boxed behind one thin pointer (8 bytes, where a `Box<[u8]>` takes 16):
+/// GOAWAY is rare, and the space is paid by every frame's
+/// [`FrameDetail`]. Empty data does not allocate.
+///
+/// ```
+/// use grpc_chaos::recorder::event::DebugData;
+/// let debug = DebugData::from(&b"too_many_pings"[..]);
+/// assert_eq!(&*debug, b"too_many_pings");
+/// assert!(DebugData::default().is_empty());
+/// ```
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct DebugData(Option<Box<Box<[u8]>>>);
+
+impl std::ops::Deref for DebugData {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.0.as_deref().map_or(&[], |b| b)
+    }
+}
+
+impl AsRef<[u8]> for DebugData {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::fmt::Debug for DebugData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl From<&[u8]> for DebugData {
+    fn from(octets: &[u8]) -> Self {
+        Self((!octets.is_empty()).then(|| Box::new(octets.into())))
+    }
+}
+
+impl From<Vec<u8>> for DebugData {
+    fn from(octets: Vec<u8>) -> Self {
+        Self((!octets.is_empty()).then(|| Box::new(octets.into_boxed_slice())))
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for DebugData {
+    fn from(octets: &[u8; N]) -> Self {
+        Self::from(&octets[..])
+    }
+}
+
+impl PartialEq<[u8]> for DebugData {
+    fn eq(&self, other: &[u8]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&[u8]> for DebugData {
+    fn eq(&self, other: &&[u8]) -> bool {
+        **self == **other
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for DebugData {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        **self == other[..]
     }
 }
 
@@ -429,10 +500,30 @@ fn intern(name: &str) -> FieldName {
 /// `grpc-message` as sent, `-bin` values as the base64 sent). The JSON
 /// export carries every field; a render shows the ones that matter (see
 /// [`RenderOptions`](crate::trace::RenderOptions)).
+///
+/// Shared, not copied: the block is behind an [`Arc`], so a `HeaderFields`
+/// is one pointer and a clone is a reference count. The wire tap hands the
+/// same block to every frame of a connection direction that carries the
+/// same fields (a server's response headers and `grpc-status: 0` trailers
+/// are identical call after call), so the log holds each distinct block of
+/// a connection once. Equality compares the fields, never the sharing.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HeaderFields(Arc<Block>);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeaderFields {
+struct Block {
     kind: BlockKind,
     fields: Box<[(FieldName, Box<str>)]>,
+}
+
+/// `HeaderFields { kind: Request, fields: [..] }`, as before it was shared.
+impl std::fmt::Debug for HeaderFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeaderFields")
+            .field("kind", &self.0.kind)
+            .field("fields", &self.0.fields)
+            .finish()
+    }
 }
 
 impl HeaderFields {
@@ -454,24 +545,46 @@ impl HeaderFields {
         kind: BlockKind,
         fields: impl IntoIterator<Item = (N, V)>,
     ) -> Self {
-        Self {
+        Self(Arc::new(Block {
             kind,
             fields: fields
                 .into_iter()
                 .map(|(n, v)| (intern(n.as_ref()), v.into()))
                 .collect(),
-        }
+        }))
     }
 
+    /// Whether `self` holds exactly `fields` (names and values, in order)
+    /// as a block of `kind`: how the wire tap finds a block it can share
+    /// without building a new one.
+    pub(crate) fn holds<'a>(
+        &self,
+        kind: BlockKind,
+        mut fields: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    ) -> bool {
+        self.0.kind == kind
+            && self.0.fields.len() == fields.len()
+            && self
+                .0
+                .fields
+                .iter()
+                .all(|(n, v)| fields.next() == Some((&**n, &**v)))
+    }
+
+    /// Whether `self` and `other` are the same shared block (not only equal
+    /// fields): for a measure of the log that counts a block once.
+    pub fn shares_block_with(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
     /// Request, response, trailers or trailers-only.
     pub fn kind(&self) -> BlockKind {
-        self.kind
+        self.0.kind
     }
 
     /// Changes what the block counts as (an injected block decoded on its
     /// own cannot know it follows response headers).
     pub(crate) fn set_kind(&mut self, kind: BlockKind) {
-        self.kind = kind;
+        Arc::make_mut(&mut self.0).kind = kind;
     }
 
     /// The first value of `field`, as sent.
@@ -493,7 +606,7 @@ impl HeaderFields {
 
     /// Every field in wire order, `(name, value)`.
     pub fn all(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.fields.iter().map(|(n, v)| (&**n, &**v))
+        self.0.fields.iter().map(|(n, v)| (&**n, &**v))
     }
 
     /// The application's own metadata ([`is_custom_metadata`]) in wire
@@ -504,7 +617,7 @@ impl HeaderFields {
 
     /// The `:path` of a request block; `None` for responses and trailers.
     pub fn request_path(&self) -> Option<&str> {
-        match self.kind {
+        match self.0.kind {
             BlockKind::Request => self.get(ShownHeader::Path),
             _ => None,
         }
@@ -667,11 +780,14 @@ mod tests {
         assert_eq!(format!("{:?}", FrameFlags::NONE), "FrameFlags(NONE)");
     }
 
-    /// One is stored per recorded frame: the detail stays within four
-    /// words, the flags one byte.
+    /// One is stored per recorded frame: the detail stays within three
+    /// words (a header block is one shared pointer, GOAWAY's debug data a
+    /// thin one), the flags one byte.
     #[test]
     fn frame_fields_stay_small() {
-        assert!(std::mem::size_of::<FrameDetail>() <= 32);
+        assert!(std::mem::size_of::<FrameDetail>() <= 24);
+        assert_eq!(std::mem::size_of::<HeaderFields>(), 8);
+        assert_eq!(std::mem::size_of::<DebugData>(), 8);
         assert_eq!(std::mem::size_of::<FrameFlags>(), 1);
     }
 

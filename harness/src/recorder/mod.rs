@@ -4,6 +4,9 @@
 mod capture;
 pub mod event;
 pub(crate) mod fields;
+mod frame_fate;
+mod host_name;
+mod payloads;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub(crate) use capture::Capture;
-use event::{CallId, Event, EventKind, RunId};
+use event::{CallId, Event, EventKind, HostName, RunId};
 
 /// Shared, append-only event log. Hosts run one at a time on the test's
 /// thread, so the lock is never contended; it exists because tonic needs
@@ -59,7 +62,7 @@ impl Recorder {
         self.driver_clock_ns.store(ns, Ordering::Relaxed);
     }
 
-    pub(crate) fn push(&self, host: &str, kind: EventKind) {
+    pub(crate) fn push(&self, host: impl Into<HostName>, kind: EventKind) {
         let at = self.now();
         self.push_at(at, host, kind);
     }
@@ -69,15 +72,12 @@ impl Recorder {
         self.stopped.store(true, Ordering::Relaxed);
     }
 
-    pub(crate) fn push_at(&self, at: Duration, host: &str, kind: EventKind) {
+    pub(crate) fn push_at(&self, at: Duration, host: impl Into<HostName>, kind: EventKind) {
         if self.stopped.load(Ordering::Relaxed) {
             return;
         }
-        self.state().events.push(Event {
-            at,
-            host: host.to_owned(),
-            kind,
-        });
+        let host = host.into();
+        self.state().events.push(Event { at, host, kind });
     }
 
     /// Runs `f`, the driver stopping or starting a host (a crash, a
@@ -168,7 +168,7 @@ fn after_its_frames(events: &mut [Event]) {
     for i in (0..events.len()).rev() {
         if !matches!(
             events[i].kind,
-            EventKind::HandlerFinished { .. } | EventKind::HandlerRejected { .. }
+            EventKind::HandlerFinished(_) | EventKind::HandlerRejected(_)
         ) {
             continue;
         }
@@ -228,25 +228,24 @@ mod tests {
                 len: 7,
                 compressed_flag: None,
             },
-            invalid: None,
-            fate: Fate::Passed,
+            fate: Fate::Passed.into(),
             noise: false,
         };
-        let finished = EventKind::HandlerFinished {
+        let finished = EventKind::HandlerFinished(Box::new(super::event::HandlerFinished {
             run: RunId(1),
             path: "/p.S/M".into(),
             code: "OK",
             message: String::new(),
             ran: Duration::ZERO,
-        };
+        }));
         let at = Duration::from_millis(2);
-        let second = EventKind::HandlerFinished {
+        let second = EventKind::HandlerFinished(Box::new(super::event::HandlerFinished {
             run: RunId(2),
             path: "/p.S/M".into(),
             code: "OK",
             message: String::new(),
             ran: Duration::ZERO,
-        };
+        }));
         rec.push_at(at, "store", finished);
         rec.push_at(at, "store", second);
         rec.push_at(at, "store", frame(1));
@@ -258,8 +257,8 @@ mod tests {
             .iter()
             .map(|e| {
                 let what = match &e.kind {
-                    EventKind::HandlerFinished { run, .. } if run.0 == 1 => "h1 finished",
-                    EventKind::HandlerFinished { .. } => "h2 finished",
+                    EventKind::HandlerFinished(f) if f.run.0 == 1 => "h1 finished",
+                    EventKind::HandlerFinished(_) => "h2 finished",
                     EventKind::Frame { .. } => "frame",
                     _ => "other",
                 };

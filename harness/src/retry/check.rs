@@ -4,6 +4,7 @@
 //! `policy/check.rs` lives beside the keepalive policy; the query it reads
 //! ([`Trace::retried_calls`]) stays with the trace (`trace/retries.rs`).
 
+use crate::recorder::event;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -110,16 +111,17 @@ impl Trace {
         let mut buckets: HashMap<(&str, &str), Throttler> = HashMap::new();
         for e in self.events() {
             match &e.kind {
-                EventKind::RetryDecision {
-                    group,
-                    path,
-                    attempt,
-                    code,
-                    committed,
-                    pushback_ms,
-                    retry_in,
-                    ..
-                } => {
+                EventKind::RetryDecision(retry_decision) => {
+                    let event::RetryDecision {
+                        group,
+                        path,
+                        attempt,
+                        code,
+                        committed,
+                        pushback_ms,
+                        retry_in,
+                        ..
+                    } = &**retry_decision;
                     let Some(call) = by_group.get(group) else {
                         continue;
                     };

@@ -1,6 +1,7 @@
 //! The observer [`Host::retry_channel`](crate::Host::retry_channel) installs:
 //! writes each attempt and each decision of a retry layer into the trace.
 
+use crate::recorder::event;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -39,13 +40,13 @@ pub(crate) fn recording_observer(
         match &event.kind {
             AttemptEventKind::Started { delay_before } => recorder.push(
                 &host,
-                EventKind::RetryAttempt {
+                EventKind::RetryAttempt(Box::new(event::RetryAttempt {
                     group,
-                    target: target.to_string(),
+                    target: (&target).into(),
                     path: event.path.to_string(),
                     attempt: event.attempt,
                     delay: *delay_before,
-                },
+                })),
             ),
             AttemptEventKind::Ended(outcome) => entry.1 = Some(*outcome),
             AttemptEventKind::Decided(decision) => {
@@ -70,7 +71,7 @@ pub(crate) fn recording_observer(
                 };
                 recorder.push(
                     &host,
-                    EventKind::RetryDecision {
+                    EventKind::RetryDecision(Box::new(event::RetryDecision {
                         group,
                         path: event.path.to_string(),
                         attempt: event.attempt,
@@ -81,7 +82,7 @@ pub(crate) fn recording_observer(
                         retry_in,
                         backoff_n,
                         stop,
-                    },
+                    })),
                 );
                 if stop.is_some() {
                     open.calls.remove(&event.call);

@@ -1,6 +1,7 @@
 //! Running a scenario: register the hosts with turmoil, step the world,
 //! fire host faults on time, and hand back the trace.
 
+use crate::recorder::event;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -301,7 +302,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             rec.push(
                 a,
                 EventKind::Partitioned {
-                    peer: b.clone(),
+                    peer: b.into(),
                     reset_after: *reset_after,
                 },
             );
@@ -310,13 +311,13 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             shared.links().partition(a, b, *reset_after);
         }
         HostAction::BlackHole(a, b) => {
-            rec.push(a, EventKind::BlackHoled { peer: b.clone() });
+            rec.push(a, EventKind::BlackHoled { peer: b.into() });
             shared.links().black_hole(a, b);
             lost_on_the_wire(world, shared, a, b);
             world.partition(a.as_str(), b.as_str());
         }
         HostAction::Repair(a, b) => {
-            rec.push(a, EventKind::Repaired { peer: b.clone() });
+            rec.push(a, EventKind::Repaired { peer: b.into() });
             // Ends either kind; turmoil's repair is a no-op on a link it
             // never partitioned.
             shared.links().repair(a, b);
@@ -356,7 +357,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             rec.push(
                 a,
                 EventKind::LinkLatency {
-                    peer: b.clone(),
+                    peer: b.into(),
                     latency: *latency,
                 },
             );
@@ -457,15 +458,15 @@ fn report_never_left(shared: &Shared, ended: Duration) {
         for w in state.tap.still_waiting() {
             shared.recorder.push_at(
                 ended,
-                &w.from,
-                EventKind::FrameNeverLeft {
+                w.from,
+                EventKind::FrameNeverLeft(Box::new(event::FrameNeverLeft {
                     conn,
-                    to: w.to.to_string(),
+                    to: (&w.to).into(),
                     stream: w.stream,
                     frame: w.frame,
                     written: w.since,
                     waiting_for: never_left_because(shared, w),
-                },
+                })),
             );
         }
     }

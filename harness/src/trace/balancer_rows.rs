@@ -2,29 +2,31 @@
 //! balanced channel's balancer did (`rows` calls in here; kept apart so the
 //! replica vocabulary reads in one place).
 
+use crate::recorder::event;
 use crate::recorder::event::{BalancerChange, Event, EventKind};
 
 /// The `where` column and text of a replica-set event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
-    let host = &e.host;
+    let host = e.host.as_str();
     Some(match &e.kind {
         EventKind::ReplicaLeft { set } => (
-            host.clone(),
+            host.to_owned(),
             format!("left replica set {set} (discovery: balancers send it no new calls)"),
         ),
         EventKind::ReplicaJoined { set } => (
-            host.clone(),
+            host.to_owned(),
             format!("joined replica set {set} (discovery: balancers connect to it)"),
         ),
         EventKind::CallRouted { call, replica } => (
             format!("{host}→{replica}"),
             format!("{call} balanced to {replica}"),
         ),
-        EventKind::Balancer {
-            set,
-            replica,
-            change,
-        } => {
+        EventKind::Balancer(balancer) => {
+            let event::Balancer {
+                set,
+                replica,
+                change,
+            } = &**balancer;
             let what = match change {
                 BalancerChange::Added => format!("{replica} added (it joined {set})"),
                 BalancerChange::Removed => format!("{replica} removed (it left {set})"),

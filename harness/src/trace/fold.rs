@@ -30,13 +30,13 @@ fn plain_data(e: &Event) -> Option<(Key<'_>, u64)> {
             len,
             compressed_flag,
         },
-        fate: Fate::Passed,
+        fate,
         ..
     } = &e.kind
     else {
         return None;
     };
-    if flags.end_stream() || compressed_flag.is_some_and(|f| f != 0) {
+    if *fate != Fate::Passed || flags.end_stream() || compressed_flag.is_some_and(|f| f != 0) {
         return None;
     }
     let bytes = u64::from(*len);
@@ -124,16 +124,15 @@ mod tests {
         };
         Event {
             at: Duration::from_millis(at_ms),
-            host: from.to_owned(),
+            host: from.into(),
             kind: EventKind::Frame {
                 conn: 1,
-                to: to.to_owned(),
+                to: to.into(),
                 stream,
                 frame,
                 flags,
                 detail,
-                invalid: None,
-                fate,
+                fate: fate.into(),
                 noise: false,
             },
         }

@@ -95,8 +95,8 @@ impl Lines {
     fn write(&self, d: &mut Diagram, trace: &Trace, e: &Event, row: &Row) {
         let text = format!("{} {}", fmt_duration(e.at), row.text);
         match (self, &e.kind) {
-            (Lines::Call, EventKind::CallStarted { call, .. }) => {
-                if let Some(c) = trace.call(*call) {
+            (Lines::Call, EventKind::CallStarted(started)) => {
+                if let Some(c) = trace.call(started.call) {
                     d.arrow(&c.host, "->>", callee(c), &text);
                 }
             }
@@ -111,30 +111,30 @@ impl Lines {
                     d.arrow(&c.host, "-x", callee(c), &text);
                 }
             }
-            (Lines::Call, EventKind::HandlerStarted { .. }) => {
+            (Lines::Call, EventKind::HandlerStarted(_)) => {
                 d.note(&e.host, &text);
                 d.activate(&e.host);
             }
             (
                 Lines::Call,
-                EventKind::HandlerFinished { .. }
+                EventKind::HandlerFinished(_)
                 | EventKind::HandlerDropped { .. }
-                | EventKind::HandlerPanicked { .. },
+                | EventKind::HandlerPanicked(_),
             ) => {
                 d.note(&e.host, &text);
                 d.deactivate(&e.host);
             }
             (Lines::Connection, EventKind::Frame { to, fate, .. }) => {
-                d.arrow(&e.host, frame_arrow(*fate), to, &text);
+                d.arrow(&e.host, frame_arrow(fate.get()), to, &text);
             }
-            (Lines::Connection, EventKind::FrameReplaced { to, .. }) => {
-                d.arrow(&e.host, "-->>", to, &text);
+            (Lines::Connection, EventKind::FrameReplaced(replaced)) => {
+                d.arrow(&e.host, "-->>", &replaced.to, &text);
             }
-            (
-                Lines::Connection,
-                EventKind::FrameReleased { to, .. } | EventKind::FrameNeverLeft { to, .. },
-            ) => {
+            (Lines::Connection, EventKind::FrameReleased { to, .. }) => {
                 d.arrow(&e.host, "-)", to, &text);
+            }
+            (Lines::Connection, EventKind::FrameNeverLeft(left)) => {
+                d.arrow(&e.host, "-)", &left.to, &text);
             }
             (
                 Lines::Connection,
@@ -199,14 +199,15 @@ impl CallTree {
         let events = trace.events();
         (0..events.len())
             .filter(|&i| match &events[i].kind {
-                EventKind::CallStarted { call, .. }
-                | EventKind::CallEnded { call, .. }
-                | EventKind::CallDropped { call, .. } => self.calls.contains(call),
-                EventKind::HandlerStarted { run, .. }
-                | EventKind::HandlerFinished { run, .. }
-                | EventKind::HandlerDropped { run, .. }
-                | EventKind::HandlerPanicked { run, .. }
-                | EventKind::FaultFired { run, .. } => self.runs.contains(run),
+                EventKind::CallStarted(started) => self.calls.contains(&started.call),
+                EventKind::CallEnded { call, .. } | EventKind::CallDropped { call, .. } => {
+                    self.calls.contains(call)
+                }
+                EventKind::HandlerStarted(started) => self.runs.contains(&started.run),
+                EventKind::HandlerFinished(finished) => self.runs.contains(&finished.run),
+                EventKind::HandlerPanicked(panicked) => self.runs.contains(&panicked.run),
+                EventKind::FaultFired(fired) => self.runs.contains(&fired.run),
+                EventKind::HandlerDropped { run, .. } => self.runs.contains(run),
                 EventKind::HostCrashed
                 | EventKind::HostRestarted
                 | EventKind::HostPaused
@@ -214,7 +215,7 @@ impl CallTree {
                 | EventKind::Partitioned { .. }
                 | EventKind::ShutdownStarted { .. } => {
                     let e = &events[i];
-                    self.hosts.contains(&e.host) && e.at >= from && e.at <= until
+                    self.hosts.contains(e.host.as_str()) && e.at >= from && e.at <= until
                 }
                 _ => false,
             })

@@ -20,6 +20,7 @@ mod wire_calls;
 mod wire_hops;
 mod words;
 
+use crate::recorder::event;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -316,7 +317,7 @@ pub(crate) fn open_runs(events: &[Event], host: &str) -> Vec<crate::recorder::ev
     let (_, runs) = views::build(events);
     runs.iter()
         .filter(|r| r.host == host && matches!(r.end, RunEnd::Running))
-        .map(|r| crate::recorder::event::OpenRun {
+        .map(|r| event::OpenRun {
             run: r.id,
             path: r.path.clone(),
         })

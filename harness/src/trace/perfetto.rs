@@ -263,13 +263,13 @@ fn call_slice(c: &Call, run_end_ns: u128) -> Slice<'_> {
 fn is_slice_edge(e: &Event) -> bool {
     matches!(
         e.kind,
-        EventKind::CallStarted { .. }
+        EventKind::CallStarted(_)
             | EventKind::CallEnded { .. }
             | EventKind::CallDropped { .. }
-            | EventKind::HandlerStarted { .. }
-            | EventKind::HandlerFinished { .. }
+            | EventKind::HandlerStarted(_)
+            | EventKind::HandlerFinished(_)
             | EventKind::HandlerDropped { .. }
-            | EventKind::HandlerPanicked { .. }
+            | EventKind::HandlerPanicked(_)
     )
 }
 

@@ -11,6 +11,7 @@
 //! attempt is the *simulated* time from the previous attempt's end (its
 //! `RetryDecision`) to its start.
 
+use crate::recorder::event;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -128,32 +129,30 @@ impl Trace {
             .collect();
         for (i, e) in self.events.iter().enumerate() {
             match &e.kind {
-                EventKind::RetryAttempt {
-                    group,
-                    target,
-                    path,
-                    attempt,
-                    delay,
-                } => {
+                EventKind::RetryAttempt(retry_attempt) => {
+                    let event::RetryAttempt {
+                        group,
+                        target,
+                        path,
+                        attempt,
+                        delay,
+                    } = &**retry_attempt;
                     // The attempt's own call is the next CallStarted on this
                     // host: the layer records the attempt right before it.
                     let started = self.events[i + 1..]
                         .iter()
                         .take_while(|n| n.at == e.at)
                         .find_map(|n| match &n.kind {
-                            EventKind::CallStarted {
-                                call,
-                                path: p,
-                                timeout,
-                                ..
-                            } if n.host == e.host && p == path => Some((*call, *timeout)),
+                            EventKind::CallStarted(s) if n.host == e.host && s.path == *path => {
+                                Some((s.call, s.timeout))
+                            }
                             _ => None,
                         });
                     let slot = *ix.entry(*group).or_insert_with(|| {
                         out.push(RetriedCall {
                             group: *group,
-                            host: e.host.clone(),
-                            target: target.clone(),
+                            host: e.host.to_string(),
+                            target: target.to_string(),
                             path: path.clone(),
                             attempts: Vec::new(),
                         });
@@ -172,17 +171,18 @@ impl Trace {
                         decision: None,
                     });
                 }
-                EventKind::RetryDecision {
-                    group,
-                    attempt,
-                    outcome,
-                    code,
-                    committed,
-                    pushback_ms,
-                    retry_in,
-                    stop,
-                    ..
-                } => {
+                EventKind::RetryDecision(retry_decision) => {
+                    let event::RetryDecision {
+                        group,
+                        attempt,
+                        outcome,
+                        code,
+                        committed,
+                        pushback_ms,
+                        retry_in,
+                        stop,
+                        ..
+                    } = &**retry_decision;
                     let Some(&slot) = ix.get(group) else { continue };
                     if let Some(a) = out[slot]
                         .attempts

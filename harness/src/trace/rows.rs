@@ -4,6 +4,7 @@
 //! fields get their words from [`super::words`]; nothing else in the crate
 //! makes a trace's words for them.
 
+use crate::recorder::event;
 use std::fmt::Write as _;
 
 use std::collections::{HashMap, HashSet};
@@ -115,18 +116,17 @@ impl Context {
         let mut cx = Self::default();
         for e in events {
             match &e.kind {
-                EventKind::HandlerRejected { run, .. } => {
+                EventKind::HandlerRejected(handler_rejected) => {
+                    let event::HandlerRejected { run, .. } = &**handler_rejected;
                     cx.rejected.insert(*run);
                 }
                 EventKind::CallSeenOnWire { call, conn, stream } => {
                     cx.wire.insert(*call, (*conn, *stream));
                 }
-                EventKind::CallStarted {
-                    call,
-                    timeout: Some(t),
-                    ..
-                } => {
-                    cx.deadlines.insert(*call, e.at + *t);
+                EventKind::CallStarted(started) => {
+                    if let Some(t) = started.timeout {
+                        cx.deadlines.insert(started.call, e.at + t);
+                    }
                 }
                 _ => {}
             }
@@ -219,12 +219,11 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
     let mut started: Vec<(CallId, &str, &str, Duration, usize)> = Vec::new();
     for (i, e) in events.iter().enumerate() {
         match &e.kind {
-            EventKind::CallStarted {
-                call,
-                path,
-                timeout: Some(t),
-                ..
-            } => started.push((*call, &e.host, path, *t, i)),
+            EventKind::CallStarted(s) => {
+                if let Some(t) = s.timeout {
+                    started.push((s.call, &e.host, &s.path, t, i));
+                }
+            }
             EventKind::CallEnded { call, .. }
             | EventKind::CallDropped { call, .. }
             | EventKind::CallStoppedReading { call, .. } => {
@@ -320,24 +319,24 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         }
         // tonic's OUT_OF_RANGE where the spec says RESOURCE_EXHAUSTED.
         EventKind::CallStoppedReading { .. } => RowKind::CallDiffers,
-        EventKind::CallStarted { .. }
+        EventKind::CallStarted(_)
         | EventKind::CallSeenOnWire { .. }
         | EventKind::CallEnded { .. }
         | EventKind::CallDropped { .. } => RowKind::Call,
-        EventKind::HandlerStarted { .. }
+        EventKind::HandlerStarted(_)
         | EventKind::HandlerDequeued { .. }
-        | EventKind::HandlerFinished { .. }
+        | EventKind::HandlerFinished(_)
         | EventKind::HandlerDropped { .. }
-        | EventKind::HandlerPanicked { .. } => RowKind::Handler,
-        EventKind::GrpcTimeoutInvalid { .. } => RowKind::Handler,
-        EventKind::HandlerRejected { outcome, .. } if outcome.code != outcome.spec_code => {
+        | EventKind::HandlerPanicked(_) => RowKind::Handler,
+        EventKind::GrpcTimeoutInvalid(_) => RowKind::Handler,
+        EventKind::HandlerRejected(r) if r.outcome.code != r.outcome.spec_code => {
             RowKind::CallDiffers
         }
-        EventKind::HandlerRejected { .. } => RowKind::Handler,
-        EventKind::RetryAttempt { .. }
+        EventKind::HandlerRejected(_) => RowKind::Handler,
+        EventKind::RetryAttempt(_)
         | EventKind::RetryArrived { .. }
-        | EventKind::RetryDecision { .. } => RowKind::Retry,
-        EventKind::Frame { fate, .. } => match fate {
+        | EventKind::RetryDecision(_) => RowKind::Retry,
+        EventKind::Frame { fate, .. } => match **fate {
             Fate::Passed | Fate::ReadAtReceiver => RowKind::Frame,
             Fate::Dropped | Fate::Lost | Fate::LostBehind => RowKind::DroppedFrame,
             Fate::Held | Fate::Delayed { .. } | Fate::Partitioned | Fate::Paused => {
@@ -347,8 +346,8 @@ pub(crate) fn kind(e: &Event) -> RowKind {
             Fate::Injected => RowKind::InjectedFrame,
             Fate::Replaced { .. } | Fate::Swallowed => RowKind::DroppedFrame,
         },
-        EventKind::FrameReplaced { .. } => RowKind::InjectedFrame,
-        EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft { .. } => RowKind::HeldFrame,
+        EventKind::FrameReplaced(_) => RowKind::InjectedFrame,
+        EventKind::FrameReleased { .. } | EventKind::FrameNeverLeft(_) => RowKind::HeldFrame,
         EventKind::ConnClosed { .. } | EventKind::RawPeerClosed { .. } => RowKind::Frame,
         EventKind::ConnResetSent { .. } => RowKind::Connection,
         EventKind::FramesUndelivered { .. } => RowKind::DroppedFrame,
@@ -371,22 +370,22 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         | EventKind::HostResumed
         | EventKind::Repaired { .. }
         | EventKind::LinkLatency { .. }
-        | EventKind::FaultFired { .. }
+        | EventKind::FaultFired(_)
         | EventKind::HoldReleased { .. }
         | EventKind::FaultNeverFired { .. } => RowKind::Fault,
         EventKind::ProtocolError { .. } => RowKind::ProtocolError,
-        EventKind::KeepalivePing { .. }
+        EventKind::KeepalivePing(_)
         | EventKind::KeepaliveStrikesReset { .. }
         | EventKind::KeepaliveDataReset { .. }
-        | EventKind::PolicyClosed { .. }
-        | EventKind::PolicyReset { .. }
-        | EventKind::PolicyActed { .. }
+        | EventKind::PolicyClosed(_)
+        | EventKind::PolicyReset(_)
+        | EventKind::PolicyActed(_)
         | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
-        EventKind::Log { .. } => RowKind::Log,
+        EventKind::Log(_) => RowKind::Log,
         EventKind::CallRouted { .. } => RowKind::Call,
         EventKind::ReplicaLeft { .. } | EventKind::ReplicaJoined { .. } => RowKind::Fault,
         // A client-side policy at work, styled as the server-side ones.
-        EventKind::Balancer { .. } => RowKind::Policy,
+        EventKind::Balancer(_) => RowKind::Policy,
     }
 }
 
@@ -394,12 +393,12 @@ pub(crate) fn shown(e: &Event, options: &RenderOptions) -> bool {
     match &e.kind {
         EventKind::Frame { noise, fate, .. } => {
             // A raw peer's frame is untouched by faults: noise as any other.
-            let touched = !matches!(fate, Fate::Passed | Fate::ReadAtReceiver);
+            let touched = !matches!(**fate, Fate::Passed | Fate::ReadAtReceiver);
             options.frames && (options.noise || !noise || touched)
         }
         EventKind::FrameReleased { .. }
-        | EventKind::FrameNeverLeft { .. }
-        | EventKind::FrameReplaced { .. }
+        | EventKind::FrameNeverLeft(_)
+        | EventKind::FrameReplaced(_)
         | EventKind::ProtocolError { .. } => options.frames,
         EventKind::ConnClosed { .. }
         | EventKind::RawPeerClosed { .. }
@@ -411,7 +410,10 @@ pub(crate) fn shown(e: &Event, options: &RenderOptions) -> bool {
         EventKind::Connected { waited, .. }
         | EventKind::ConnectFailed { waited, .. }
         | EventKind::ConnectAbandoned { waited, .. } => options.connections || *waited,
-        EventKind::Log { level, .. } => options.debug_logs || !matches!(*level, "DEBUG" | "TRACE"),
+        EventKind::Log(log) => {
+            let event::Log { level, .. } = &**log;
+            options.debug_logs || !matches!(*level, "DEBUG" | "TRACE")
+        }
         // Said on the call's start row.
         EventKind::CallSeenOnWire { .. } => false,
         _ => true,
@@ -420,7 +422,7 @@ pub(crate) fn shown(e: &Event, options: &RenderOptions) -> bool {
 
 /// The `where` column and the event text of one event.
 fn line(e: &Event, cx: &Context) -> (String, String) {
-    let host = e.host.clone();
+    let host = e.host.to_string();
     match &e.kind {
         EventKind::HostCrashed => (host, "host crashed".into()),
         EventKind::HostRestarted => (host, "host restarted".into()),
@@ -580,12 +582,13 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             format!("{host}↔{peer}"),
             format!("link latency set to {}", fmt_duration(*latency)),
         ),
-        EventKind::FaultFired {
-            run,
-            path,
-            action,
-            side,
-        } => {
+        EventKind::FaultFired(fault_fired) => {
+            let event::FaultFired {
+                run,
+                path,
+                action,
+                side,
+            } = &**fault_fired;
             let side = match side {
                 None => "",
                 Some(LayerSide::OutsideLayers) => " (outside the server's layers)",
@@ -593,13 +596,14 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             };
             (host, format!("{run} fault {action} on {path}{side}"))
         }
-        EventKind::CallStarted {
-            call,
-            target,
-            path,
-            timeout,
-            parent,
-        } => {
+        EventKind::CallStarted(call_started) => {
+            let event::CallStarted {
+                call,
+                target,
+                path,
+                timeout,
+                parent,
+            } = &**call_started;
             let mut text = format!("{call} call {path}");
             if let Some(t) = timeout {
                 let _ = write!(text, " grpc-timeout={}", fmt_duration(*t));
@@ -670,14 +674,15 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 words::stopped_reading(*message_len, *received, *flag)
             ),
         ),
-        EventKind::HandlerStarted {
-            run,
-            path,
-            from,
-            call,
-            timeout,
-            nth,
-        } => {
+        EventKind::HandlerStarted(handler_started) => {
+            let event::HandlerStarted {
+                run,
+                path,
+                from,
+                call,
+                timeout,
+                nth,
+            } = &**handler_started;
             let mut about = Vec::new();
             match call {
                 Some(c) => about.push(format!("{c} from {from}")),
@@ -697,20 +702,23 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 format!("{run} handler {path} {what} ({})", about.join(", ")),
             )
         }
-        EventKind::HandlerRejected {
-            run,
-            path,
-            outcome,
-            why,
-            ran,
-        } => (
-            host,
-            format!(
-                "{run} handler {path} never ran: tonic answered {} after {}: {why}",
-                answered(outcome),
-                fmt_duration(*ran)
-            ),
-        ),
+        EventKind::HandlerRejected(handler_rejected) => {
+            let event::HandlerRejected {
+                run,
+                path,
+                outcome,
+                why,
+                ran,
+            } = &**handler_rejected;
+            (
+                host,
+                format!(
+                    "{run} handler {path} never ran: tonic answered {} after {}: {why}",
+                    answered(outcome),
+                    fmt_duration(*ran)
+                ),
+            )
+        }
         EventKind::HandlerDequeued { run, path, queued } => (
             host,
             format!(
@@ -718,13 +726,14 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 fmt_duration(*queued)
             ),
         ),
-        EventKind::HandlerFinished {
-            run,
-            path,
-            code,
-            message,
-            ran,
-        } => {
+        EventKind::HandlerFinished(handler_finished) => {
+            let event::HandlerFinished {
+                run,
+                path,
+                code,
+                message,
+                ran,
+            } = &**handler_finished;
             let msg = if message.is_empty() {
                 String::new()
             } else {
@@ -752,10 +761,13 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             host,
             format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
         ),
-        EventKind::HandlerPanicked { run, path, message } => (
-            host,
-            format!("{run} handler {path} panicked: {}", words::quoted(message)),
-        ),
+        EventKind::HandlerPanicked(handler_panicked) => {
+            let event::HandlerPanicked { run, path, message } = &**handler_panicked;
+            (
+                host,
+                format!("{run} handler {path} panicked: {}", words::quoted(message)),
+            )
+        }
         EventKind::Frame {
             conn,
             to,
@@ -763,7 +775,6 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             frame,
             flags,
             detail,
-            invalid,
             fate,
             ..
         } => {
@@ -773,21 +784,22 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 *frame,
                 *flags,
                 detail,
-                invalid.as_deref(),
+                fate.invalid(),
                 &cx.headers,
             );
             push_fate(&mut text, fate, to);
             (format!("{host}→{to}"), text)
         }
-        EventKind::FrameReplaced {
-            conn,
-            to,
-            stream,
-            frame,
-            flags,
-            detail,
-            invalid,
-        } => {
+        EventKind::FrameReplaced(frame_replaced) => {
+            let event::FrameReplaced {
+                conn,
+                to,
+                stream,
+                frame,
+                flags,
+                detail,
+                invalid,
+            } = &**frame_replaced;
             let mut text = frame_head(
                 *conn,
                 *stream,
@@ -821,20 +833,23 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 format!("hold {name:?} released")
             },
         ),
-        EventKind::FrameNeverLeft {
-            conn,
-            to,
-            stream,
-            frame,
-            written,
-            waiting_for,
-        } => (
-            format!("{host}→{to}"),
-            format!(
-                "c{conn} s{stream} {frame} never left: written at {}, {waiting_for}",
-                fmt_duration(*written)
-            ),
-        ),
+        EventKind::FrameNeverLeft(frame_never_left) => {
+            let event::FrameNeverLeft {
+                conn,
+                to,
+                stream,
+                frame,
+                written,
+                waiting_for,
+            } = &**frame_never_left;
+            (
+                format!("{host}→{to}"),
+                format!(
+                    "c{conn} s{stream} {frame} never left: written at {}, {waiting_for}",
+                    fmt_duration(*written)
+                ),
+            )
+        }
         EventKind::ConnClosed { conn, to } => (format!("{host}→{to}"), format!("c{conn} closed")),
         EventKind::ConnResetSent {
             conn,
@@ -873,34 +888,40 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             format!("c{conn} protocol error at byte {offset}: {reason}"),
         ),
         EventKind::FaultNeverFired { fault } => (host, format!("fault never fired: {fault}")),
-        EventKind::Log {
-            level,
-            target,
-            message,
-        } => (host, format!("log {level} {target}: {message}")),
-        EventKind::KeepalivePing {
-            conn,
-            from,
-            verdict,
-            strikes,
-            gap,
-            allowed,
-            open_calls,
-            after_reset,
-        } => (
-            host,
-            format!(
-                "c{conn} PING from {from}: {}",
-                words::ping_verdict(
-                    *verdict,
-                    *strikes,
-                    *gap,
-                    *allowed,
-                    *open_calls,
-                    *after_reset
-                )
-            ),
-        ),
+        EventKind::Log(log) => {
+            let event::Log {
+                level,
+                target,
+                message,
+            } = &**log;
+            (host, format!("log {level} {target}: {message}"))
+        }
+        EventKind::KeepalivePing(keepalive_ping) => {
+            let event::KeepalivePing {
+                conn,
+                from,
+                verdict,
+                strikes,
+                gap,
+                allowed,
+                open_calls,
+                after_reset,
+            } = &**keepalive_ping;
+            (
+                host,
+                format!(
+                    "c{conn} PING from {from}: {}",
+                    words::ping_verdict(
+                        *verdict,
+                        *strikes,
+                        *gap,
+                        *allowed,
+                        *open_calls,
+                        *after_reset
+                    )
+                ),
+            )
+        }
         EventKind::KeepaliveStrikesReset {
             conn,
             to,
@@ -910,13 +931,14 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             format!("{host}→{to}"),
             format!("c{conn} {frame} resets ping strikes ({cleared} cleared)"),
         ),
-        EventKind::RetryAttempt {
-            group,
-            target,
-            path,
-            attempt,
-            delay,
-        } => {
+        EventKind::RetryAttempt(retry_attempt) => {
+            let event::RetryAttempt {
+                group,
+                target,
+                path,
+                attempt,
+                delay,
+            } = &**retry_attempt;
             let text = if *attempt == 1 {
                 format!("g{group} retry layer: attempt 1 of {path}")
             } else {
@@ -927,18 +949,21 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             };
             (format!("{host}→{target}"), text)
         }
-        EventKind::GrpcTimeoutInvalid {
-            run,
-            path,
-            raw,
-            tonic_reads,
-        } => (
-            host,
-            format!(
-                "{run} handler {path}: {}",
-                words::invalid_timeout(raw, *tonic_reads)
-            ),
-        ),
+        EventKind::GrpcTimeoutInvalid(grpc_timeout_invalid) => {
+            let event::GrpcTimeoutInvalid {
+                run,
+                path,
+                raw,
+                tonic_reads,
+            } = &**grpc_timeout_invalid;
+            (
+                host,
+                format!(
+                    "{run} handler {path}: {}",
+                    words::invalid_timeout(raw, *tonic_reads)
+                ),
+            )
+        }
         EventKind::RetryArrived {
             run,
             path,
@@ -947,16 +972,17 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             host,
             format!("{run} handler {path} is a retry (grpc-previous-rpc-attempts={previous})"),
         ),
-        EventKind::RetryDecision {
-            group,
-            attempt,
-            outcome,
-            retry_in,
-            backoff_n,
-            pushback_ms,
-            stop,
-            ..
-        } => {
+        EventKind::RetryDecision(retry_decision) => {
+            let event::RetryDecision {
+                group,
+                attempt,
+                outcome,
+                retry_in,
+                backoff_n,
+                pushback_ms,
+                stop,
+                ..
+            } = &**retry_decision;
             let decision = match (retry_in, stop) {
                 (Some(d), _) => match backoff_n {
                     Some(n) => format!("retry in {} (backoff n={n})", fmt_duration(*d)),
@@ -986,37 +1012,44 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                  {to}'s DATA on s{stream}, as C-core writes it (not on the wire)"
             ),
         ),
-        EventKind::PolicyClosed {
-            conn,
-            to,
-            policy,
-            reason,
-        } => (
-            format!("{host}→{to}"),
-            format!("c{conn} connection closed by {policy} ({reason})"),
-        ),
-        EventKind::PolicyReset {
-            conn,
-            to,
-            policy,
-            reason,
-            discarded,
-        } => {
+        EventKind::PolicyClosed(policy_closed) => {
+            let event::PolicyClosed {
+                conn,
+                to,
+                policy,
+                reason,
+            } = &**policy_closed;
+            (
+                format!("{host}→{to}"),
+                format!("c{conn} connection closed by {policy} ({reason})"),
+            )
+        }
+        EventKind::PolicyReset(policy_reset) => {
+            let event::PolicyReset {
+                conn,
+                to,
+                policy,
+                reason,
+                discarded,
+            } = &**policy_reset;
             let text = format!(
                 "c{conn} reset at both ends by {policy} ({reason}){}",
                 discarded_words(*discarded)
             );
             (format!("{host}→{to}"), text)
         }
-        EventKind::PolicyActed {
-            conn,
-            to,
-            policy,
-            action,
-        } => (
-            format!("{host}→{to}"),
-            format!("c{conn} {policy}: {action}"),
-        ),
+        EventKind::PolicyActed(policy_acted) => {
+            let event::PolicyActed {
+                conn,
+                to,
+                policy,
+                action,
+            } = &**policy_acted;
+            (
+                format!("{host}→{to}"),
+                format!("c{conn} {policy}: {action}"),
+            )
+        }
         EventKind::KeepaliveClosed { conn, to, reason } => (
             format!("{host}→{to}"),
             format!("c{conn} connection closed by the keepalive policy ({reason})"),
@@ -1024,7 +1057,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
         EventKind::ReplicaLeft { .. }
         | EventKind::ReplicaJoined { .. }
         | EventKind::CallRouted { .. }
-        | EventKind::Balancer { .. } => super::balancer_rows::line(e).unwrap_or_default(),
+        | EventKind::Balancer(_) => super::balancer_rows::line(e).unwrap_or_default(),
     }
 }
 
@@ -1187,11 +1220,11 @@ mod tests {
         let log = Event {
             at: Duration::from_millis(3),
             host: "store".into(),
-            kind: EventKind::Log {
+            kind: EventKind::Log(Box::new(crate::recorder::event::Log {
                 level: "INFO",
                 target: "app".into(),
                 message: "first\nsecond\t\u{202E}gnp.exe\0\u{200F}\u{2028}".into(),
-            },
+            })),
         };
         let trace = Trace::new(1, vec!["store".into()], vec![log], Duration::from_millis(4));
         let render = trace.render();

@@ -330,13 +330,13 @@ fn replay(trace: &Trace) -> Vec<Stall> {
         else {
             continue;
         };
-        let me: DirKey = (*conn, e.host.clone());
-        let peer: DirKey = (*conn, to.clone());
+        let me: DirKey = (*conn, e.host.to_string());
+        let peer: DirKey = (*conn, to.to_string());
         dirs.entry(me.clone()).or_insert_with(|| Dir::new(to));
         dirs.entry(peer.clone())
             .or_insert_with(|| Dir::new(&e.host));
         let left = clock.entry(me.clone()).or_insert(Some(Duration::ZERO));
-        let left_at = match fate {
+        let left_at = match **fate {
             // Never reaches the receiver.
             Fate::Dropped | Fate::Lost | Fate::LostBehind | Fate::Swallowed => continue,
             Fate::Delayed { .. }
@@ -466,7 +466,7 @@ fn release_times(trace: &Trace) -> HashMap<DirKey, VecDeque<Duration>> {
     let mut out: HashMap<DirKey, VecDeque<Duration>> = HashMap::new();
     for e in trace.events() {
         if let EventKind::FrameReleased { conn, .. } = &e.kind {
-            out.entry((*conn, e.host.clone()))
+            out.entry((*conn, e.host.to_string()))
                 .or_default()
                 .push_back(e.at);
         }
@@ -671,16 +671,15 @@ mod tests {
             let to = if from == S { C } else { S };
             self.events.push(Event {
                 at: ms(at),
-                host: from.to_owned(),
+                host: from.into(),
                 kind: EventKind::Frame {
                     conn: 1,
-                    to: to.to_owned(),
+                    to: to.into(),
                     stream,
                     frame,
                     flags,
                     detail,
-                    invalid: None,
-                    fate,
+                    fate: fate.into(),
                     noise: false,
                 },
             });
@@ -711,10 +710,10 @@ mod tests {
             let to = if from == S { C } else { S };
             self.events.push(Event {
                 at: ms(at),
-                host: from.to_owned(),
+                host: from.into(),
                 kind: EventKind::FrameReleased {
                     conn: 1,
-                    to: to.to_owned(),
+                    to: to.into(),
                     stream,
                     frame,
                     kept: ms(at - since),

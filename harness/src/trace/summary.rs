@@ -224,7 +224,7 @@ fn item(words: &Words, events: &[Event], i: usize) -> Item {
 fn first_error(events: &[Event]) -> Option<Item> {
     let i = events.iter().position(|e| match &e.kind {
         EventKind::CallEnded { outcome, .. } => outcome.spec_code != "OK",
-        EventKind::HandlerPanicked { .. } | EventKind::ProtocolError { .. } => true,
+        EventKind::HandlerPanicked(_) | EventKind::ProtocolError { .. } => true,
         _ => false,
     })?;
     Some(item(&Words::of(events), events, i))
@@ -282,7 +282,9 @@ fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
             Item {
                 event,
                 at: event.map(|i| events[i].at),
-                place: event.map(|i| events[i].host.clone()).unwrap_or_default(),
+                place: event
+                    .map(|i| events[i].host.to_string())
+                    .unwrap_or_default(),
                 text,
             }
         })
@@ -313,7 +315,7 @@ fn fired(events: &[Event]) -> Vec<Item> {
         let acted = match &e.kind {
             EventKind::FaultNeverFired { .. } => false,
             EventKind::Frame { fate, .. } => matches!(
-                fate,
+                **fate,
                 Fate::Dropped
                     | Fate::Held
                     | Fate::Delayed { .. }
@@ -407,9 +409,9 @@ fn overruns(trace: &Trace, events: &[Event]) -> Vec<Item> {
         .into_iter()
         .map(|(call, over)| {
             let event = ends.get(&call.id).copied().or_else(|| {
-                events.iter().position(
-                    |e| matches!(&e.kind, EventKind::CallStarted { call: c, .. } if *c == call.id),
-                )
+                events
+                    .iter()
+                    .position(|e| matches!(&e.kind, EventKind::CallStarted(s) if s.call == call.id))
             });
             let state = if call.ended_at.is_some() {
                 "ended"

@@ -1,5 +1,6 @@
 //! Calls and handler runs, derived from the event log.
 
+use crate::recorder::event;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -211,18 +212,19 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
             EventKind::CallSeenOnWire { call, .. } => {
                 on_wire.insert(*call);
             }
-            EventKind::CallStarted {
-                call,
-                target,
-                path,
-                timeout,
-                parent,
-            } => {
+            EventKind::CallStarted(call_started) => {
+                let event::CallStarted {
+                    call,
+                    target,
+                    path,
+                    timeout,
+                    parent,
+                } = &**call_started;
                 call_ix.insert(*call, calls.len());
                 calls.push(Call {
                     id: *call,
-                    host: e.host.clone(),
-                    target: target.clone(),
+                    host: e.host.to_string(),
+                    target: target.to_string(),
                     replica: None,
                     path: path.clone(),
                     started: e.at,
@@ -236,13 +238,13 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
             }
             EventKind::CallEnded { call, outcome, .. } => {
                 if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
-                    c.end = CallEnd::Status(outcome.clone());
+                    c.end = CallEnd::Status((**outcome).clone());
                     c.ended_at = Some(e.at);
                 }
             }
             EventKind::CallRouted { call, replica } => {
                 if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
-                    c.replica = Some(replica.clone());
+                    c.replica = Some(replica.to_string());
                 }
             }
             EventKind::CallStoppedReading {
@@ -265,20 +267,21 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     c.ended_at = Some(e.at);
                 }
             }
-            EventKind::HandlerStarted {
-                run,
-                path,
-                from,
-                call,
-                timeout,
-                nth,
-            } => {
+            EventKind::HandlerStarted(handler_started) => {
+                let event::HandlerStarted {
+                    run,
+                    path,
+                    from,
+                    call,
+                    timeout,
+                    nth,
+                } = &**handler_started;
                 run_ix.insert(*run, runs.len());
                 runs.push(HandlerRun {
                     id: *run,
-                    host: e.host.clone(),
+                    host: e.host.to_string(),
                     path: path.clone(),
-                    from: from.clone(),
+                    from: from.to_string(),
                     call: *call,
                     started: e.at,
                     dequeued: None,
@@ -293,9 +296,10 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     r.dequeued = Some(e.at);
                 }
             }
-            EventKind::HandlerFinished {
-                run, code, message, ..
-            } => {
+            EventKind::HandlerFinished(handler_finished) => {
+                let event::HandlerFinished {
+                    run, code, message, ..
+                } = &**handler_finished;
                 end_run(
                     &mut runs,
                     &run_ix,
@@ -307,9 +311,10 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     },
                 );
             }
-            EventKind::HandlerRejected {
-                run, outcome, why, ..
-            } => {
+            EventKind::HandlerRejected(handler_rejected) => {
+                let event::HandlerRejected {
+                    run, outcome, why, ..
+                } = &**handler_rejected;
                 let end = RunEnd::Rejected {
                     outcome: outcome.clone(),
                     why,
@@ -319,7 +324,8 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
             EventKind::HandlerDropped { run, .. } => {
                 end_run(&mut runs, &run_ix, *run, e.at, RunEnd::Dropped);
             }
-            EventKind::HandlerPanicked { run, message, .. } => {
+            EventKind::HandlerPanicked(handler_panicked) => {
+                let event::HandlerPanicked { run, message, .. } = &**handler_panicked;
                 end_run(
                     &mut runs,
                     &run_ix,

@@ -33,8 +33,8 @@ pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
                     let faults: Vec<&str> = events
                         .iter()
                         .filter_map(|e| match &e.kind {
-                            EventKind::FaultFired { run, action, .. } if *run == r.id => {
-                                Some(action.as_str())
+                            EventKind::FaultFired(fired) if fired.run == r.id => {
+                                Some(fired.action.as_str())
                             }
                             _ => None,
                         })
@@ -112,7 +112,7 @@ fn in_the_way(events: &[Event], host: &str, target: &str, since: Duration) -> Ve
         .iter()
         .filter(|e| e.at >= since && e.host == host)
         .filter(
-            |e| matches!(&e.kind, EventKind::Frame { to, fate: Fate::Dropped, .. } if to == target),
+            |e| matches!(&e.kind, EventKind::Frame { to, fate, .. } if *fate == Fate::Dropped && to == target),
         )
         .count();
     if dropped > 0 {

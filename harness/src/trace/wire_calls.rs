@@ -17,6 +17,7 @@
 //! went away before either stays open: what tonic told its caller then is
 //! not on the wire.
 
+use crate::recorder::event;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -50,18 +51,19 @@ pub(super) fn complete(events: Vec<Event>) -> Vec<Event> {
                 streams.insert(*call, (*conn, *stream));
                 None
             }
-            EventKind::CallStarted {
-                call,
-                path,
-                timeout,
-                ..
-            } => {
+            EventKind::CallStarted(call_started) => {
+                let event::CallStarted {
+                    call,
+                    path,
+                    timeout,
+                    ..
+                } = &**call_started;
                 if let Some(key) = streams.remove(call) {
                     open.insert(
                         key,
                         Open {
                             call: *call,
-                            caller: e.host.clone(),
+                            caller: e.host.to_string(),
                             path: path.clone(),
                             started: e.at,
                             timeout: *timeout,
@@ -87,7 +89,7 @@ pub(super) fn complete(events: Vec<Event>) -> Vec<Event> {
         if let Some((Some(call), kind)) = end {
             out.push(Event {
                 at,
-                host: call.caller,
+                host: (&call.caller).into(),
                 kind,
             });
         }
@@ -106,7 +108,7 @@ fn ends(call: &Open, e: &Event, detail: &FrameDetail, fate: &Fate) -> Option<Eve
     let ended = |outcome| EventKind::CallEnded {
         call: call.call,
         path: call.path.clone(),
-        outcome,
+        outcome: Box::new(outcome),
     };
     match detail {
         FrameDetail::Headers(block)

@@ -44,7 +44,7 @@ impl Trace {
                     ..
                 } if receiver == to
                     && !matches!(
-                        fate,
+                        **fate,
                         Fate::Dropped | Fate::Lost | Fate::LostBehind | Fate::Swallowed
                     ) =>
                 {

@@ -69,9 +69,9 @@ pub(super) fn cuts(trace: &Trace) -> Vec<Cut> {
             EventKind::Frame {
                 conn,
                 detail: detail @ FrameDetail::GoAway { .. },
-                fate: Fate::Injected,
+                fate,
                 ..
-            } => Some(Cut {
+            } if *fate == Fate::Injected => Some(Cut {
                 at: e.at,
                 conn: *conn,
                 detail: detail.clone(),
@@ -88,9 +88,7 @@ pub(super) fn ping_verdicts(trace: &Trace, conn: u32) -> Vec<KeepaliveVerdict> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::KeepalivePing {
-                conn: c, verdict, ..
-            } if *c == conn => Some(*verdict),
+            EventKind::KeepalivePing(ping) if ping.conn == conn => Some(ping.verdict),
             _ => None,
         })
         .collect()
@@ -102,7 +100,7 @@ pub(super) fn judged_pings(trace: &Trace) -> Vec<KeepaliveVerdict> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::KeepalivePing { verdict, .. } => Some(*verdict),
+            EventKind::KeepalivePing(ping) => Some(ping.verdict),
             _ => None,
         })
         .collect()

@@ -88,15 +88,7 @@ fn judge(trace: &Trace) -> Report {
     let held = trace
         .events()
         .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                EventKind::Frame {
-                    fate: Fate::Partitioned,
-                    ..
-                }
-            )
-        })
+        .filter(|e| matches!(&e.kind, EventKind::Frame { fate, .. } if *fate == Fate::Partitioned))
         .count();
     let waited_dial = trace.events_on("player").find_map(|e| match e.kind {
         EventKind::Connected {

@@ -107,7 +107,8 @@ pub(super) fn watch_stall(trace: &Trace) -> Option<Stall> {
 /// How many scores the player counted, from its `watch ended` log line.
 fn received(trace: &Trace) -> Option<u32> {
     trace.events_on("player").find_map(|e| match &e.kind {
-        EventKind::Log { message, .. } if message.starts_with("watch ended") => message
+        EventKind::Log(log) if log.message.starts_with("watch ended") => log
+            .message
             .split_once("received=")
             .and_then(|(_, n)| n.parse().ok()),
         _ => None,

@@ -36,11 +36,9 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 /// was gone.
 fn noticed(trace: &Trace, replica: &str) -> Option<Duration> {
     trace.events_on("player").find_map(|e| match &e.kind {
-        EventKind::Balancer {
-            replica: r,
-            change: BalancerChange::Closed,
-            ..
-        } if r == replica => Some(e.at),
+        EventKind::Balancer(b) if b.change == BalancerChange::Closed && b.replica == replica => {
+            Some(e.at)
+        }
         _ => None,
     })
 }

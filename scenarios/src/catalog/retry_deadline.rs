@@ -53,8 +53,8 @@ fn judge(trace: &Trace) -> Report {
     let (conforms, why) = rw::conforms(trace, &seed_policy());
     // The player logs the code it got when it gives up.
     let gave_up = trace.events_on("player").find_map(|e| match &e.kind {
-        grpc_chaos::EventKind::Log { message, .. } if message.starts_with("player gave up") => {
-            Some((e.at, message.clone()))
+        grpc_chaos::EventKind::Log(log) if log.message.starts_with("player gave up") => {
+            Some((e.at, log.message.clone()))
         }
         _ => None,
     });

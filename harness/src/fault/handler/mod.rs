@@ -14,6 +14,7 @@ pub(super) mod rule;
 mod run;
 mod seen;
 
+use crate::recorder::event;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -154,14 +155,14 @@ impl<S> HandlerService<S> {
         let nth = recorder.count_request(&self.host, &path);
         recorder.push(
             &self.host,
-            EventKind::HandlerStarted {
+            EventKind::HandlerStarted(Box::new(event::HandlerStarted {
                 run,
                 path: path.clone(),
-                from,
+                from: from.into(),
                 call,
                 timeout,
                 nth,
-            },
+            })),
         );
         // A grpc-timeout the spec does not allow: said, with what tonic's
         // server makes of it (its own timer sits outside this layer).
@@ -169,12 +170,12 @@ impl<S> HandlerService<S> {
             if timeout.is_none() {
                 recorder.push(
                     &self.host,
-                    EventKind::GrpcTimeoutInvalid {
+                    EventKind::GrpcTimeoutInvalid(Box::new(event::GrpcTimeoutInvalid {
                         run,
                         path: path.clone(),
                         raw: String::from_utf8_lossy(raw.as_bytes()).into_owned(),
                         tonic_reads: tonic_reads_grpc_timeout(raw.as_bytes()),
-                    },
+                    })),
                 );
             }
         }
@@ -259,12 +260,12 @@ pub(crate) trait Acting {
 
     fn fault_fired(&self, action: String) {
         let (run, path) = self.run_path();
-        self.record(EventKind::FaultFired {
+        self.record(EventKind::FaultFired(Box::new(event::FaultFired {
             run,
             path: path.to_owned(),
             action,
             side: self.side(),
-        });
+        })));
     }
 
     fn dequeued(&mut self, queued_at: Duration, permit: OwnedSemaphorePermit) {

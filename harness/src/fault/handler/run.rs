@@ -1,5 +1,6 @@
 //! The life of one handler run: finished with a status, or dropped.
 
+use crate::recorder::event;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
@@ -133,11 +134,13 @@ impl RunGuard {
         self.env
             .problems
             .handler_panicked(&self.host, &self.path, &message);
-        self.push(EventKind::HandlerPanicked {
-            run: self.run,
-            path: self.path.clone(),
-            message,
-        });
+        self.push(EventKind::HandlerPanicked(Box::new(
+            event::HandlerPanicked {
+                run: self.run,
+                path: self.path.clone(),
+                message,
+            },
+        )));
     }
 
     pub(crate) fn finish(&mut self, status: &Status) {
@@ -152,27 +155,31 @@ impl RunGuard {
         });
         if let Some(why) = why {
             let (spec, rule) = crate::spec::classify_server(status.code(), status.message());
-            self.push(EventKind::HandlerRejected {
-                run: self.run,
-                path: self.path.clone(),
-                outcome: crate::recorder::event::Outcome {
-                    code: crate::spec::code_name(status.code()),
-                    message: status.message().to_owned(),
-                    spec_code: crate::spec::code_name(spec),
-                    rule,
+            self.push(EventKind::HandlerRejected(Box::new(
+                event::HandlerRejected {
+                    run: self.run,
+                    path: self.path.clone(),
+                    outcome: event::Outcome {
+                        code: crate::spec::code_name(status.code()),
+                        message: status.message().to_owned(),
+                        spec_code: crate::spec::code_name(spec),
+                        rule,
+                    },
+                    why,
+                    ran,
                 },
-                why,
-                ran,
-            });
+            )));
             return;
         }
-        self.push(EventKind::HandlerFinished {
-            run: self.run,
-            path: self.path.clone(),
-            code: crate::spec::code_name(status.code()),
-            message: status.message().to_owned(),
-            ran,
-        });
+        self.push(EventKind::HandlerFinished(Box::new(
+            event::HandlerFinished {
+                run: self.run,
+                path: self.path.clone(),
+                code: crate::spec::code_name(status.code()),
+                message: status.message().to_owned(),
+                ran,
+            },
+        )));
     }
 
     /// Answers with `status` as a trailers-only response.

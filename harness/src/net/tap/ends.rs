@@ -109,7 +109,7 @@ impl CloseEnd {
         state.reset_by[side(self.direction)] = true;
         state.reset_note[side(self.direction)] = Some(EventKind::ConnResetSent {
             conn: self.conn,
-            to: self.peer.to_string(),
+            to: (&self.peer).into(),
             read,
             unread,
         });

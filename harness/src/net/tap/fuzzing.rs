@@ -348,7 +348,7 @@ impl TapFuzz {
             };
             let summary = &mut self.summary;
             match e.kind {
-                EventKind::Frame { fate, .. } => summary.fates[s].push(fate),
+                EventKind::Frame { fate, .. } => summary.fates[s].push(fate.get()),
                 EventKind::FrameReleased { .. } => summary.released[s] += 1,
                 EventKind::FramesUndelivered { frames, more, .. } => {
                     summary.undelivered[s] += frames.len() + more as usize;

@@ -204,7 +204,7 @@ impl Writer {
 /// The recorded frames: when, which, and what the faults did.
 fn frames(events: &[Event]) -> Vec<(Duration, FrameType, Fate)> {
     let frame = |e: &Event| match &e.kind {
-        EventKind::Frame { frame, fate, .. } => Some((e.at, *frame, *fate)),
+        EventKind::Frame { frame, fate, .. } => Some((e.at, *frame, fate.get())),
         _ => None,
     };
     events.iter().filter_map(frame).collect()

@@ -42,6 +42,7 @@ mod reset;
 mod summary;
 mod writer;
 
+use crate::recorder::event;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,7 +60,7 @@ pub(crate) use writer::spawn_writer;
 use crate::error::Problems;
 use crate::fault::{FrameInfo, FramePlan, FrameView, Injection, LinkState, Links, Verdict};
 use crate::policy::Close;
-use crate::recorder::event::{EventKind, Fate, FrameDetail, UndeliveredCause};
+use crate::recorder::event::{EventKind, Fate, FrameDetail, FrameFate, HostName, UndeliveredCause};
 use crate::recorder::Recorder;
 use crate::wire::{self, BlockKind, Decoder, Detail, Direction, Frame, FrameType, SettingId};
 
@@ -125,8 +126,8 @@ pub(crate) struct DirectionTap {
     decoder: Decoder,
     env: TapEnv,
     conn: u32,
-    from: Arc<str>,
-    to: Arc<str>,
+    from: HostName,
+    to: HostName,
     /// Cut at frame boundaries (frame faults exist) or only watch.
     cut: bool,
     /// Bytes received from the sender and not yet handed on.
@@ -158,6 +159,9 @@ pub(crate) struct DirectionTap {
     in_flight: ends::InFlight,
     /// Bytes each direction put on the wire, shared with the other end.
     written: Arc<Written>,
+    /// The header blocks this direction recorded last, shared with the
+    /// frames that repeat them.
+    blocks: summary::Blocks,
 }
 
 impl DirectionTap {
@@ -186,8 +190,8 @@ impl DirectionTap {
             triggers: env.frames.triggers_between(&from, &to),
             env,
             conn,
-            from,
-            to,
+            from: HostName::from(&from),
+            to: HostName::from(&to),
             pending: BytesMut::new(),
             base: 0,
             events: Vec::new(),
@@ -198,6 +202,7 @@ impl DirectionTap {
             reset_done: false,
             in_flight: ends::InFlight::default(),
             written,
+            blocks: summary::Blocks::default(),
         }
     }
 
@@ -300,7 +305,7 @@ impl DirectionTap {
             } => {
                 self.record(EventKind::ProtocolError {
                     conn: self.conn,
-                    to: self.to.to_string(),
+                    to: self.to,
                     offset: *offset,
                     reason: reason.clone(),
                 });
@@ -317,7 +322,7 @@ impl DirectionTap {
         // in the world, and this runs for every frame.
         let now = self.env.recorder.now();
         let mut scratch = std::mem::take(&mut self.scratch);
-        let summary = summary::summarize(frame);
+        let summary = summary::summarize(frame, &mut self.blocks);
         let ack = summary.flags.ack();
         let info = self.frame_info(frame, ack, now);
         let end = frame.offset + frame.wire_len();
@@ -369,7 +374,7 @@ impl DirectionTap {
             let recorder = &self.env.recorder;
             recorder.push_at(
                 now,
-                &self.from,
+                self.from,
                 EventKind::CallSeenOnWire {
                     call,
                     conn: self.conn,
@@ -378,28 +383,27 @@ impl DirectionTap {
             );
             recorder.push_at(
                 now,
-                &self.from,
-                EventKind::CallStarted {
+                self.from,
+                EventKind::CallStarted(Box::new(event::CallStarted {
                     call,
-                    target: self.to.to_string(),
+                    target: self.to,
                     path,
                     timeout,
                     parent: None,
-                },
+                })),
             );
         }
         self.env.recorder.push_at(
             now,
-            &self.from,
+            self.from,
             EventKind::Frame {
                 conn: self.conn,
-                to: self.to.to_string(),
+                to: self.to,
                 stream: frame.stream_id,
                 frame: frame.ty,
                 flags: summary.flags,
                 detail: summary.detail,
-                invalid: None,
-                fate,
+                fate: fate.into(),
                 noise: summary.noise,
             },
         );
@@ -568,8 +572,8 @@ impl DirectionTap {
     /// leaves.
     fn kept(&self, stream: u32, frame: FrameType, since: Duration, until: Until) -> Kept {
         let waiting = Waiting {
-            from: self.from.clone(),
-            to: self.to.clone(),
+            from: self.from,
+            to: self.to,
             stream,
             frame,
             since,
@@ -642,7 +646,7 @@ impl DirectionTap {
         let now = self.env.recorder.now();
         self.record(EventKind::ConnReset {
             conn: self.conn,
-            to: self.to.to_string(),
+            to: self.to,
             waited: now.saturating_sub(since),
             discarded,
         });
@@ -669,7 +673,7 @@ impl DirectionTap {
             if let wire::Event::Malformed { offset, reason, .. } = event {
                 self.record(EventKind::ProtocolError {
                     conn: self.conn,
-                    to: self.to.to_string(),
+                    to: self.to,
                     offset: *offset,
                     reason: reason.clone(),
                 });
@@ -707,7 +711,7 @@ impl DirectionTap {
         let more = frames.len().saturating_sub(ends::NAMED_UNDELIVERED);
         self.record(EventKind::FramesUndelivered {
             conn: self.conn,
-            to: self.to.to_string(),
+            to: self.to,
             frames: frames
                 .iter()
                 .take(ends::NAMED_UNDELIVERED)
@@ -722,7 +726,7 @@ impl DirectionTap {
     pub(crate) fn record_closed(&self) {
         self.record(EventKind::ConnClosed {
             conn: self.conn,
-            to: self.to.to_string(),
+            to: self.to,
         });
     }
 
@@ -745,19 +749,19 @@ impl DirectionTap {
                     .tap
                     .settings_sent(direction, max_frame_size(values));
             }
-            let mut summary = summary::summarize(&frame);
+            // Injected frames are rare: no block shared with the sender's.
+            let mut summary = summary::summarize(&frame, &mut summary::Blocks::default());
             if let (Some(kind), FrameDetail::Headers(block)) = (kind, &mut summary.detail) {
                 block.set_kind(kind);
             }
             self.record(EventKind::Frame {
                 conn: self.conn,
-                to: self.to.to_string(),
+                to: self.to,
                 stream: frame.stream_id,
                 frame: frame.ty,
                 flags: summary.flags,
                 detail: summary.detail,
-                invalid: broken.map(String::into_boxed_str),
-                fate: Fate::Injected,
+                fate: FrameFate::with_rule(Fate::Injected, broken),
                 noise: summary.noise,
             });
             head = Some((frame.stream_id, frame.ty));
@@ -804,16 +808,16 @@ impl DirectionTap {
     /// `FrameReplaced` per frame of `with`.
     fn record_replacement(&self, with: &[u8]) {
         for (frame, broken) in self.decode_alone(with) {
-            let summary = summary::summarize(&frame);
-            self.record(EventKind::FrameReplaced {
+            let summary = summary::summarize(&frame, &mut summary::Blocks::default());
+            self.record(EventKind::FrameReplaced(Box::new(event::FrameReplaced {
                 conn: self.conn,
-                to: self.to.to_string(),
+                to: self.to,
                 stream: frame.stream_id,
                 frame: frame.ty,
                 flags: summary.flags,
                 detail: summary.detail,
                 invalid: broken.map(String::into_boxed_str),
-            });
+            })));
         }
     }
 
@@ -825,7 +829,7 @@ impl DirectionTap {
         let now = self.env.recorder.now();
         self.record(EventKind::FrameReleased {
             conn: self.conn,
-            to: self.to.to_string(),
+            to: self.to,
             stream: kept.stream,
             frame: kept.frame,
             kept: now.saturating_sub(kept.since),
@@ -833,7 +837,7 @@ impl DirectionTap {
     }
 
     fn record(&self, kind: EventKind) {
-        self.env.recorder.push(&self.from, kind);
+        self.env.recorder.push(self.from, kind);
     }
 
     /// Hands on the pending bytes up to stream offset `end`.

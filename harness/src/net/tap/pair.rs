@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::fault::Injection;
-use crate::recorder::event::{LinkHold, WaitingFor};
+use crate::recorder::event::{HostName, LinkHold, WaitingFor};
 use crate::wire::{Direction, FrameType};
 
 /// The index of `direction` in the per-direction arrays.
@@ -69,8 +69,8 @@ impl Until {
 /// A kept-back frame that has not left yet.
 #[derive(Debug, Clone)]
 pub(crate) struct Waiting {
-    pub(crate) from: Arc<str>,
-    pub(crate) to: Arc<str>,
+    pub(crate) from: HostName,
+    pub(crate) to: HostName,
     pub(crate) stream: u32,
     pub(crate) frame: FrameType,
     /// When it was written, *simulated* time.

@@ -64,7 +64,7 @@ fn frames(tap: &DirectionTap) -> Vec<(String, FrameType, Fate)> {
         .events()
         .into_iter()
         .filter_map(|e| match e.kind {
-            EventKind::Frame { frame, fate, .. } => Some((e.host, frame, fate)),
+            EventKind::Frame { frame, fate, .. } => Some((e.host.to_string(), frame, fate.get())),
             _ => None,
         })
         .collect()

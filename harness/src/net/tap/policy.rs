@@ -18,6 +18,7 @@
 //!
 //! [`TapPair`]: super::TapPair
 
+use crate::recorder::event;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::Waker;
@@ -306,7 +307,9 @@ impl DirectionTap {
             }
             let (from, to) = self.hosts_of(hop.direction);
             for (frame, broken, bytes) in self.split_frames(&hop.bytes, hop.direction) {
-                let mut summary = super::summary::summarize(&frame);
+                // Sent frames are rare: no block shared with the sender's.
+                let mut summary =
+                    super::summary::summarize(&frame, &mut super::summary::Blocks::default());
                 if let (Some(kind), crate::recorder::event::FrameDetail::Headers(block)) =
                     (hop.kind, &mut summary.detail)
                 {
@@ -331,13 +334,15 @@ impl DirectionTap {
                         Arc::<str>::from(from),
                         crate::recorder::event::EventKind::Frame {
                             conn: self.conn,
-                            to: to.to_owned(),
+                            to: to.into(),
                             stream: frame.stream_id,
                             frame: frame.ty,
                             flags: summary.flags,
                             detail: summary.detail,
-                            invalid: broken.map(String::into_boxed_str),
-                            fate: Fate::Swallowed,
+                            fate: crate::recorder::event::FrameFate::with_rule(
+                                Fate::Swallowed,
+                                broken,
+                            ),
                             noise: summary.noise,
                         },
                     );
@@ -495,18 +500,20 @@ impl DirectionTap {
         self.in_flight.take();
         self.reset_done = true;
         let client = match self.decoder.direction() {
-            Direction::ClientToServer => self.from.to_string(),
-            Direction::ServerToClient => self.to.to_string(),
+            Direction::ClientToServer => self.from,
+            Direction::ServerToClient => self.to,
         };
         self.env.recorder.push(
             self.server_host(),
-            crate::recorder::event::EventKind::PolicyReset {
-                conn: self.conn,
-                to: client,
-                policy: reset.policy.clone(),
-                reason: reset.reason,
-                discarded,
-            },
+            crate::recorder::event::EventKind::PolicyReset(Box::new(
+                crate::recorder::event::PolicyReset {
+                    conn: self.conn,
+                    to: client,
+                    policy: reset.policy.clone(),
+                    reason: reset.reason,
+                    discarded,
+                },
+            )),
         );
         flag.fire_by(&reset.policy);
     }
@@ -603,17 +610,19 @@ impl DirectionTap {
         if let Some(p) = lock_conn(&self.conn_state).policies.as_mut() {
             p.closed();
         }
-        let (conn, to) = (self.conn, self.to.to_string());
+        let (conn, to) = (self.conn, self.to);
         let event = match close {
             Close::Keepalive(reason) => {
                 crate::recorder::event::EventKind::KeepaliveClosed { conn, to, reason }
             }
-            Close::Policy { policy, reason } => crate::recorder::event::EventKind::PolicyClosed {
-                conn,
-                to,
-                policy,
-                reason,
-            },
+            Close::Policy { policy, reason } => {
+                crate::recorder::event::EventKind::PolicyClosed(Box::new(event::PolicyClosed {
+                    conn,
+                    to,
+                    policy,
+                    reason,
+                }))
+            }
         };
         self.record(event);
     }

@@ -142,8 +142,8 @@ fn all_bytes(fed: &Fed) -> Vec<u8> {
 
 /// The recorded fate of each frame, in stream order.
 fn fates(fed: &Fed) -> Vec<Fate> {
-    let fate = |e: &Event| match e.kind {
-        EventKind::Frame { fate, .. } => Some(fate),
+    let fate = |e: &Event| match &e.kind {
+        EventKind::Frame { fate, .. } => Some(fate.get()),
         _ => None,
     };
     fed.events.iter().filter_map(fate).collect()

@@ -96,7 +96,7 @@ impl RawRead {
                     &self.peer,
                     EventKind::RawPeerClosed {
                         conn: self.conn,
-                        to: self.me.to_string(),
+                        to: (&self.me).into(),
                         reset: matches!(read, Read::Reset),
                     },
                 );
@@ -109,22 +109,23 @@ impl RawRead {
         let kind = match event {
             wire::Event::Preface { .. } => return,
             wire::Event::Frame(frame) => {
-                let summary = super::summary::summarize(frame);
+                // A raw peer is rare: no block shared across its frames.
+                let summary =
+                    super::summary::summarize(frame, &mut super::summary::Blocks::default());
                 EventKind::Frame {
                     conn: self.conn,
-                    to: self.me.to_string(),
+                    to: (&self.me).into(),
                     stream: frame.stream_id,
                     frame: frame.ty,
                     flags: summary.flags,
                     detail: summary.detail,
-                    invalid: None,
-                    fate: Fate::ReadAtReceiver,
+                    fate: Fate::ReadAtReceiver.into(),
                     noise: summary.noise,
                 }
             }
             wire::Event::Malformed { offset, reason, .. } => EventKind::ProtocolError {
                 conn: self.conn,
-                to: self.me.to_string(),
+                to: (&self.me).into(),
                 offset: *offset,
                 reason: reason.clone(),
             },

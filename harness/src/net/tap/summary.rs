@@ -2,6 +2,8 @@
 //! ([`FrameDetail`]) and whether it is noise the default render hides. No
 //! words here: the trace's row builder makes them.
 
+use std::collections::VecDeque;
+
 use crate::recorder::event::{FrameDetail, FrameFlags, HeaderFields};
 use crate::wire::{Detail, Frame, FrameType, HeaderBlock};
 
@@ -18,8 +20,42 @@ pub(crate) struct Summary {
     pub(crate) noise: bool,
 }
 
-/// The recorded form of `frame`.
-pub(crate) fn summarize(frame: &Frame) -> Summary {
+/// The header blocks one direction of a connection recorded last, so a
+/// frame that carries the same fields shares the block already in the log
+/// ([`HeaderFields`] is shared) instead of holding a copy: a server sends
+/// the same response headers and `grpc-status: 0` trailers call after call.
+/// Which frames share a block changes no output: blocks compare, render
+/// and serialize by their fields.
+#[derive(Default)]
+pub(crate) struct Blocks(VecDeque<HeaderFields>);
+
+/// Blocks a direction remembers: a unary call's request, response headers
+/// and trailers, and a few more (a client's calls to two methods).
+const BLOCKS_KEPT: usize = 8;
+
+impl Blocks {
+    /// The recorded form of `block`: one already recorded with the same
+    /// fields, else a new one (remembered from now on).
+    fn share(&mut self, block: &HeaderBlock) -> HeaderFields {
+        let fields = || block.all().iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        if let Some(i) = self.0.iter().position(|b| b.holds(block.kind, fields())) {
+            // Most recent first: the next frame most likely repeats it.
+            let hit = self
+                .0
+                .remove(i)
+                .unwrap_or_else(|| HeaderFields::new(block.kind, fields()));
+            self.0.push_front(hit.clone());
+            return hit;
+        }
+        let new = HeaderFields::new(block.kind, fields());
+        self.0.push_front(new.clone());
+        self.0.truncate(BLOCKS_KEPT);
+        new
+    }
+}
+
+/// The recorded form of `frame`; a header block is shared through `blocks`.
+pub(crate) fn summarize(frame: &Frame, blocks: &mut Blocks) -> Summary {
     let flags = FrameFlags::NONE;
     let (flags, detail, noise) = match &frame.detail {
         Detail::Data {
@@ -44,7 +80,7 @@ pub(crate) fn summarize(frame: &Frame) -> Summary {
             flags
                 .with(FrameFlags::END_STREAM, *end_stream)
                 .with(FrameFlags::END_HEADERS, *end_headers),
-            FrameDetail::Headers(shown(block)),
+            FrameDetail::Headers(blocks.share(block)),
             false,
         ),
         Detail::RstStream { code } => (flags, FrameDetail::RstStream { code: *code }, false),
@@ -108,11 +144,54 @@ pub(crate) fn summarize(frame: &Frame) -> Summary {
     }
 }
 
-/// Every field of `block`, in wire order, as decoded.
-fn shown(block: &HeaderBlock) -> HeaderFields {
-    let fields = block
-        .all()
-        .iter()
-        .map(|(name, value)| (name.as_str(), value.as_str()));
-    HeaderFields::new(block.kind, fields)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Direction, Event};
+
+    /// The same fields on two frames are one block in the log; other fields
+    /// are another.
+    #[test]
+    fn a_repeated_block_is_shared_and_a_different_one_is_not() {
+        let mut blocks = Blocks::default();
+        let block = |fields: &[(&str, &str)]| {
+            let hpack = crate::wire::encode::hpack_literal(fields);
+            let bytes = crate::wire::encode::headers(1, &hpack, true, true);
+            let mut events = Vec::new();
+            let mut decoder = crate::wire::Decoder::new(Direction::ServerToClient);
+            decoder.feed(&crate::wire::encode::settings(&[]), &mut events);
+            decoder.feed(&bytes, &mut events);
+            events.into_iter().find_map(|e| match e {
+                Event::Frame(f) if f.ty == FrameType::Headers => Some(f),
+                _ => None,
+            })
+        };
+        let trailers = [("grpc-status", "0")];
+        let (Some(a), Some(b), Some(c)) = (
+            block(&trailers),
+            block(&trailers),
+            block(&[("grpc-status", "14")]),
+        ) else {
+            panic!("three HEADERS frames decode");
+        };
+        let detail = |f: &Frame, blocks: &mut Blocks| match summarize(f, blocks).detail {
+            FrameDetail::Headers(h) => Some(h),
+            _ => None,
+        };
+        let (Some(a), Some(b), Some(c)) = (
+            detail(&a, &mut blocks),
+            detail(&b, &mut blocks),
+            detail(&c, &mut blocks),
+        ) else {
+            panic!("three header blocks");
+        };
+        assert!(a.shares_block_with(&b));
+        assert!(!a.shares_block_with(&c));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(
+            c.get(crate::recorder::event::ShownHeader::GrpcStatus),
+            Some("14")
+        );
+    }
 }

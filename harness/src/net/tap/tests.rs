@@ -78,7 +78,7 @@ fn frames(tap: &DirectionTap) -> Vec<(FrameType, Fate)> {
         .events()
         .into_iter()
         .filter_map(|e| match e.kind {
-            EventKind::Frame { frame, fate, .. } => Some((frame, fate)),
+            EventKind::Frame { frame, fate, .. } => Some((frame, fate.get())),
             _ => None,
         })
         .collect()

@@ -12,6 +12,7 @@
 //! calls that run made (their starts and ends, not their own frames or
 //! handler runs).
 
+use crate::recorder::event;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -143,22 +144,26 @@ fn event_keys(e: &Event, owners: &Owners) -> BTreeSet<String> {
     match &e.kind {
         // The run a call was made from belongs to the call's own rows, not
         // to the rows of what the call led to (its handler run, its frames).
-        EventKind::CallStarted { call, .. }
-        | EventKind::CallEnded { call, .. }
+        EventKind::CallStarted(started) => {
+            calls.push(started.call);
+            runs.extend(owners.call_parent.get(&started.call));
+        }
+        EventKind::CallEnded { call, .. }
         | EventKind::CallDropped { call, .. }
         | EventKind::CallRouted { call, .. } => {
             calls.push(*call);
             runs.extend(owners.call_parent.get(call));
         }
-        EventKind::HandlerStarted { run, call, .. } => {
+        EventKind::HandlerStarted(handler_started) => {
+            let event::HandlerStarted { run, call, .. } = &**handler_started;
             runs.push(*run);
             calls.extend(*call);
         }
+        EventKind::HandlerFinished(finished) => runs.push(finished.run),
+        EventKind::HandlerPanicked(panicked) => runs.push(panicked.run),
+        EventKind::FaultFired(fired) => runs.push(fired.run),
         EventKind::HandlerDequeued { run, .. }
-        | EventKind::HandlerFinished { run, .. }
         | EventKind::HandlerDropped { run, .. }
-        | EventKind::HandlerPanicked { run, .. }
-        | EventKind::FaultFired { run, .. }
         | EventKind::RetryArrived { run, .. } => runs.push(*run),
         EventKind::ShutdownStillDraining { waiting_on, .. } => {
             runs.extend(waiting_on.iter().map(|r| r.run));
@@ -168,17 +173,15 @@ fn event_keys(e: &Event, owners: &Owners) -> BTreeSet<String> {
         }
         | EventKind::FrameReleased {
             conn: c, stream, ..
-        }
-        | EventKind::FrameNeverLeft {
-            conn: c, stream, ..
         } => conn = Some((*c, *stream)),
+        EventKind::FrameNeverLeft(left) => conn = Some((left.conn, left.stream)),
         EventKind::ConnClosed { conn: c, .. }
         | EventKind::ProtocolError { conn: c, .. }
-        | EventKind::KeepalivePing { conn: c, .. }
         | EventKind::KeepaliveStrikesReset { conn: c, .. }
         | EventKind::KeepaliveClosed { conn: c, .. }
         | EventKind::ConnReset { conn: c, .. }
         | EventKind::Connected { conn: c, .. } => conn = Some((*c, 0)),
+        EventKind::KeepalivePing(ping) => conn = Some((ping.conn, 0)),
         _ => {}
     }
     let mut keys = BTreeSet::new();

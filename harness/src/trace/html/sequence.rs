@@ -109,14 +109,16 @@ fn conns(view: &View<'_>) -> Vec<Conn> {
 /// `Connected`, else its first frame's sender and receiver.
 fn ends(events: &[Event], id: u32) -> (String, String) {
     let connected = events.iter().find_map(|e| match &e.kind {
-        EventKind::Connected { conn, to, .. } if *conn == id => Some((e.host.clone(), to.clone())),
+        EventKind::Connected { conn, to, .. } if *conn == id => {
+            Some((e.host.to_string(), to.to_string()))
+        }
         _ => None,
     });
     connected
         .or_else(|| {
             events.iter().find_map(|e| match &e.kind {
                 EventKind::Frame { conn, to, .. } if *conn == id => {
-                    Some((e.host.clone(), to.clone()))
+                    Some((e.host.to_string(), to.to_string()))
                 }
                 _ => None,
             })

@@ -1,3 +1,4 @@
+use crate::recorder::event;
 use std::time::Duration;
 
 use crate::recorder::event::{
@@ -61,7 +62,7 @@ fn ms(n: u64) -> Duration {
 fn event(at: u64, host: &str, kind: EventKind) -> Event {
     Event {
         at: ms(at),
-        host: host.to_owned(),
+        host: host.into(),
         kind,
     }
 }
@@ -78,13 +79,12 @@ fn frame(
         "store",
         EventKind::Frame {
             conn: 1,
-            to: HOST.to_owned(),
+            to: HOST.into(),
             stream: 0,
             frame,
             flags,
             detail,
-            invalid: None,
-            fate,
+            fate: fate.into(),
             noise,
         },
     )
@@ -98,36 +98,36 @@ fn hostile_trace() -> Trace {
         event(
             0,
             HOST,
-            EventKind::CallStarted {
+            EventKind::CallStarted(Box::new(event::CallStarted {
                 call: CallId(1),
                 target: "store".into(),
                 path: path.clone(),
                 timeout: None,
                 parent: None,
-            },
+            })),
         ),
         event(
             0,
             "store",
-            EventKind::HandlerStarted {
+            EventKind::HandlerStarted(Box::new(event::HandlerStarted {
                 run: RunId(1),
                 path: path.clone(),
-                from: HOST.to_owned(),
+                from: HOST.into(),
                 call: Some(CallId(1)),
                 timeout: Some(ms(2)),
                 nth: 1,
-            },
+            })),
         ),
         event(
             1,
             "store",
-            EventKind::HandlerFinished {
+            EventKind::HandlerFinished(Box::new(event::HandlerFinished {
                 run: RunId(1),
                 path: path.clone(),
                 code: "UNAVAILABLE",
                 message: HOSTILE.into(),
                 ran: ms(1),
-            },
+            })),
         ),
         frame(
             1,
@@ -172,22 +172,22 @@ fn hostile_trace() -> Trace {
             EventKind::CallEnded {
                 call: CallId(1),
                 path,
-                outcome: Outcome {
+                outcome: Box::new(Outcome {
                     code: "CANCELLED",
                     message: HOSTILE.into(),
                     spec_code: "DEADLINE_EXCEEDED",
                     rule: Some(crate::spec::rules::DEADLINE),
-                },
+                }),
             },
         ),
         event(
             4,
             HOST,
-            EventKind::Log {
+            EventKind::Log(Box::new(event::Log {
                 level: "WARN",
                 target: HOSTILE.into(),
                 message: format!("said {HOSTILE}"),
-            },
+            })),
         ),
         event(
             5,

@@ -33,7 +33,7 @@ pub(super) fn marks(page: &mut Page, view: &View<'_>, host: &str, y: f64, scale:
                 continue
             }
             EventKind::Frame { frame, fate, .. } => match frame {
-                _ if matches!(fate, Fate::Dropped | Fate::Lost) => "mark dropped",
+                _ if matches!(**fate, Fate::Dropped | Fate::Lost) => "mark dropped",
                 FrameType::RstStream => "mark rst",
                 FrameType::GoAway => "mark goaway",
                 _ if *fate == Fate::Injected => "mark injected",

@@ -1,0 +1,157 @@
+//! [`FrameFate`]: a frame event's [`Fate`] and, for a frame the harness
+//! wrote that breaks RFC 9113, the rule it breaks — one pointer, null for
+//! the frame nearly every event records (passed, valid).
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use super::event::Fate;
+
+/// What the frame faults did with a recorded frame
+/// ([`EventKind::Frame`](super::event::EventKind::Frame)), and the RFC 9113
+/// rule it breaks, if the harness wrote it and it breaks one.
+///
+/// It derefs to the [`Fate`] and compares with one (`fate == Fate::Passed`).
+/// Shape: 8 bytes. A frame that [`Fate::Passed`] and breaks no rule (nearly
+/// every frame) allocates nothing; any other fate, or a broken rule, is
+/// boxed (a fault or an injection touched the frame: rare).
+///
+/// In JSON, beside the event's other fields: `"invalid": "…"` when a rule
+/// is broken (absent otherwise), then `"fate": {"fate": "passed"}` (the
+/// [`Fate`]'s own form).
+///
+/// ```
+/// use grpc_chaos::recorder::event::{Fate, FrameFate};
+/// let passed = FrameFate::from(Fate::Passed);
+/// assert!(passed == Fate::Passed && passed.invalid().is_none());
+/// let broken = FrameFate::breaking(Fate::Injected, "RST_STREAM on stream 0 (RFC 9113 §6.4)");
+/// assert_eq!(*broken, Fate::Injected);
+/// assert_eq!(broken.invalid(), Some("RST_STREAM on stream 0 (RFC 9113 §6.4)"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct FrameFate(Option<Box<Touched>>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Touched {
+    fate: Fate,
+    invalid: Option<Box<str>>,
+}
+
+/// What a null [`FrameFate`] derefs to.
+static PASSED: Fate = Fate::Passed;
+
+impl FrameFate {
+    /// A frame the harness wrote that breaks `rule` (naming the RFC 9113
+    /// section), with its `fate`.
+    pub fn breaking(fate: Fate, rule: impl Into<Box<str>>) -> Self {
+        Self(Some(Box::new(Touched {
+            fate,
+            invalid: Some(rule.into()),
+        })))
+    }
+
+    /// `fate`, and `rule` if there is one.
+    pub fn with_rule(fate: Fate, rule: Option<impl Into<Box<str>>>) -> Self {
+        match rule {
+            Some(rule) => Self::breaking(fate, rule),
+            None => fate.into(),
+        }
+    }
+
+    /// The fate.
+    pub fn get(&self) -> Fate {
+        **self
+    }
+
+    /// The RFC 9113 rule the frame breaks, for a frame the harness wrote
+    /// that breaks one.
+    pub fn invalid(&self) -> Option<&str> {
+        self.0.as_ref().and_then(|t| t.invalid.as_deref())
+    }
+}
+
+impl From<Fate> for FrameFate {
+    fn from(fate: Fate) -> Self {
+        match fate {
+            Fate::Passed => Self(None),
+            fate => Self(Some(Box::new(Touched {
+                fate,
+                invalid: None,
+            }))),
+        }
+    }
+}
+
+impl std::ops::Deref for FrameFate {
+    type Target = Fate;
+
+    fn deref(&self) -> &Fate {
+        self.0.as_ref().map_or(&PASSED, |t| &t.fate)
+    }
+}
+
+impl PartialEq<Fate> for FrameFate {
+    fn eq(&self, other: &Fate) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<FrameFate> for Fate {
+    fn eq(&self, other: &FrameFate) -> bool {
+        *self == **other
+    }
+}
+
+/// `Passed`, `Injected, invalid: "…"`: the fate, and the rule when one is
+/// broken.
+impl std::fmt::Debug for FrameFate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)?;
+        match self.invalid() {
+            Some(rule) => write!(f, ", invalid: {rule:?}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Flattened into the frame event: `invalid` (when set), then `fate`.
+impl Serialize for FrameFate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        if let Some(rule) = self.invalid() {
+            map.serialize_entry("invalid", rule)?;
+        }
+        map.serialize_entry("fate", &**self)?;
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn only_a_touched_frame_allocates_and_every_fate_reads_back() {
+        assert_eq!(std::mem::size_of::<FrameFate>(), 8);
+        assert!(FrameFate::from(Fate::Passed).0.is_none());
+        for fate in [
+            Fate::Passed,
+            Fate::Dropped,
+            Fate::Delayed {
+                until: Duration::from_millis(3),
+            },
+            Fate::Injected,
+        ] {
+            let boxed = FrameFate::from(fate);
+            assert_eq!(boxed.get(), fate);
+            assert_eq!(boxed.0.is_some(), fate != Fate::Passed);
+        }
+        let broken = FrameFate::with_rule(Fate::Injected, Some("rule"));
+        assert_eq!(
+            (broken.get(), broken.invalid()),
+            (Fate::Injected, Some("rule"))
+        );
+        assert_eq!(format!("{broken:?}"), r#"Injected, invalid: "rule""#);
+    }
+}

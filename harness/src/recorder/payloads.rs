@@ -1,0 +1,357 @@
+//! The fields of the event kinds too large to sit inline in
+//! [`EventKind`](super::event::EventKind): each such variant holds one of
+//! these boxed (a pointer inline, the fields on the heap), so an event is
+//! only as large as a frame event, and the rare or per-call events that
+//! carry paths, messages and several durations pay for their own space.
+//! Field names, docs and JSON are those the variants had inline: JSON
+//! puts the fields beside `"event"` as before.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::event::{
+    BalancerChange, CallId, FrameDetail, FrameFlags, HostName, KeepaliveVerdict, LayerSide,
+    Outcome, RunId, WaitingFor,
+};
+use crate::wire::FrameType;
+
+/// The fields of [`EventKind::FaultFired`](super::event::EventKind::FaultFired),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultFired {
+    /// The handler run it acted on.
+    pub run: RunId,
+    /// The method path.
+    pub path: String,
+    /// What it did, in the trace's words (`delay 2000ms`).
+    pub action: String,
+    /// Which side of the server's own layers it acted on, on a host
+    /// whose builder has layers of its own
+    /// ([`ServerHost::configure`](crate::ServerHost::configure)); none
+    /// on a host without (both sides are then the same place).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub side: Option<LayerSide>,
+}
+
+/// The fields of [`EventKind::CallStarted`](super::event::EventKind::CallStarted),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallStarted {
+    /// The call.
+    pub call: CallId,
+    /// The host called.
+    pub target: HostName,
+    /// The method path, `/package.Service/Method`.
+    pub path: String,
+    /// The `grpc-timeout` sent, if any.
+    #[serde(rename = "timeout_us", serialize_with = "super::event::opt_micros")]
+    pub timeout: Option<Duration>,
+    /// The handler run on this host the call was made from, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<RunId>,
+}
+
+/// The fields of [`EventKind::HandlerStarted`](super::event::EventKind::HandlerStarted),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandlerStarted {
+    /// The handler run.
+    pub run: RunId,
+    /// The method path.
+    pub path: String,
+    /// The host the request came from.
+    pub from: HostName,
+    /// The client call it belongs to, when the caller used a recorded
+    /// channel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallId>,
+    /// The incoming `grpc-timeout`, if any.
+    #[serde(rename = "timeout_us", serialize_with = "super::event::opt_micros")]
+    pub timeout: Option<Duration>,
+    /// How many requests for this method this host had received, this
+    /// one included (the server-side attempt number).
+    pub nth: u32,
+}
+
+/// The fields of [`EventKind::HandlerFinished`](super::event::EventKind::HandlerFinished),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandlerFinished {
+    /// The handler run.
+    pub run: RunId,
+    /// The method path.
+    pub path: String,
+    /// The gRPC code name.
+    pub code: &'static str,
+    /// The status message.
+    pub message: String,
+    /// From start to finish, *simulated* time.
+    #[serde(rename = "ran_us", serialize_with = "super::event::micros")]
+    pub ran: Duration,
+}
+
+/// The fields of [`EventKind::HandlerRejected`](super::event::EventKind::HandlerRejected),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandlerRejected {
+    /// The handler run.
+    pub run: RunId,
+    /// The method path.
+    pub path: String,
+    /// What tonic answered, and the code the spec requires.
+    pub outcome: Outcome,
+    /// Why, in the trace's words.
+    pub why: &'static str,
+    /// From arrival to the answer, *simulated* time.
+    #[serde(rename = "ran_us", serialize_with = "super::event::micros")]
+    pub ran: Duration,
+}
+
+/// The fields of [`EventKind::HandlerPanicked`](super::event::EventKind::HandlerPanicked),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandlerPanicked {
+    /// The handler run.
+    pub run: RunId,
+    /// The method path.
+    pub path: String,
+    /// The panic payload, when it was a string.
+    pub message: String,
+}
+
+/// The fields of [`EventKind::FrameNeverLeft`](super::event::EventKind::FrameNeverLeft),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrameNeverLeft {
+    /// The connection.
+    #[serde(serialize_with = "super::event::conn_id")]
+    pub conn: u32,
+    /// The receiving host.
+    pub to: HostName,
+    /// The stream id.
+    pub stream: u32,
+    /// The frame type; JSON: its RFC 9113 name.
+    #[serde(serialize_with = "super::event::frame_type")]
+    pub frame: FrameType,
+    /// When the sender wrote it, *simulated* time since the start.
+    #[serde(rename = "written_us", serialize_with = "super::event::micros")]
+    pub written: Duration,
+    /// What it was waiting for: a time past the end, or a release.
+    pub waiting_for: WaitingFor,
+}
+
+/// The fields of [`EventKind::KeepalivePing`](super::event::EventKind::KeepalivePing),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeepalivePing {
+    /// The connection.
+    #[serde(serialize_with = "super::event::conn_id")]
+    pub conn: u32,
+    /// The client host that sent the PING.
+    pub from: HostName,
+    /// Ok, a strike, one strike too many (GOAWAY follows), or a PING
+    /// after the GOAWAY was decided; JSON: `verdict` and, for a strike,
+    /// `n` and `of` (see [`KeepaliveVerdict`]).
+    #[serde(flatten)]
+    pub verdict: KeepaliveVerdict,
+    /// Strikes counted after this PING.
+    pub strikes: u32,
+    /// Time since the PING the gap is measured from, *simulated* time;
+    /// none for the first PING, or the first after server frames reset
+    /// the count (see [`crate::policy`]).
+    #[serde(rename = "gap_us", serialize_with = "super::event::opt_micros")]
+    pub gap: Option<Duration>,
+    /// The minimum gap that applied, *simulated* time.
+    #[serde(rename = "allowed_us", serialize_with = "super::event::micros")]
+    pub allowed: Duration,
+    /// Calls open on the connection when the server read the PING.
+    pub open_calls: usize,
+    /// Whether server frames reset the count since the previous PING.
+    pub after_reset: bool,
+}
+
+/// The fields of [`EventKind::FrameReplaced`](super::event::EventKind::FrameReplaced),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrameReplaced {
+    /// The connection.
+    #[serde(serialize_with = "super::event::conn_id")]
+    pub conn: u32,
+    /// The receiving host.
+    pub to: HostName,
+    /// The stream id.
+    pub stream: u32,
+    /// The frame type; JSON: its RFC 9113 name.
+    #[serde(serialize_with = "super::event::frame_type")]
+    pub frame: FrameType,
+    /// The flags that matter.
+    pub flags: FrameFlags,
+    /// The decoded payload.
+    pub detail: FrameDetail,
+    /// The RFC 9113 rule it breaks, if it breaks one. JSON: absent
+    /// when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<Box<str>>,
+}
+
+/// The fields of [`EventKind::PolicyClosed`](super::event::EventKind::PolicyClosed),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyClosed {
+    /// The connection.
+    #[serde(serialize_with = "super::event::conn_id")]
+    pub conn: u32,
+    /// The client host.
+    pub to: HostName,
+    /// The policy, by its [`name`](crate::policy::ConnectionPolicy::name).
+    pub policy: String,
+    /// Why, in the policy's words.
+    pub reason: String,
+}
+
+/// The fields of [`EventKind::PolicyReset`](super::event::EventKind::PolicyReset),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyReset {
+    /// The connection.
+    #[serde(serialize_with = "super::event::conn_id")]
+    pub conn: u32,
+    /// The client host.
+    pub to: HostName,
+    /// The policy, by its [`name`](crate::policy::ConnectionPolicy::name).
+    pub policy: String,
+    /// Why, in the policy's words.
+    pub reason: String,
+    /// Frames either end had kept back (a frame rule, a partition) that
+    /// were discarded.
+    pub discarded: usize,
+}
+
+/// The fields of [`EventKind::PolicyActed`](super::event::EventKind::PolicyActed),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyActed {
+    /// The connection.
+    #[serde(serialize_with = "super::event::conn_id")]
+    pub conn: u32,
+    /// The client host.
+    pub to: HostName,
+    /// The box, by its [`name`](crate::policy::ConnectionPolicy::name).
+    pub policy: String,
+    /// What it did, and why.
+    pub action: String,
+}
+
+/// The fields of [`EventKind::RetryAttempt`](super::event::EventKind::RetryAttempt),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RetryAttempt {
+    /// The logical call (`g1, g2, …` in order of first attempt): every
+    /// attempt of one call through the layer shares it.
+    pub group: u32,
+    /// The host called.
+    pub target: HostName,
+    /// The method path.
+    pub path: String,
+    /// The attempt number, 1 for the original call.
+    pub attempt: u32,
+    /// The delay the layer waited before it (zero for attempt 1),
+    /// *simulated* time.
+    #[serde(rename = "delay_us", serialize_with = "super::event::micros")]
+    pub delay: Duration,
+}
+
+/// The fields of [`EventKind::GrpcTimeoutInvalid`](super::event::EventKind::GrpcTimeoutInvalid),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GrpcTimeoutInvalid {
+    /// The handler run.
+    pub run: RunId,
+    /// The method path.
+    pub path: String,
+    /// The value as sent (invalid UTF-8 replaced by U+FFFD).
+    pub raw: String,
+    /// What tonic's server reads it as (`tonic/src/transport/service/grpc_timeout.rs`):
+    /// none when it ignores it and runs without a deadline of its own,
+    /// else the deadline it applies (a leading `+` passes tonic's
+    /// parse), *simulated* time.
+    #[serde(rename = "tonic_reads_us", serialize_with = "super::event::opt_micros")]
+    pub tonic_reads: Option<Duration>,
+}
+
+/// The fields of [`EventKind::RetryDecision`](super::event::EventKind::RetryDecision),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RetryDecision {
+    /// The logical call (see `RetryAttempt`).
+    pub group: u32,
+    /// The method path.
+    pub path: String,
+    /// The attempt that ended.
+    pub attempt: u32,
+    /// How it ended, as the layer saw it (`trailers-only UNAVAILABLE
+    /// pushback=500ms`, `response headers (committed)`).
+    pub outcome: String,
+    /// The gRPC code name of the attempt, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<&'static str>,
+    /// Whether the attempt received response headers (committed).
+    pub committed: bool,
+    /// The `grpc-retry-pushback-ms` it carried: `None` when absent, a
+    /// negative number when it said stop (or could not be parsed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pushback_ms: Option<i64>,
+    /// When retrying: the delay before the next attempt, *simulated* time.
+    #[serde(rename = "retry_in_us", serialize_with = "super::event::opt_micros")]
+    pub retry_in: Option<Duration>,
+    /// When retrying on backoff: the exponent `n` used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_n: Option<u32>,
+    /// When stopping: the rule that stopped it (`max_attempts`,
+    /// `not_retryable_code`, `committed`, `pushback_stop`, `throttled`,
+    /// `deadline`, `succeeded` …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<&'static str>,
+}
+
+/// The fields of [`EventKind::Balancer`](super::event::EventKind::Balancer),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Balancer {
+    /// The replica set.
+    pub set: String,
+    /// The replica host.
+    pub replica: HostName,
+    /// What changed.
+    pub change: BalancerChange,
+}
+
+/// The fields of [`EventKind::Log`](super::event::EventKind::Log),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Log {
+    /// `ERROR`, `WARN`, `INFO`, `DEBUG` or `TRACE`.
+    pub level: &'static str,
+    /// The event's target (usually the module path).
+    pub target: String,
+    /// The message and fields, rendered `message key=value …`.
+    pub message: String,
+}
