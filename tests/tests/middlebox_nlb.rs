@@ -81,7 +81,7 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::PolicyReset(reset) => {
-                let grpc_chaos::recorder::event::PolicyReset {
+                let event::PolicyReset {
                     policy,
                     reason,
                     discarded,
