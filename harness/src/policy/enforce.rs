@@ -725,23 +725,15 @@ mod tests {
 
     /// Drives a [`KeepaliveEnforcement`] the way the tap does: one frame at
     /// a time, each with the effects of its own call.
-    struct Wire {
-        policy: KeepaliveEnforcement,
-        fx: Effects,
-    }
+    struct Wire(crate::policy::drive::Drive<KeepaliveEnforcement>);
 
     impl Wire {
         fn new(policy: KeepalivePolicy) -> Self {
-            let info = ConnInfo {
-                conn: 1,
-                client: "player",
-                server: "store",
-                opened_at: Duration::ZERO,
-            };
-            Self {
-                policy: KeepaliveEnforcement::new(policy, &info),
-                fx: Effects::default(),
-            }
+            let mut drive = crate::policy::drive::Drive::new(Duration::ZERO, |info| {
+                KeepaliveEnforcement::new(policy, info)
+            });
+            drive.len = 9;
+            Self(drive)
         }
 
         /// One frame at `at` (simulated); the effects of its call.
@@ -756,23 +748,8 @@ mod tests {
             detail: FrameDetail,
             fate: Fate,
         ) -> &Effects {
-            self.fx.begin(at);
-            let view = FrameView {
-                from: "",
-                to: "",
-                direction,
-                conn: 1,
-                frame,
-                flags,
-                stream,
-                len: 9,
-                detail: &detail,
-                bytes: &[],
-                now: at,
-                fate,
-            };
-            self.policy.on_frame(&view, &mut self.fx);
-            &self.fx
+            self.0
+                .frame(at, direction, frame, flags, stream, &detail, fate)
         }
 
         fn client(&mut self, frame: FrameType, flags: FrameFlags, stream: u32) -> &Effects {
@@ -901,9 +878,9 @@ mod tests {
     #[test]
     fn the_policy_alters_only_what_the_server_writes() {
         let wire = Wire::new(KeepalivePolicy::grpc_go());
-        assert!(wire.policy.alters(Direction::ServerToClient));
-        assert!(!wire.policy.alters(Direction::ClientToServer));
-        assert_eq!(wire.policy.name(), "the keepalive policy");
+        assert!(wire.0.policy.alters(Direction::ServerToClient));
+        assert!(!wire.0.policy.alters(Direction::ClientToServer));
+        assert_eq!(wire.0.policy.name(), "the keepalive policy");
     }
 
     #[test]
@@ -987,7 +964,7 @@ mod tests {
         );
         // Nothing left to clear: no line.
         assert!(resets(wire.server(FrameType::Data, NO, 1)).is_empty());
-        assert!(wire.fx.records.is_empty());
+        assert!(wire.0.fx.records.is_empty());
     }
 
     #[test]

@@ -22,27 +22,14 @@ fn secs(n: u64) -> Duration {
 
 /// One connection from `player` through `cfg`, and the effects of the
 /// last call.
-struct Wire {
-    conn: BoxConn,
-    fx: Effects,
-}
+struct Wire(crate::policy::drive::Drive<BoxConn>);
 
 impl Wire {
     fn new(cfg: Middlebox) -> Self {
-        let info = ConnInfo {
-            conn: 1,
-            client: "player",
-            server: "store",
-            opened_at: OPENED,
-        };
-        let fx = Effects {
-            name: cfg.name.clone(),
-            ..Effects::default()
-        };
-        Self {
-            conn: BoxConn::new(Arc::new(cfg), &info),
-            fx,
-        }
+        let cfg = Arc::new(cfg);
+        Self(crate::policy::drive::Drive::new(OPENED, |info| {
+            BoxConn::new(cfg, info)
+        }))
     }
 
     /// A frame at `at`, passed by the frame faults.
@@ -72,29 +59,12 @@ impl Wire {
         detail: &FrameDetail,
         fate: Fate,
     ) -> &Effects {
-        self.fx.begin(at);
-        let view = FrameView {
-            from: "",
-            to: "",
-            direction,
-            conn: 1,
-            frame,
-            flags,
-            stream,
-            len: 0,
-            detail,
-            bytes: &[],
-            now: at,
-            fate,
-        };
-        self.conn.on_frame(&view, &mut self.fx);
-        &self.fx
+        self.0
+            .frame(at, direction, frame, flags, stream, detail, fate)
     }
 
     fn timer(&mut self, at: Duration) -> &Effects {
-        self.fx.begin(at);
-        self.conn.on_timer(&mut self.fx);
-        &self.fx
+        self.0.timer(at)
     }
 
     /// The client opens `stream` at `at`.
@@ -219,13 +189,13 @@ fn only_the_listed_clients_pass_the_box() {
     cfg.connection_idle = Some(idle(60, Activity::DATA, Expiry::Close));
     assert_eq!(cfg.clients, ["other"]);
     let mut wire = Wire::new(cfg.clone());
-    assert!(!wire.conn.alters(UP) && !wire.conn.alters(DOWN));
+    assert!(!wire.0.policy.alters(UP) && !wire.0.policy.alters(DOWN));
     // No timer is armed, so the tap never calls the box back.
     assert_eq!(wire.open(secs(3), 1).timer, TimerChange::Keep);
 
     let mut wire = Wire::new(cfg.for_clients(["other", "player"]));
-    assert!(wire.conn.alters(UP) && wire.conn.alters(DOWN));
-    assert_eq!(wire.conn.name(), "box");
+    assert!(wire.0.policy.alters(UP) && wire.0.policy.alters(DOWN));
+    assert_eq!(wire.0.policy.name(), "box");
     assert_eq!(wire.open(secs(3), 1).timer, TimerChange::Set(secs(62)));
 }
 

@@ -139,6 +139,8 @@ mod presets;
 mod react;
 
 #[cfg(test)]
+mod drive;
+#[cfg(test)]
 mod tests;
 
 pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
