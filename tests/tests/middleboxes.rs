@@ -140,6 +140,20 @@ fn an_alb_idle_timeout_cuts_a_watch_although_keepalive_pings_flow() -> grpc_chao
     assert!(acks
         .iter()
         .all(|p| p.1 == "gateway" && p.2 == Fate::Injected));
+    // The box's ACKs are its own doing, not a fault's: the summary lists no
+    // fault fired, and the JSON marks them as a policy's.
+    let summary = trace.render_summary(None);
+    assert!(
+        summary
+            .lines()
+            .any(|l| l.starts_with("  faults fired") && l.ends_with(" none")),
+        "{summary}"
+    );
+    assert_eq!(
+        trace.to_json().matches(r#""by_policy": true"#).count(),
+        acks.len(),
+        "{text}"
+    );
     // The first score left at about 3 ms; the box closed 60 s later.
     let closes = closes(&trace);
     assert_eq!(closes.len(), 1, "{text}");

@@ -18,7 +18,8 @@ use super::event::Fate;
 ///
 /// In JSON, beside the event's other fields: `"invalid": "…"` when a rule
 /// is broken (absent otherwise), then `"fate": {"fate": "passed"}` (the
-/// [`Fate`]'s own form).
+/// [`Fate`]'s own form), then `"by_policy": true` for a frame a connection
+/// policy wrote (absent otherwise).
 ///
 /// ```
 /// use grpc_chaos::recorder::event::{Fate, FrameFate};
@@ -35,6 +36,9 @@ pub struct FrameFate(Option<Box<Touched>>);
 struct Touched {
     fate: Fate,
     invalid: Option<Box<str>>,
+    /// Whether a connection policy (keepalive enforcement, a middlebox, a
+    /// user's policy) wrote the frame, rather than a `Fault::inject`.
+    by_policy: bool,
 }
 
 /// What a null [`FrameFate`] derefs to.
@@ -47,7 +51,26 @@ impl FrameFate {
         Self(Some(Box::new(Touched {
             fate,
             invalid: Some(rule.into()),
+            by_policy: false,
         })))
+    }
+
+    /// A frame a connection policy wrote ([`Fate::Injected`]), breaking
+    /// `rule` if there is one: a keepalive policy's GOAWAY, a middlebox's
+    /// PING ACK. Not a fault's injection, so the summary does not count it
+    /// among the faults fired.
+    pub fn sent_by_policy(rule: Option<impl Into<Box<str>>>) -> Self {
+        Self(Some(Box::new(Touched {
+            fate: Fate::Injected,
+            invalid: rule.map(Into::into),
+            by_policy: true,
+        })))
+    }
+
+    /// Whether a connection policy wrote the frame (see
+    /// [`FrameFate::sent_by_policy`]).
+    pub fn by_policy(&self) -> bool {
+        self.0.as_ref().is_some_and(|t| t.by_policy)
     }
 
     /// `fate`, and `rule` if there is one.
@@ -77,6 +100,7 @@ impl From<Fate> for FrameFate {
             fate => Self(Some(Box::new(Touched {
                 fate,
                 invalid: None,
+                by_policy: false,
             }))),
         }
     }
@@ -122,6 +146,9 @@ impl Serialize for FrameFate {
             map.serialize_entry("invalid", rule)?;
         }
         map.serialize_entry("fate", &**self)?;
+        if self.by_policy() {
+            map.serialize_entry("by_policy", &true)?;
+        }
         map.end()
     }
 }
@@ -153,5 +180,10 @@ mod tests {
             (Fate::Injected, Some("rule"))
         );
         assert_eq!(format!("{broken:?}"), r#"Injected, invalid: "rule""#);
+        assert!(!broken.by_policy() && !FrameFate::from(Fate::Injected).by_policy());
+        let sent = FrameFate::sent_by_policy(None::<&str>);
+        assert!(sent.by_policy() && sent == Fate::Injected && sent.invalid().is_none());
+        let json = serde_json::to_string(&sent).expect("serializes");
+        assert!(json.ends_with(r#","by_policy":true}"#), "{json}");
     }
 }

@@ -314,6 +314,10 @@ fn fired(events: &[Event]) -> Vec<Item> {
     for (i, e) in events.iter().enumerate() {
         let acted = match &e.kind {
             EventKind::FaultNeverFired { .. } => false,
+            // A connection policy's own frames (a keepalive GOAWAY, a
+            // middlebox's PING ACK) are the emulated server's or box's
+            // doing, not a fault's: their rows say so.
+            EventKind::Frame { fate, .. } if fate.by_policy() => false,
             EventKind::Frame { fate, .. } => matches!(
                 **fate,
                 Fate::Dropped

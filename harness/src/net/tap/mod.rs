@@ -740,6 +740,7 @@ impl DirectionTap {
         &self,
         bytes: &[u8],
         kind: Option<BlockKind>,
+        by_policy: bool,
     ) -> Option<(u32, FrameType)> {
         let mut head = None;
         let direction = self.decoder.direction();
@@ -761,7 +762,10 @@ impl DirectionTap {
                 frame: frame.ty,
                 flags: summary.flags,
                 detail: summary.detail,
-                fate: FrameFate::with_rule(Fate::Injected, broken),
+                fate: match by_policy {
+                    true => FrameFate::sent_by_policy(broken),
+                    false => FrameFate::with_rule(Fate::Injected, broken),
+                },
                 noise: summary.noise,
             });
             head = Some((frame.stream_id, frame.ty));

@@ -475,7 +475,7 @@ impl DirectionTap {
             return;
         }
         for (bytes, kind) in asked.here {
-            self.put_injected(bytes, kind, None, out);
+            self.put_injected(bytes, kind, true, None, out);
         }
         if let Some(close) = asked.close {
             self.closing = Some(close);
@@ -537,7 +537,7 @@ impl DirectionTap {
             (std::mem::take(&mut policies.outbox[side(direction)]), close)
         };
         for (bytes, kind) in frames {
-            self.put_injected(bytes, kind, None, out);
+            self.put_injected(bytes, kind, true, None, out);
         }
         if let Some(close) = close {
             self.closing = Some(close);
