@@ -8,7 +8,6 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use futures_util::{FutureExt, StreamExt};
 
-use super::shutdown::Begun;
 use super::Rules;
 use super::{defaults, Host, ServeHost, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
@@ -267,7 +266,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
     match action {
         HostAction::Crash(h) => crash(world, shared, h),
         HostAction::Shutdown(h, grace) => {
-            if shared.shutdowns.begin(h, rec.now()) != Begun::NotRunning {
+            if shared.shutdowns.begin(h, rec.now()) {
                 rec.push(h, EventKind::ShutdownStarted { grace: *grace });
             } else {
                 let fault = format!(

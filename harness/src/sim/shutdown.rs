@@ -3,7 +3,7 @@
 //! connections it accepted; the driver fires the signal, and learns whether
 //! the host is still draining when its grace ends or the run does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,26 +24,18 @@ struct Incarnation {
 
 /// The shutdown state of every server host, keyed by name.
 #[derive(Default)]
-pub(crate) struct Shutdowns {
-    hosts: Mutex<BTreeMap<String, Incarnation>>,
+pub(crate) struct Shutdowns(Mutex<State>);
+
+#[derive(Default)]
+struct State {
+    /// The running start of each server host.
+    running: BTreeMap<String, Incarnation>,
     /// Hosts whose software is down (crashed, not restarted).
-    down: Mutex<std::collections::BTreeSet<String>>,
+    down: BTreeSet<String>,
     /// Shutdowns that began before the host's server started (at 0 ms, or
     /// at the instant of its restart, before the world's next step runs
     /// it): when each began. The server starts draining at once.
-    early: Mutex<BTreeMap<String, Duration>>,
-}
-
-/// What [`Shutdowns::begin`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Begun {
-    /// The running server got its signal.
-    Now,
-    /// The server has not started yet; it gets the signal as it starts.
-    AtStart,
-    /// The host's software is down (crashed), or its server is already
-    /// shutting down or has returned.
-    NotRunning,
+    early: BTreeMap<String, Duration>,
 }
 
 /// A host still draining: when it started, and how many connections it has
@@ -54,8 +46,8 @@ pub(crate) struct Draining {
 }
 
 impl Shutdowns {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Incarnation>> {
-        lock(&self.hosts)
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A new start of `host`'s server: the signal its serve future waits
@@ -68,10 +60,11 @@ impl Shutdowns {
     /// [`Shutdowns::arm`], with the signal as a receiver that
     /// [`signal`] turns into as many signals as a serve fn asks for.
     pub(crate) fn arm_watch(&self, host: &str) -> (watch::Receiver<bool>, Arc<()>) {
-        let early = lock(&self.early).remove(host);
+        let mut state = self.lock();
+        let early = state.early.remove(host);
         let (signal, rx) = watch::channel(early.is_some());
         let conns = Arc::new(());
-        self.lock().insert(
+        state.running.insert(
             host.to_owned(),
             Incarnation {
                 signal,
@@ -84,33 +77,34 @@ impl Shutdowns {
     }
 
     /// Starts `host`'s graceful shutdown at `now`, or, when its server has
-    /// not started yet, at its start.
-    pub(crate) fn begin(&self, host: &str, now: Duration) -> Begun {
-        let mut hosts = self.lock();
-        let Some(inc) = hosts.get_mut(host) else {
-            if lock(&self.down).contains(host) {
-                return Begun::NotRunning;
+    /// not started yet, at its start; false when its software is down
+    /// (crashed) or its server is already shutting down or has returned.
+    pub(crate) fn begin(&self, host: &str, now: Duration) -> bool {
+        let mut state = self.lock();
+        let State {
+            running,
+            down,
+            early,
+        } = &mut *state;
+        let Some(inc) = running.get_mut(host) else {
+            if down.contains(host) || early.contains_key(host) {
+                return false;
             }
-            return match lock(&self.early).entry(host.to_owned()) {
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(now);
-                    Begun::AtStart
-                }
-                std::collections::btree_map::Entry::Occupied(_) => Begun::NotRunning,
-            };
+            early.insert(host.to_owned(), now);
+            return true;
         };
         if inc.draining_since.is_some() || inc.returned || inc.signal.send(true).is_err() {
-            return Begun::NotRunning;
+            return false;
         }
         inc.draining_since = Some(now);
-        Begun::Now
+        true
     }
 
     /// `host`'s serve future returned: when its shutdown started, if one
     /// did (else the server stopped by itself).
     pub(crate) fn returned(&self, host: &str) -> Option<Duration> {
-        let mut hosts = self.lock();
-        let inc = hosts.get_mut(host)?;
+        let mut state = self.lock();
+        let inc = state.running.get_mut(host)?;
         inc.returned = true;
         inc.draining_since
     }
@@ -118,17 +112,19 @@ impl Shutdowns {
     /// `host`'s software crashed: nothing of it drains, and a shutdown
     /// before its restart finds nothing to stop.
     pub(crate) fn crashed(&self, host: &str) {
-        self.lock().remove(host);
-        lock(&self.early).remove(host);
-        lock(&self.down).insert(host.to_owned());
+        let mut state = self.lock();
+        state.running.remove(host);
+        state.early.remove(host);
+        state.down.insert(host.to_owned());
     }
 
     /// `host`'s software restarts: what ran before drains no more; its
     /// server starts at the world's next step.
     pub(crate) fn restarted(&self, host: &str) {
-        self.lock().remove(host);
-        lock(&self.early).remove(host);
-        lock(&self.down).remove(host);
+        let mut state = self.lock();
+        state.running.remove(host);
+        state.early.remove(host);
+        state.down.remove(host);
     }
 
     /// Whether `host` is draining a shutdown that started at `since`.
@@ -142,6 +138,7 @@ impl Shutdowns {
     /// Every host still draining, by name.
     pub(crate) fn all_draining(&self) -> Vec<(String, Draining)> {
         self.lock()
+            .running
             .iter()
             .filter(|(_, inc)| !inc.returned)
             .filter_map(|(host, inc)| {
@@ -157,10 +154,6 @@ impl Shutdowns {
             })
             .collect()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Completes when the shutdown `rx` belongs to starts.

@@ -38,12 +38,9 @@ impl Blocks {
     /// fields, else a new one (remembered from now on).
     fn share(&mut self, block: &HeaderBlock) -> HeaderFields {
         let fields = || block.all().iter().map(|(n, v)| (n.as_str(), v.as_str()));
-        if let Some(i) = self.0.iter().position(|b| b.holds(block.kind, fields())) {
+        let found = self.0.iter().position(|b| b.holds(block.kind, fields()));
+        if let Some(hit) = found.and_then(|i| self.0.remove(i)) {
             // Most recent first: the next frame most likely repeats it.
-            let hit = self
-                .0
-                .remove(i)
-                .unwrap_or_else(|| HeaderFields::new(block.kind, fields()));
             self.0.push_front(hit.clone());
             return hit;
         }
