@@ -348,8 +348,8 @@ impl Sim {
                 .connection_lifetime
                 .as_ref()
                 .map(|l| ("connection_lifetime.grace", l.grace));
-            let waits = mb.durations().into_iter().chain(grace);
-            if let Some((field, value)) = waits.into_iter().find(|(_, d)| *d > LONGEST_WAIT) {
+            let mut waits = mb.durations().into_iter().chain(grace);
+            if let Some((field, value)) = waits.find(|(_, d)| *d > LONGEST_WAIT) {
                 return Err(Error::new(Kind::Misconfigured(format!(
                     "the middlebox {name} on `{host}` has {field} = {}, longer than the longest \
                      single wait a run simulates (365 days); lower it, or set the field to None \

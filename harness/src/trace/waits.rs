@@ -78,26 +78,32 @@ fn in_the_way(events: &[Event], host: &str, target: &str, since: Duration) -> Ve
             fmt_duration(at)
         ));
     }
-    let dial = events.iter().rev().find_map(|e| match &e.kind {
-        EventKind::ConnectStarted { to, attempt } if e.host == host && to == target => {
-            Some((*attempt, e.at, None))
-        }
-        EventKind::ConnectWaiting {
-            to,
-            attempt,
-            paused,
-        } if e.host == host && to == target => Some((*attempt, e.at, Some(*paused))),
-        EventKind::Connected { to, .. }
-        | EventKind::ConnectFailed { to, .. }
-        | EventKind::ConnectAbandoned { to, .. }
-            if e.host == host && to == target =>
-        {
-            Some((0, e.at, None))
-        }
-        _ => None,
-    });
+    // The last attempt, unless it ended (connected, failed, abandoned):
+    // (attempt, since, Some(paused) when it waits on a pause or partition).
+    let dial = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::ConnectStarted { to, attempt } if e.host == host && to == target => {
+                Some(Some((*attempt, e.at, None)))
+            }
+            EventKind::ConnectWaiting {
+                to,
+                attempt,
+                paused,
+            } if e.host == host && to == target => Some(Some((*attempt, e.at, Some(*paused)))),
+            EventKind::Connected { to, .. }
+            | EventKind::ConnectFailed { to, .. }
+            | EventKind::ConnectAbandoned { to, .. }
+                if e.host == host && to == target =>
+            {
+                Some(None)
+            }
+            _ => None,
+        })
+        .flatten();
     match dial {
-        Some((0, ..)) | None => {}
+        None => {}
         Some((n, at, None)) => out.push(format!(
             "its dial to {target} (attempt {n}, since {}) is unanswered",
             fmt_duration(at)
