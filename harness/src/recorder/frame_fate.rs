@@ -18,8 +18,10 @@ use super::event::Fate;
 ///
 /// In JSON, beside the event's other fields: `"invalid": "…"` when a rule
 /// is broken (absent otherwise), then `"fate": {"fate": "passed"}` (the
-/// [`Fate`]'s own form), then `"by_policy": true` for a frame a connection
-/// policy wrote (absent otherwise).
+/// [`Fate`]'s own form), then `"fate_invalid": "…"` when the fate breaks a
+/// rule ([`FrameFate::fate_invalid`]; absent otherwise), then
+/// `"by_policy": true` for a frame a connection policy wrote (absent
+/// otherwise).
 ///
 /// ```
 /// use grpc_chaos::recorder::event::{Fate, FrameFate};
@@ -36,6 +38,9 @@ pub struct FrameFate(Option<Box<Touched>>);
 struct Touched {
     fate: Fate,
     invalid: Option<Box<str>>,
+    /// The rule the fate breaks at the receiver (a preface's SETTINGS
+    /// dropped): the frame is valid, its absence is not.
+    fate_invalid: Option<Box<str>>,
     /// Whether a connection policy (keepalive enforcement, a middlebox, a
     /// user's policy) wrote the frame, rather than a `Fault::inject`.
     by_policy: bool,
@@ -51,6 +56,20 @@ impl FrameFate {
         Self(Some(Box::new(Touched {
             fate,
             invalid: Some(rule.into()),
+            fate_invalid: None,
+            by_policy: false,
+        })))
+    }
+
+    /// A frame (valid, whoever wrote it) whose `fate` breaks `rule`
+    /// (naming the RFC 9113 section) at its receiver: dropped or swallowed,
+    /// or replaced by nothing that takes its place — a connection
+    /// preface's SETTINGS (§3.4), for one.
+    pub fn fate_breaking(fate: Fate, rule: impl Into<Box<str>>) -> Self {
+        Self(Some(Box::new(Touched {
+            fate,
+            invalid: None,
+            fate_invalid: Some(rule.into()),
             by_policy: false,
         })))
     }
@@ -63,6 +82,7 @@ impl FrameFate {
         Self(Some(Box::new(Touched {
             fate: Fate::Injected,
             invalid: rule.map(Into::into),
+            fate_invalid: None,
             by_policy: true,
         })))
     }
@@ -91,6 +111,13 @@ impl FrameFate {
     pub fn invalid(&self) -> Option<&str> {
         self.0.as_ref().and_then(|t| t.invalid.as_deref())
     }
+
+    /// The RFC 9113 rule the frame's fate breaks at its receiver (see
+    /// [`FrameFate::fate_breaking`]): the trace shows it in the fate's
+    /// brackets, `[dropped, invalid: …]`.
+    pub fn fate_invalid(&self) -> Option<&str> {
+        self.0.as_ref().and_then(|t| t.fate_invalid.as_deref())
+    }
 }
 
 impl From<Fate> for FrameFate {
@@ -100,6 +127,7 @@ impl From<Fate> for FrameFate {
             fate => Self(Some(Box::new(Touched {
                 fate,
                 invalid: None,
+                fate_invalid: None,
                 by_policy: false,
             }))),
         }
@@ -126,19 +154,23 @@ impl PartialEq<FrameFate> for Fate {
     }
 }
 
-/// `Passed`, `Injected, invalid: "…"`: the fate, and the rule when one is
-/// broken.
+/// `Passed`, `Injected, invalid: "…"`, `Dropped, fate invalid: "…"`: the
+/// fate, and the rule when one is broken.
 impl std::fmt::Debug for FrameFate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(&**self, f)?;
-        match self.invalid() {
-            Some(rule) => write!(f, ", invalid: {rule:?}"),
+        if let Some(rule) = self.invalid() {
+            write!(f, ", invalid: {rule:?}")?;
+        }
+        match self.fate_invalid() {
+            Some(rule) => write!(f, ", fate invalid: {rule:?}"),
             None => Ok(()),
         }
     }
 }
 
-/// Flattened into the frame event: `invalid` (when set), then `fate`.
+/// Flattened into the frame event: `invalid` (when set), then `fate`,
+/// `fate_invalid` and `by_policy` (when set).
 impl Serialize for FrameFate {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
@@ -146,6 +178,9 @@ impl Serialize for FrameFate {
             map.serialize_entry("invalid", rule)?;
         }
         map.serialize_entry("fate", &**self)?;
+        if let Some(rule) = self.fate_invalid() {
+            map.serialize_entry("fate_invalid", rule)?;
+        }
         if self.by_policy() {
             map.serialize_entry("by_policy", &true)?;
         }
@@ -185,5 +220,19 @@ mod tests {
         assert!(sent.by_policy() && sent == Fate::Injected && sent.invalid().is_none());
         let json = serde_json::to_string(&sent).expect("serializes");
         assert!(json.ends_with(r#","by_policy":true}"#), "{json}");
+    }
+
+    #[test]
+    fn a_fate_that_breaks_a_rule_keeps_it_apart_from_the_frames_own() {
+        let dropped = FrameFate::fate_breaking(Fate::Dropped, "rule");
+        assert_eq!(
+            (dropped.get(), dropped.invalid(), dropped.fate_invalid()),
+            (Fate::Dropped, None, Some("rule"))
+        );
+        assert!(!dropped.by_policy());
+        assert_eq!(format!("{dropped:?}"), r#"Dropped, fate invalid: "rule""#);
+        assert_eq!(FrameFate::from(Fate::Dropped).fate_invalid(), None);
+        let json = serde_json::to_string(&dropped).expect("serializes");
+        assert_eq!(json, r#"{"fate":{"fate":"dropped"},"fate_invalid":"rule"}"#);
     }
 }

@@ -37,6 +37,7 @@ pub(crate) mod ends;
 mod inject;
 mod pair;
 mod policy;
+mod preface;
 mod raw;
 mod reset;
 mod summary;
@@ -393,6 +394,17 @@ impl DirectionTap {
                 })),
             );
         }
+        // What arrives in place of a replaced frame, decoded on its own.
+        let mut arrived = match &verdict {
+            Some(Verdict::Replace(with)) if !matches!(fate, Fate::Lost | Fate::LostBehind) => {
+                Some(self.decode_alone(with))
+            }
+            _ => None,
+        };
+        // Matched now, fired behind the frame below: a preface SETTINGS'
+        // row says whether one of them takes its place.
+        let fired = self.fired_triggers(frame, ack, now);
+        let preface = preface::is_preface_settings(frame, self.decoder.direction());
         self.env.recorder.push_at(
             now,
             self.from,
@@ -403,13 +415,16 @@ impl DirectionTap {
                 frame: frame.ty,
                 flags: summary.flags,
                 detail: summary.detail,
-                fate: fate.into(),
+                fate: match preface {
+                    true => self.preface_fate(fate, arrived.as_deref(), &fired, asked.as_ref()),
+                    false => fate.into(),
+                },
                 noise: summary.noise,
             },
         );
         let replacement = match verdict {
             Some(Verdict::Replace(with)) if !matches!(fate, Fate::Lost | Fate::LostBehind) => {
-                self.record_replacement(&with);
+                self.record_replacement(arrived.take().unwrap_or_default(), preface);
                 Some(with)
             }
             // A policy's rewrite of a frame that leaves as written (or
@@ -456,7 +471,7 @@ impl DirectionTap {
                 self.emit_held(end, keep.release, keep.hold, kept, keep.link_since, out);
             }
         }
-        self.fire_triggers(frame, ack, now, keep.release, out);
+        self.fire_triggers(fired, keep.release, out);
         if let Some(asked) = asked {
             self.policy_act(asked, out);
         }
@@ -809,9 +824,14 @@ impl DirectionTap {
     }
 
     /// Records what arrived in place of a replaced frame: one
-    /// `FrameReplaced` per frame of `with`.
-    fn record_replacement(&self, with: &[u8]) {
-        for (frame, broken) in self.decode_alone(with) {
+    /// `FrameReplaced` per frame `arrived` (decoded on its own); in place of
+    /// a connection `preface`'s SETTINGS, the first must be a SETTINGS.
+    fn record_replacement(&self, arrived: Vec<(Frame, Option<String>)>, preface: bool) {
+        for (i, (frame, broken)) in arrived.into_iter().enumerate() {
+            let broken = match (preface, i) {
+                (true, 0) => preface::in_place(&frame, broken),
+                _ => broken,
+            };
             let summary = summary::summarize(&frame, &mut summary::Blocks::default());
             self.record(EventKind::FrameReplaced(Box::new(event::FrameReplaced {
                 conn: self.conn,

@@ -173,6 +173,12 @@ impl Asked {
     fn ending(&self) -> bool {
         self.close.is_some() || self.reset.is_some()
     }
+
+    /// The octets of the first frames policies sent into the frame's own
+    /// direction (they go right behind it), if any.
+    pub(super) fn first_here(&self) -> Option<&Bytes> {
+        self.here.first().map(|(bytes, ..)| bytes)
+    }
 }
 
 /// The chain positions a frame of `direction` passes after position
