@@ -2,6 +2,8 @@
 //! wrote that breaks RFC 9113, the rule it breaks — one pointer, null for
 //! the frame nearly every event records (passed, valid).
 
+use std::sync::Arc;
+
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -20,8 +22,8 @@ use super::event::Fate;
 /// is broken (absent otherwise), then `"fate": {"fate": "passed"}` (the
 /// [`Fate`]'s own form), then `"fate_invalid": "…"` when the fate breaks a
 /// rule ([`FrameFate::fate_invalid`]; absent otherwise), then
-/// `"by_policy": true` for a frame a connection policy wrote (absent
-/// otherwise).
+/// `"by_policy": true, "policy": "<name>"` for a frame a connection policy
+/// wrote (absent otherwise; the name as [`FrameFate::policy`] gives it).
 ///
 /// ```
 /// use grpc_chaos::recorder::event::{Fate, FrameFate};
@@ -41,9 +43,10 @@ struct Touched {
     /// The rule the fate breaks at the receiver (a preface's SETTINGS
     /// dropped): the frame is valid, its absence is not.
     fate_invalid: Option<Box<str>>,
-    /// Whether a connection policy (keepalive enforcement, a middlebox, a
-    /// user's policy) wrote the frame, rather than a `Fault::inject`.
-    by_policy: bool,
+    /// The connection policy (keepalive enforcement, a middlebox, a
+    /// user's policy) that wrote the frame, rather than a `Fault::inject`:
+    /// its name, shared with the policy's other frames.
+    policy: Option<Arc<str>>,
 }
 
 /// What a null [`FrameFate`] derefs to.
@@ -57,7 +60,7 @@ impl FrameFate {
             fate,
             invalid: Some(rule.into()),
             fate_invalid: None,
-            by_policy: false,
+            policy: None,
         })))
     }
 
@@ -70,27 +73,36 @@ impl FrameFate {
             fate,
             invalid: None,
             fate_invalid: Some(rule.into()),
-            by_policy: false,
+            policy: None,
         })))
     }
 
-    /// A frame a connection policy wrote ([`Fate::Injected`]), breaking
-    /// `rule` if there is one: a keepalive policy's GOAWAY, a middlebox's
-    /// PING ACK. Not a fault's injection, so the summary does not count it
-    /// among the faults fired.
-    pub fn sent_by_policy(rule: Option<impl Into<Box<str>>>) -> Self {
+    /// A frame the connection policy named `policy` wrote
+    /// ([`Fate::Injected`]), breaking `rule` if there is one: a keepalive
+    /// policy's GOAWAY, a middlebox's PING ACK. Not a fault's injection, so
+    /// the summary does not count it among the faults fired, and its row
+    /// says `[sent by <policy>]`, not `[injected]`. `policy` is the name
+    /// [`ConnectionPolicy::name`](crate::policy::ConnectionPolicy::name)
+    /// gives (`AWS ALB`, `the keepalive policy`).
+    pub fn sent_by_policy(policy: Arc<str>, rule: Option<impl Into<Box<str>>>) -> Self {
         Self(Some(Box::new(Touched {
             fate: Fate::Injected,
             invalid: rule.map(Into::into),
             fate_invalid: None,
-            by_policy: true,
+            policy: Some(policy),
         })))
     }
 
     /// Whether a connection policy wrote the frame (see
     /// [`FrameFate::sent_by_policy`]).
     pub fn by_policy(&self) -> bool {
-        self.0.as_ref().is_some_and(|t| t.by_policy)
+        self.policy().is_some()
+    }
+
+    /// The name of the connection policy that wrote the frame, if one did
+    /// (see [`FrameFate::sent_by_policy`]).
+    pub fn policy(&self) -> Option<&str> {
+        self.0.as_ref().and_then(|t| t.policy.as_deref())
     }
 
     /// `fate`, and `rule` if there is one.
@@ -128,7 +140,7 @@ impl From<Fate> for FrameFate {
                 fate,
                 invalid: None,
                 fate_invalid: None,
-                by_policy: false,
+                policy: None,
             }))),
         }
     }
@@ -170,7 +182,7 @@ impl std::fmt::Debug for FrameFate {
 }
 
 /// Flattened into the frame event: `invalid` (when set), then `fate`,
-/// `fate_invalid` and `by_policy` (when set).
+/// `fate_invalid`, `by_policy` and `policy` (when set).
 impl Serialize for FrameFate {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
@@ -181,8 +193,9 @@ impl Serialize for FrameFate {
         if let Some(rule) = self.fate_invalid() {
             map.serialize_entry("fate_invalid", rule)?;
         }
-        if self.by_policy() {
+        if let Some(policy) = self.policy() {
             map.serialize_entry("by_policy", &true)?;
+            map.serialize_entry("policy", policy)?;
         }
         map.end()
     }
@@ -216,10 +229,15 @@ mod tests {
         );
         assert_eq!(format!("{broken:?}"), r#"Injected, invalid: "rule""#);
         assert!(!broken.by_policy() && !FrameFate::from(Fate::Injected).by_policy());
-        let sent = FrameFate::sent_by_policy(None::<&str>);
+        let sent = FrameFate::sent_by_policy("AWS ALB".into(), None::<&str>);
         assert!(sent.by_policy() && sent == Fate::Injected && sent.invalid().is_none());
+        assert_eq!(sent.policy(), Some("AWS ALB"));
+        assert_eq!(FrameFate::from(Fate::Injected).policy(), None);
         let json = serde_json::to_string(&sent).expect("serializes");
-        assert!(json.ends_with(r#","by_policy":true}"#), "{json}");
+        assert!(
+            json.ends_with(r#","by_policy":true,"policy":"AWS ALB"}"#),
+            "{json}"
+        );
     }
 
     #[test]

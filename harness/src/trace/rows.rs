@@ -787,7 +787,14 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 fate.invalid(),
                 &cx.headers,
             );
-            push_fate(&mut text, fate, to);
+            match fate.policy() {
+                // A connection policy's own frame, not a fault's injection:
+                // the row names who wrote it.
+                Some(policy) => {
+                    let _ = write!(text, " [sent by {policy}]");
+                }
+                None => push_fate(&mut text, fate, to),
+            }
             if let Some(rule) = fate.fate_invalid() {
                 push_fate_invalid(&mut text, rule);
             }

@@ -27,23 +27,23 @@ impl DirectionTap {
     ) {
         injection.mark_fired();
         let bytes = Bytes::from(injection.frame.bytes.clone());
-        self.put_injected(bytes, None, false, release, out);
+        self.put_injected(bytes, None, None, release, out);
     }
 
-    /// Records a frame the harness wrote (an injection, or a connection
-    /// policy's frame when `by_policy`; `kind` overrides the block kind of
-    /// HEADERS) and
+    /// Records a frame the harness wrote (an injection, or the frame of
+    /// the connection policy named `policy`; `kind` overrides the block
+    /// kind of HEADERS) and
     /// queues it behind what is there. Queued behind a kept-back frame, it
     /// waits too (TCP keeps order), and the trace says when it left.
     pub(super) fn put_injected(
         &self,
         bytes: Bytes,
         kind: Option<BlockKind>,
-        by_policy: bool,
+        policy: Option<Arc<str>>,
         release: Option<Duration>,
         out: &mut VecDeque<Out>,
     ) {
-        let head = self.record_injected_as(&bytes, kind, by_policy);
+        let head = self.record_injected_as(&bytes, kind, policy);
         let now = self.env.recorder.now();
         let keep = self.keep(None, now, out);
         let kept = keep

@@ -745,7 +745,8 @@ impl DirectionTap {
         });
     }
 
-    /// Records injected frames; `kind` overrides the block kind of HEADERS.
+    /// Records injected frames, or frames the connection policy named
+    /// `policy` sent; `kind` overrides the block kind of HEADERS.
     /// An injected SETTINGS frame counts among this direction's SETTINGS:
     /// the receiver's stack will ack it (RFC 9113 §6.5.3). An injected ACK
     /// does not count as this direction applying the peer's: the sender's
@@ -755,7 +756,7 @@ impl DirectionTap {
         &self,
         bytes: &[u8],
         kind: Option<BlockKind>,
-        by_policy: bool,
+        policy: Option<Arc<str>>,
     ) -> Option<(u32, FrameType)> {
         let mut head = None;
         let direction = self.decoder.direction();
@@ -777,9 +778,9 @@ impl DirectionTap {
                 frame: frame.ty,
                 flags: summary.flags,
                 detail: summary.detail,
-                fate: match by_policy {
-                    true => FrameFate::sent_by_policy(broken),
-                    false => FrameFate::with_rule(Fate::Injected, broken),
+                fate: match &policy {
+                    Some(policy) => FrameFate::sent_by_policy(policy.clone(), broken),
+                    None => FrameFate::with_rule(Fate::Injected, broken),
                 },
                 noise: summary.noise,
             });
