@@ -151,3 +151,75 @@ fn an_unwrapped_violation_says_how_to_reproduce() {
         error_txt(&dir)
     );
 }
+
+/// Run by the next test, with `CARGO_TARGET_DIR` set to a temp dir: a run
+/// of seed 21 that fails when `PROBE_RUNS` says `fail`, passes when it
+/// says `pass`, one run per word, in order (`fail pass`: both, in this
+/// process).
+#[test]
+#[ignore = "run by a_passing_run_removes_an_earlier_processs_failure_of_its_seed"]
+fn stale_probe() {
+    let runs = std::env::var("PROBE_RUNS").unwrap_or_default();
+    for run in runs.split_whitespace() {
+        let fail = run == "fail";
+        let mut sim = Sim::builder().seed(21).build();
+        sim.client("player", move |_| async move {
+            match fail {
+                true => Err("on purpose".into()),
+                false => Ok(()),
+            }
+        });
+        assert_eq!(sim.run().is_err(), fail, "{run}");
+    }
+}
+
+/// Runs [`stale_probe`] with `runs`, its artifacts under `target`.
+fn stale_probe_with(target: &Path, runs: &str, artifacts_off: bool) {
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("this test binary"));
+    cmd.args(["--ignored", "--exact", "stale_probe"])
+        .env("CARGO_TARGET_DIR", target)
+        .env("PROBE_RUNS", runs)
+        .env_remove("CHAOS_SEED")
+        .env_remove("CHAOS_JITTER_US")
+        .env_remove("GRPC_CHAOS_ARTIFACTS");
+    if artifacts_off {
+        cmd.env("GRPC_CHAOS_ARTIFACTS", "0");
+    }
+    let out = cmd.output().expect("the test binary runs again");
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn a_passing_run_removes_an_earlier_processs_failure_of_its_seed() {
+    let target = std::env::temp_dir().join(format!("grpc-chaos-stale-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&target);
+    let test = target.join("grpc-chaos/stale_probe");
+    let dir = test.join("21");
+    // A failure leaves its files; the next process's pass removes them,
+    // and the folders they leave empty.
+    stale_probe_with(&target, "fail", false);
+    assert!(dir.join("error.txt").is_file(), "{}", dir.display());
+    stale_probe_with(&target, "pass", false);
+    assert!(!test.exists(), "{}", test.display());
+    assert!(
+        target.join("grpc-chaos").is_dir(),
+        "nothing above is touched"
+    );
+    // A file the harness did not write stays, and keeps its folder.
+    stale_probe_with(&target, "fail", false);
+    std::fs::write(dir.join("notes.md"), "mine").expect("a user's file");
+    stale_probe_with(&target, "pass", false);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the folder stays")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left, ["notes.md"]);
+    std::fs::remove_file(dir.join("notes.md")).expect("cleanup");
+    // A failure of this very process stays: the test saw it.
+    stale_probe_with(&target, "fail pass", false);
+    assert!(dir.join("trace.json").is_file());
+    // Turned off, nothing is removed either.
+    stale_probe_with(&target, "pass", true);
+    assert!(dir.join("trace.json").is_file());
+    let _ = std::fs::remove_dir_all(&target);
+}

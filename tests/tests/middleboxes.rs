@@ -154,6 +154,24 @@ fn an_alb_idle_timeout_cuts_a_watch_although_keepalive_pings_flow() -> grpc_chao
         acks.len(),
         "{text}"
     );
+    assert_eq!(
+        trace
+            .to_json()
+            .matches("\"by_policy\": true,\n      \"policy\": \"AWS ALB\"")
+            .count(),
+        acks.len(),
+        "{text}"
+    );
+    // Their rows name the box, not an injection, in the text and on the
+    // page alike (one row builder serves both).
+    let row = "c1 s0 PING ack 3b7cdb7a0b8716b4 [sent by AWS ALB]";
+    assert_eq!(text.matches(row).count(), acks.len(), "{text}");
+    assert!(!text.contains("[injected]"), "{text}");
+    let page = trace.render_html();
+    assert!(
+        page.contains(row) && !page.contains("[injected]"),
+        "the page says what the text says"
+    );
     // The first score left at about 3 ms; the box closed 60 s later.
     let closes = closes(&trace);
     assert_eq!(closes.len(), 1, "{text}");

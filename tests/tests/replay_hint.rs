@@ -1,7 +1,9 @@
 //! A failed run's "reproduce with" hint carries everything the run took
 //! from the environment: with `CHAOS_JITTER_US` set, the seed alone would
-//! replay a different run. (The test binary runs itself again with the
-//! environment set, so no test changes its own process's environment.)
+//! replay a different run; and a variable that is not a number is a
+//! misconfiguration. (The test binary runs itself again with the
+//! environment set, so no test changes its own process's environment and
+//! tests running at once in this binary cannot race on it.)
 
 use std::process::Command;
 
@@ -56,4 +58,63 @@ fn a_failed_run_names_the_jitter_it_took_from_the_environment() {
     // Set to nothing, as CI templates do, is unset: the default seed 0.
     let out = probe(&[("CHAOS_SEED", ""), ("CHAOS_JITTER_US", " ")]);
     assert!(out.contains("(reproduce with CHAOS_SEED=0)"), "{out}");
+}
+
+/// Run by the next test with `CHAOS_JITTER_US` (and maybe `CHAOS_SEED`)
+/// set: a run that succeeds, its jitter set by the builder when
+/// `PROBE_BUILDER_JITTER` is set.
+#[test]
+#[ignore = "run by a_malformed_jitter_variable_is_misconfigured_whatever_the_builder_says"]
+fn jitter_probe() {
+    let mut builder = Sim::builder();
+    if std::env::var_os("PROBE_BUILDER_JITTER").is_some() {
+        builder = builder.latency_jitter(std::time::Duration::from_millis(2));
+    }
+    let mut sim = builder.build();
+    sim.server("store", |s| s);
+    sim.client("player", |_| async { Ok(()) });
+    match sim.run() {
+        Ok(trace) => println!("ran: {}", trace.replay_env()),
+        Err(e) => println!("misconfigured={}: {}", e.is_misconfigured(), e.message()),
+    }
+}
+
+fn jitter_probe_with(env: &[(&str, &str)]) -> String {
+    let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
+    cmd.args(["--ignored", "--exact", "jitter_probe", "--nocapture"])
+        .env_remove("CHAOS_SEED")
+        .env_remove("CHAOS_JITTER_US")
+        .env_remove("PROBE_BUILDER_JITTER")
+        .env("GRPC_CHAOS_ARTIFACTS", "0");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the test binary runs again");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_malformed_jitter_variable_is_misconfigured_whatever_the_builder_says() {
+    let bad = r#"misconfigured=true: CHAOS_JITTER_US="2ms" is not an unsigned 64-bit integer (invalid digit found in string); unset it or give a number"#;
+    // The builder sets the jitter: the variable's typo is reported anyway.
+    let out = jitter_probe_with(&[("CHAOS_JITTER_US", "2ms"), ("PROBE_BUILDER_JITTER", "1")]);
+    assert!(out.contains(bad), "{out}");
+    // Without the builder's jitter, as before.
+    let out = jitter_probe_with(&[("CHAOS_JITTER_US", "2ms")]);
+    assert!(out.contains(bad), "{out}");
+    // The same words as a malformed CHAOS_SEED.
+    let out = jitter_probe_with(&[("CHAOS_SEED", "x5")]);
+    assert!(
+        out.contains(r#"misconfigured=true: CHAOS_SEED="x5" is not an unsigned 64-bit integer (invalid digit found in string); unset it or give a number"#),
+        "{out}"
+    );
+    // A number is ignored when the builder sets the jitter: the run does
+    // not take it, so its replay hint does not name it.
+    let out = jitter_probe_with(&[("CHAOS_JITTER_US", "700"), ("PROBE_BUILDER_JITTER", "1")]);
+    assert!(out.contains("ran: CHAOS_SEED=0\n"), "{out}");
+    let out = jitter_probe_with(&[("CHAOS_JITTER_US", "700")]);
+    assert!(
+        out.contains("ran: CHAOS_JITTER_US=700 CHAOS_SEED=0\n"),
+        "{out}"
+    );
 }

@@ -222,6 +222,11 @@ impl FrameFault {
     /// Removes matching frames from the byte stream. Dropping frames the
     /// peer's HTTP/2 state depends on (HEADERS, SETTINGS) makes the peer see
     /// a protocol error, as it would on a real network that lost them.
+    /// Dropping a connection preface's SETTINGS (the first frame of either
+    /// end) breaks RFC 9113 §3.4, which h2 does not check (it takes the
+    /// next frame as the first, measured): the trace marks the frame
+    /// `[dropped, invalid: a connection preface without its SETTINGS (RFC
+    /// 9113 §3.4)]`.
     pub fn drop(self) -> Fault {
         self.rule(DropFrame)
     }

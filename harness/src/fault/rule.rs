@@ -47,7 +47,12 @@ pub enum Verdict {
     /// a HEADERS block that refers to the connection's HPACK dynamic
     /// table shows as invalid there). The tap's own view of the
     /// connection (SETTINGS in force, HPACK state) follows the frame as
-    /// the sender wrote it.
+    /// the sender wrote it. In place of a connection preface's SETTINGS
+    /// (RFC 9113 §3.4), a first frame that is not a SETTINGS is marked
+    /// `invalid: the first frame, not the preface's SETTINGS (RFC 9113
+    /// §3.4)`; when nothing takes its place, the replaced frame's fate
+    /// carries the rule instead (see
+    /// [`FrameFate::fate_invalid`](crate::recorder::event::FrameFate::fate_invalid)).
     Replace(Bytes),
 }
 

@@ -50,7 +50,8 @@ use crate::wire::{encode, BlockKind, Direction, ErrorCode};
 ///   leaves either end, and both ends' reads and writes fail with
 ///   `ConnectionReset`. The trace shows `c1 reset at both ends by <name>
 ///   (<reason>)`.
-/// - Frames a policy sends are recorded `[injected]`; a frame it swallows
+/// - Frames a policy sends are recorded `[sent by <name>]` (not
+///   `[injected]`, which is a `Fault::inject`'s); a frame it swallows
 ///   `[swallowed by a connection policy]`.
 /// - Several policies on one connection form a chain from the client to
 ///   the server, in the order added (see
@@ -60,7 +61,7 @@ use crate::wire::{encode, BlockKind, Direction, ErrorCode};
 ///   policies between it and the end it is sent to (they see it with
 ///   [`Fate::Injected`](crate::recorder::event::Fate::Injected), and one of
 ///   them may swallow it: it is then recorded `[swallowed by a connection
-///   policy]` at its sender's host instead of `[injected]`). After a close
+///   policy]` at its sender's host instead of `[sent by <name>]`). After a close
 ///   or reset no policy sees anything more.
 ///
 /// # Cost
@@ -120,8 +121,9 @@ pub trait ConnectionPolicy: Send + 'static {
         true
     }
 
-    /// The policy in the trace's words (`connection closed by <name>`).
-    /// Default: `a connection policy`.
+    /// The policy in the trace's words (`connection closed by <name>`, and
+    /// `[sent by <name>]` on the rows of the frames it sends). Default: `a
+    /// connection policy`.
     fn name(&self) -> String {
         "a connection policy".to_owned()
     }

@@ -36,7 +36,7 @@ use crate::wire::{Direction, ErrorCode, FrameType};
 ///
 /// # Trace
 /// Each act is one line at the server host saying what the box did and
-/// why, then the frames it sent (`[injected]`):
+/// why, then the frames it sent (`[sent by AWS ALB]`):
 /// `c1 AWS ALB: answers PINGs itself …`,
 /// `c1 connection closed by AWS ALB (idle timeout 60000ms: no DATA or
 /// HEADERS since 1.001s)`, `c1 Envoy: RST_STREAM(CANCEL) on s1 both ways:

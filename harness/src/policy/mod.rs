@@ -44,7 +44,8 @@
 //!   reads the end of the stream, and the server's reads end, so its HTTP/2
 //!   connection and handlers go away.
 //! - **Trace**: every judged PING (`c1 PING from player: strike 2/2 (gap
-//!   30.01s < 5min, 1 call open)`), the injected frames (`[injected]`) and
+//!   30.01s < 5min, 1 call open)`), the frames it sends (`[sent by the
+//!   keepalive policy]`) and
 //!   `connection closed by the keepalive policy (too_many_pings)`.
 //!
 //! # Driving it from a tap

@@ -127,7 +127,9 @@ impl SimBuilder {
     /// drawn from the run's seed. Defaults to 0: with no jitter every seed
     /// gives the same run, so seed sweeps ([`crate::check::sweep`]) need
     /// some. Each message gets its own draw; turmoil's TCP still delivers
-    /// each connection's bytes in order.
+    /// each connection's bytes in order. Given here, it wins over
+    /// `CHAOS_JITTER_US`, but a `CHAOS_JITTER_US` that is not a number is
+    /// still an error from [`Sim::run`](crate::Sim::run).
     pub fn latency_jitter(mut self, jitter: Duration) -> Self {
         self.jitter = Some(jitter);
         self
@@ -158,23 +160,32 @@ impl SimBuilder {
         self
     }
 
-    /// Builds the sim. Reads `CHAOS_SEED` if no seed was given and
-    /// `CHAOS_JITTER_US` if no jitter was; an unparsable value is an error
-    /// from [`Sim::run`](crate::Sim::run).
+    /// Builds the sim. Takes the seed from `CHAOS_SEED` if no seed was
+    /// given and the jitter from `CHAOS_JITTER_US` if no jitter was; an
+    /// unparsable value of a variable read is a misconfiguration
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)) from
+    /// [`Sim::run`](crate::Sim::run) that names the variable and its value.
+    /// `CHAOS_JITTER_US` is checked even when
+    /// [`latency_jitter`](Self::latency_jitter) was given (a number there
+    /// is then ignored): a typo in it must not pass unnoticed.
     pub fn build(self) -> Sim {
         let seed = match self.seed {
             Some(seed) => Ok(seed),
             None => env_u64(SEED_ENV).map(|s| s.unwrap_or(defaults::SEED)),
         };
-        // Jitter from the environment is part of what replays the run.
-        let jitter_env = match self.jitter {
-            Some(_) => Ok(None),
-            None => env_u64(JITTER_ENV),
-        };
-        let jitter = match (self.jitter, &jitter_env) {
-            (Some(j), _) => Ok(j),
+        // `CHAOS_JITTER_US` is read even when the builder sets the jitter:
+        // a malformed value is a typo to report (the builder only wins over
+        // a number). Jitter from the environment is part of what replays
+        // the run.
+        let from_env = env_u64(JITTER_ENV);
+        let jitter = match (self.jitter, &from_env) {
+            (_, Err(e)) => Err(e.clone()),
+            (Some(j), Ok(_)) => Ok(j),
             (None, Ok(us)) => Ok(Duration::from_micros(us.unwrap_or(0))),
-            (None, Err(e)) => Err(e.clone()),
+        };
+        let jitter_env = match self.jitter {
+            Some(_) => None,
+            None => from_env.ok().flatten(),
         };
         let problem = [seed.as_ref().err(), jitter.as_ref().err()]
             .into_iter()
@@ -189,7 +200,7 @@ impl SimBuilder {
                 tick: self.tick,
                 latency: self.latency,
                 jitter,
-                jitter_env: jitter_env.unwrap_or_default(),
+                jitter_env,
                 settle: self.settle.unwrap_or_else(|| {
                     // A cancellation crosses each hop at the link's latency.
                     let hop = self.latency.saturating_add(jitter);

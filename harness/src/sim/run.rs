@@ -21,6 +21,13 @@ impl Sim {
     /// Runs the simulation until every client body has returned, and
     /// returns the trace.
     ///
+    /// A failed run writes its trace as a failure artifact under
+    /// `<target>/grpc-chaos/<test name>/<seed>/`; a run that passes removes
+    /// the files an earlier process's failure of the same test and seed
+    /// left there, and the folders that leaves empty (never another file,
+    /// nor a failure of this process). `GRPC_CHAOS_ARTIFACTS=0` turns both
+    /// off.
+    ///
     /// # Errors
     ///
     /// A misconfigured scenario (unknown or duplicate host, bad method path,
@@ -151,7 +158,12 @@ impl Sim {
         let problem = shared.take_problem();
         match (problem, outcome) {
             (Some(e), _) | (None, Err(e)) => Err(run_failed(e, trace)),
-            (None, Ok(())) => Ok(trace),
+            (None, Ok(())) => {
+                // What an earlier failure of this test and seed left on
+                // disk no longer holds (`trace/artifacts.rs`).
+                crate::trace::run_passed(trace.seed());
+                Ok(trace)
+            }
         }
     }
 }

@@ -19,33 +19,61 @@
 //! runs tests), else `./target`. `<test name>` is the test thread's name
 //! (libtest names it after the test). Set `GRPC_CHAOS_ARTIFACTS=0` to turn
 //! this off.
+//!
+//! A run that passes removes what an earlier process's failure of the same
+//! test and seed left in `<test name>/<seed>/` ([`clear_stale`]), so the
+//! folder never shows a failure the test no longer has: only the four
+//! files the harness writes there (`trace.{txt,json,html}`, `error.txt`),
+//! then the folder and `<test name>/` if that leaves them empty; any other
+//! file, and the folder holding it, stays. A failure of this process is
+//! never removed (a test that expects a failed run and then runs the same
+//! seed again keeps it), and the next failure writes its files again. A
+//! failure of another seed stays until that seed runs again and passes.
+//! With `GRPC_CHAOS_ARTIFACTS=0` nothing is written or removed.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 
 use super::Trace;
 
 /// Environment variable that turns failure artifacts off when set to `0`.
 pub const ARTIFACTS_ENV: &str = "GRPC_CHAOS_ARTIFACTS";
 
-/// Writes `trace` as a failure artifact, with `error.txt` holding `why`
-/// (what failed), and says where on stderr. Returns the folder, or `None`
-/// when turned off or the write failed.
-pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
-    if std::env::var(ARTIFACTS_ENV).is_ok_and(|v| v.trim() == "0") {
-        return None;
-    }
-    trace.written.store(true, Ordering::Relaxed);
+/// The files a failure artifact is made of: what [`clear_stale`] may
+/// remove, and nothing else.
+const FILES: [&str; 4] = ["trace.txt", "trace.json", "trace.html", "error.txt"];
+
+/// The artifact folders this process wrote: [`clear_stale`] leaves them.
+static WRITTEN: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+fn turned_off() -> bool {
+    std::env::var(ARTIFACTS_ENV).is_ok_and(|v| v.trim() == "0")
+}
+
+/// `<target>/grpc-chaos/<test name>`, for this thread's test.
+fn test_dir() -> PathBuf {
     let test = std::thread::current()
         .name()
         .unwrap_or("unnamed")
         .replace("::", "__");
-    let dir = target_dir()
-        .join("grpc-chaos")
-        .join(test)
-        .join(trace.seed().to_string());
+    target_dir().join("grpc-chaos").join(test)
+}
+
+/// Writes `trace` as a failure artifact, with `error.txt` holding `why`
+/// (what failed), and says where on stderr. Returns the folder, or `None`
+/// when turned off or the write failed.
+pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
+    if turned_off() {
+        return None;
+    }
+    trace.written.store(true, Ordering::Relaxed);
+    let dir = test_dir().join(trace.seed().to_string());
+    if let Ok(mut written) = WRITTEN.lock() {
+        written.get_or_insert_with(HashSet::new).insert(dir.clone());
+    }
     let written = trace
         .write_with_verdict(&dir, "trace", &super::RunVerdict::fail(why))
         .and_then(|_| std::fs::write(dir.join("error.txt"), format!("{why}\n")));
@@ -65,6 +93,44 @@ pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
             );
             None
         }
+    }
+}
+
+/// A run of `seed` passed in this thread's test: removes the failure
+/// artifact an earlier process left for that test and seed (see the
+/// module's docs), unless turned off or this process wrote it.
+pub(crate) fn passed(seed: u64) {
+    if turned_off() {
+        return;
+    }
+    let test = test_dir();
+    let dir = test.join(seed.to_string());
+    let ours = WRITTEN
+        .lock()
+        .is_ok_and(|w| w.as_ref().is_some_and(|w| w.contains(&dir)));
+    if !ours {
+        clear_stale(&test, &dir);
+    }
+}
+
+/// Removes the harness's files ([`FILES`]) from `dir`, then `dir` and its
+/// parent `test` if that leaves them empty. Nothing else: a file the
+/// harness did not write keeps its folder. Errors (nothing there, no
+/// permission) leave things as they are: a stale artifact is a nuisance,
+/// not a failure of the run.
+pub(crate) fn clear_stale(test: &Path, dir: &Path) {
+    if !dir.is_dir() {
+        return;
+    }
+    for file in FILES {
+        let path = dir.join(file);
+        if path.is_file() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    // `remove_dir` removes only an empty folder.
+    if std::fs::remove_dir(dir).is_ok() {
+        let _ = std::fs::remove_dir(test);
     }
 }
 
@@ -149,4 +215,65 @@ fn install_hook() {
             write_with(trace, &why);
         });
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clear_stale, FILES};
+    use std::path::PathBuf;
+
+    /// A fresh folder under the system's temp dir, unique to this test.
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "grpc-chaos-artifacts-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
+    fn write(dir: &std::path::Path, names: &[&str]) {
+        std::fs::create_dir_all(dir).expect("folder");
+        for name in names {
+            std::fs::write(dir.join(name), "x").expect("file");
+        }
+    }
+
+    #[test]
+    fn a_stale_artifact_goes_with_its_empty_folders() {
+        let root = temp("stale");
+        let test = root.join("my_test");
+        let (seed, other) = (test.join("7"), test.join("8"));
+        write(&seed, &FILES);
+        write(&other, &FILES);
+        clear_stale(&test, &seed);
+        assert!(!seed.exists(), "the seed's folder is gone");
+        // Another seed's failure stays, and so does the test's folder.
+        assert!(other.join("error.txt").is_file());
+        clear_stale(&test, &other);
+        assert!(!test.exists(), "left empty, the test's folder goes too");
+        assert!(root.is_dir(), "nothing above it is touched");
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn a_file_the_harness_did_not_write_keeps_its_folder() {
+        let root = temp("user");
+        let test = root.join("my_test");
+        let seed = test.join("7");
+        write(&seed, &FILES);
+        write(&seed, &["notes.md"]);
+        std::fs::create_dir_all(seed.join("screens")).expect("sub-folder");
+        clear_stale(&test, &seed);
+        for file in FILES {
+            assert!(!seed.join(file).exists(), "{file}");
+        }
+        assert!(seed.join("notes.md").is_file(), "the user's file stays");
+        assert!(seed.join("screens").is_dir(), "and the user's folder");
+        // Nothing there at all: nothing happens.
+        clear_stale(&test, &test.join("9"));
+        assert!(seed.is_dir());
+        let _ = std::fs::remove_dir_all(root);
+    }
 }

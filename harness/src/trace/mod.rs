@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub(crate) use artifacts::passed as run_passed;
 pub(crate) use artifacts::write_with as write_artifacts_with;
 pub use artifacts::ARTIFACTS_ENV;
 pub(crate) use artifacts::{forget as forget_last_run, remember as remember_run, running};

@@ -787,7 +787,17 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 fate.invalid(),
                 &cx.headers,
             );
-            push_fate(&mut text, fate, to);
+            match fate.policy() {
+                // A connection policy's own frame, not a fault's injection:
+                // the row names who wrote it.
+                Some(policy) => {
+                    let _ = write!(text, " [sent by {policy}]");
+                }
+                None => push_fate(&mut text, fate, to),
+            }
+            if let Some(rule) = fate.fate_invalid() {
+                push_fate_invalid(&mut text, rule);
+            }
             (format!("{host}→{to}"), text)
         }
         EventKind::FrameReplaced(frame_replaced) => {
@@ -1133,6 +1143,16 @@ fn push_fate(text: &mut String, fate: &Fate, to: &str) {
             let _ = write!(text, "; {} arrived instead]", count(*arrived, "octet"));
         }
         Fate::Swallowed => text.push_str(" [swallowed by a connection policy]"),
+    }
+}
+
+/// The rule a frame's fate breaks, inside the fate's brackets:
+/// `[dropped]` becomes `[dropped, invalid: <rule>]`. Only a fate that says
+/// something (in brackets) breaks a rule.
+fn push_fate_invalid(text: &mut String, rule: &str) {
+    if text.ends_with(']') {
+        text.pop();
+        let _ = write!(text, ", invalid: {rule}]");
     }
 }
 

@@ -27,23 +27,23 @@ impl DirectionTap {
     ) {
         injection.mark_fired();
         let bytes = Bytes::from(injection.frame.bytes.clone());
-        self.put_injected(bytes, None, false, release, out);
+        self.put_injected(bytes, None, None, release, out);
     }
 
-    /// Records a frame the harness wrote (an injection, or a connection
-    /// policy's frame when `by_policy`; `kind` overrides the block kind of
-    /// HEADERS) and
+    /// Records a frame the harness wrote (an injection, or the frame of
+    /// the connection policy named `policy`; `kind` overrides the block
+    /// kind of HEADERS) and
     /// queues it behind what is there. Queued behind a kept-back frame, it
     /// waits too (TCP keeps order), and the trace says when it left.
     pub(super) fn put_injected(
         &self,
         bytes: Bytes,
         kind: Option<BlockKind>,
-        by_policy: bool,
+        policy: Option<Arc<str>>,
         release: Option<Duration>,
         out: &mut VecDeque<Out>,
     ) {
-        let head = self.record_injected_as(&bytes, kind, by_policy);
+        let head = self.record_injected_as(&bytes, kind, policy);
         let now = self.env.recorder.now();
         let keep = self.keep(None, now, out);
         let kept = keep
@@ -60,23 +60,15 @@ impl DirectionTap {
         });
     }
 
-    /// Fires the `.after` injections `frame` triggers on this connection:
-    /// into this direction right behind `frame` (which leaves no earlier
-    /// than `release`), or posted to the other direction's writer.
-    pub(super) fn fire_triggers(
-        &mut self,
-        frame: &Frame,
-        ack: bool,
-        now: Duration,
-        release: Option<Duration>,
-        out: &mut VecDeque<Out>,
-    ) {
-        if self.triggers.is_empty() || self.closing() {
-            return;
-        }
-        let info = self.frame_info(frame, ack, now);
+    /// The `.after` injections `frame` triggers on this connection (each
+    /// counted as matched), for [`DirectionTap::fire_triggers`].
+    pub(super) fn fired_triggers(&self, frame: &Frame, ack: bool, now: Duration) -> Vec<Injection> {
         // Allocates only when a trigger fires.
         let mut fired = Vec::new();
+        if self.triggers.is_empty() || self.closing() {
+            return fired;
+        }
+        let info = self.frame_info(frame, ack, now);
         for (index, injection) in &self.triggers {
             let Some(trigger) = injection.trigger() else {
                 continue;
@@ -89,6 +81,18 @@ impl DirectionTap {
                 fired.push(injection.clone());
             }
         }
+        fired
+    }
+
+    /// Fires the injections `frame` triggered ([`DirectionTap::fired_triggers`]):
+    /// into this direction right behind `frame` (which leaves no earlier
+    /// than `release`), or posted to the other direction's writer.
+    pub(super) fn fire_triggers(
+        &mut self,
+        fired: Vec<Injection>,
+        release: Option<Duration>,
+        out: &mut VecDeque<Out>,
+    ) {
         for injection in fired {
             if *injection.from == *self.from {
                 self.inject(&injection, release, out);

@@ -37,6 +37,7 @@ pub(crate) mod ends;
 mod inject;
 mod pair;
 mod policy;
+mod preface;
 mod raw;
 mod reset;
 mod summary;
@@ -393,6 +394,17 @@ impl DirectionTap {
                 })),
             );
         }
+        // What arrives in place of a replaced frame, decoded on its own.
+        let mut arrived = match &verdict {
+            Some(Verdict::Replace(with)) if !matches!(fate, Fate::Lost | Fate::LostBehind) => {
+                Some(self.decode_alone(with))
+            }
+            _ => None,
+        };
+        // Matched now, fired behind the frame below: a preface SETTINGS'
+        // row says whether one of them takes its place.
+        let fired = self.fired_triggers(frame, ack, now);
+        let preface = preface::is_preface_settings(frame, self.decoder.direction());
         self.env.recorder.push_at(
             now,
             self.from,
@@ -403,13 +415,16 @@ impl DirectionTap {
                 frame: frame.ty,
                 flags: summary.flags,
                 detail: summary.detail,
-                fate: fate.into(),
+                fate: match preface {
+                    true => self.preface_fate(fate, arrived.as_deref(), &fired, asked.as_ref()),
+                    false => fate.into(),
+                },
                 noise: summary.noise,
             },
         );
         let replacement = match verdict {
             Some(Verdict::Replace(with)) if !matches!(fate, Fate::Lost | Fate::LostBehind) => {
-                self.record_replacement(&with);
+                self.record_replacement(arrived.take().unwrap_or_default(), preface);
                 Some(with)
             }
             // A policy's rewrite of a frame that leaves as written (or
@@ -456,7 +471,7 @@ impl DirectionTap {
                 self.emit_held(end, keep.release, keep.hold, kept, keep.link_since, out);
             }
         }
-        self.fire_triggers(frame, ack, now, keep.release, out);
+        self.fire_triggers(fired, keep.release, out);
         if let Some(asked) = asked {
             self.policy_act(asked, out);
         }
@@ -730,7 +745,8 @@ impl DirectionTap {
         });
     }
 
-    /// Records injected frames; `kind` overrides the block kind of HEADERS.
+    /// Records injected frames, or frames the connection policy named
+    /// `policy` sent; `kind` overrides the block kind of HEADERS.
     /// An injected SETTINGS frame counts among this direction's SETTINGS:
     /// the receiver's stack will ack it (RFC 9113 §6.5.3). An injected ACK
     /// does not count as this direction applying the peer's: the sender's
@@ -740,7 +756,7 @@ impl DirectionTap {
         &self,
         bytes: &[u8],
         kind: Option<BlockKind>,
-        by_policy: bool,
+        policy: Option<Arc<str>>,
     ) -> Option<(u32, FrameType)> {
         let mut head = None;
         let direction = self.decoder.direction();
@@ -762,9 +778,9 @@ impl DirectionTap {
                 frame: frame.ty,
                 flags: summary.flags,
                 detail: summary.detail,
-                fate: match by_policy {
-                    true => FrameFate::sent_by_policy(broken),
-                    false => FrameFate::with_rule(Fate::Injected, broken),
+                fate: match &policy {
+                    Some(policy) => FrameFate::sent_by_policy(policy.clone(), broken),
+                    None => FrameFate::with_rule(Fate::Injected, broken),
                 },
                 noise: summary.noise,
             });
@@ -809,9 +825,14 @@ impl DirectionTap {
     }
 
     /// Records what arrived in place of a replaced frame: one
-    /// `FrameReplaced` per frame of `with`.
-    fn record_replacement(&self, with: &[u8]) {
-        for (frame, broken) in self.decode_alone(with) {
+    /// `FrameReplaced` per frame `arrived` (decoded on its own); in place of
+    /// a connection `preface`'s SETTINGS, the first must be a SETTINGS.
+    fn record_replacement(&self, arrived: Vec<(Frame, Option<String>)>, preface: bool) {
+        for (i, (frame, broken)) in arrived.into_iter().enumerate() {
+            let broken = match (preface, i) {
+                (true, 0) => preface::in_place(&frame, broken),
+                _ => broken,
+            };
             let summary = summary::summarize(&frame, &mut summary::Blocks::default());
             self.record(EventKind::FrameReplaced(Box::new(event::FrameReplaced {
                 conn: self.conn,

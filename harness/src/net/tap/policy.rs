@@ -41,7 +41,7 @@ pub(crate) struct Policies {
     /// Per direction: whether a policy may swallow or send frames there.
     alters: [bool; 2],
     /// Per direction: frames a policy sent there from the other one.
-    outbox: [Vec<(Bytes, Option<BlockKind>)>; 2],
+    outbox: [Vec<Outgoing>; 2],
     /// A close asked for from the client → server direction, for the
     /// server → client writer to carry out.
     close: Option<Close>,
@@ -53,9 +53,15 @@ pub(crate) struct Policies {
     reader: Option<Waker>,
 }
 
+/// A frame a policy sent, on its way to a writer: its octets, the block
+/// kind of a HEADERS, and the policy's name (for its row: `[sent by
+/// <name>]`).
+type Outgoing = (Bytes, Option<BlockKind>, Arc<str>);
+
 struct Entry {
     policy: Box<dyn ConnectionPolicy>,
-    name: String,
+    /// [`ConnectionPolicy::name`], shared with the frames it sends.
+    name: Arc<str>,
     timer: Option<Duration>,
 }
 
@@ -67,7 +73,7 @@ impl Policies {
         let list = list
             .into_iter()
             .map(|policy| Entry {
-                name: policy.name(),
+                name: policy.name().into(),
                 policy,
                 timer: None,
             })
@@ -125,7 +131,7 @@ pub(super) struct Scratch {
     /// What the policies are told to do.
     effects: Effects,
     /// Frames policies sent into the other direction, for its outbox.
-    other: Vec<(Direction, (Bytes, Option<BlockKind>))>,
+    other: Vec<(Direction, Outgoing)>,
     /// Events policies recorded for the frame being handled.
     events: Vec<crate::recorder::event::EventKind>,
     /// Frames policies sent that still have boxes to pass.
@@ -156,7 +162,7 @@ pub(super) struct Asked {
     /// Octets to put on the wire in the frame's place (`Effects::rewrite`).
     pub(super) rewrite: Option<Bytes>,
     /// Frames for the direction the tap is on, in order.
-    here: Vec<(Bytes, Option<BlockKind>)>,
+    here: Vec<Outgoing>,
     close: Option<Close>,
     /// A reset (`Effects::reset`): carried out by this tap at once.
     pub(super) reset: Option<PolicyReset>,
@@ -172,6 +178,12 @@ impl Asked {
     /// A close or a reset was asked for: no policy sees anything more.
     fn ending(&self) -> bool {
         self.close.is_some() || self.reset.is_some()
+    }
+
+    /// The octets of the first frames policies sent into the frame's own
+    /// direction (they go right behind it), if any.
+    pub(super) fn first_here(&self) -> Option<&Bytes> {
+        self.here.first().map(|(bytes, ..)| bytes)
     }
 }
 
@@ -270,7 +282,8 @@ impl DirectionTap {
                 break;
             };
             fx.begin(view.now());
-            fx.name.clone_from(&entry.name);
+            fx.name.clear();
+            fx.name.push_str(&entry.name);
             entry.policy.on_frame(view, &mut fx);
             asked.timer_earlier |= apply_timer(entry, fx.timer);
             if after.is_some() {
@@ -294,9 +307,13 @@ impl DirectionTap {
         let mut passed = 0;
         while let Some(hop) = scratch.hops.pop_front() {
             let n = policies.list.len();
+            let sender = policies
+                .list
+                .get(hop.from)
+                .map_or_else(|| Arc::from("a connection policy"), |e| e.name.clone());
             if chain(hop.direction, Some(hop.from), n).is_empty() || asked.ending() {
                 // Nothing between it and its end, or the policies are done.
-                self.deliver(hop, asked, scratch);
+                self.deliver(hop, sender, asked, scratch);
                 continue;
             }
             passed += 1;
@@ -355,6 +372,7 @@ impl DirectionTap {
                             direction: hop.direction,
                             from: hop.from,
                         },
+                        sender.clone(),
                         asked,
                         scratch,
                     );
@@ -363,13 +381,15 @@ impl DirectionTap {
         }
     }
 
-    /// A sent frame that passed every policy on its way: queued for its
-    /// direction.
-    fn deliver(&self, hop: Hop, asked: &mut Asked, scratch: &mut Scratch) {
+    /// A frame `sender` (a policy's name) sent that passed every policy on
+    /// its way: queued for its direction.
+    fn deliver(&self, hop: Hop, sender: Arc<str>, asked: &mut Asked, scratch: &mut Scratch) {
         if hop.direction == self.decoder.direction() {
-            asked.here.push((hop.bytes, hop.kind));
+            asked.here.push((hop.bytes, hop.kind, sender));
         } else {
-            scratch.other.push((hop.direction, (hop.bytes, hop.kind)));
+            scratch
+                .other
+                .push((hop.direction, (hop.bytes, hop.kind, sender)));
         }
     }
 
@@ -474,8 +494,8 @@ impl DirectionTap {
             self.reset_by_policy(reset, out);
             return;
         }
-        for (bytes, kind) in asked.here {
-            self.put_injected(bytes, kind, true, None, out);
+        for (bytes, kind, sender) in asked.here {
+            self.put_injected(bytes, kind, Some(sender), None, out);
         }
         if let Some(close) = asked.close {
             self.closing = Some(close);
@@ -536,8 +556,8 @@ impl DirectionTap {
             };
             (std::mem::take(&mut policies.outbox[side(direction)]), close)
         };
-        for (bytes, kind) in frames {
-            self.put_injected(bytes, kind, true, None, out);
+        for (bytes, kind, sender) in frames {
+            self.put_injected(bytes, kind, Some(sender), None, out);
         }
         if let Some(close) = close {
             self.closing = Some(close);
@@ -578,7 +598,8 @@ impl DirectionTap {
             }
             entry.timer = None;
             fx.begin(now);
-            fx.name.clone_from(&entry.name);
+            fx.name.clear();
+            fx.name.push_str(&entry.name);
             entry.policy.on_timer(&mut fx);
             apply_timer(entry, fx.timer);
             // There is no frame to swallow or rewrite.
