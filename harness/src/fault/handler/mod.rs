@@ -154,7 +154,7 @@ impl<S> HandlerService<S> {
         let run = recorder.next_run();
         let nth = recorder.count_request(self.host, &path);
         recorder.push(
-            &self.host,
+            self.host,
             EventKind::HandlerStarted(Box::new(event::HandlerStarted {
                 run,
                 path: path.clone(),
@@ -169,7 +169,7 @@ impl<S> HandlerService<S> {
         if let Some(raw) = req.headers().get("grpc-timeout") {
             if timeout.is_none() {
                 recorder.push(
-                    &self.host,
+                    self.host,
                     EventKind::GrpcTimeoutInvalid(Box::new(event::GrpcTimeoutInvalid {
                         run,
                         path: path.clone(),
@@ -186,7 +186,7 @@ impl<S> HandlerService<S> {
             .and_then(|v| v.parse().ok())
         {
             recorder.push(
-                &self.host,
+                self.host,
                 EventKind::RetryArrived {
                     run,
                     path: path.clone(),
