@@ -311,7 +311,7 @@ fn idle_rows(idle: Duration, repeat: u64) {
     for tick in IDLE_TICKS {
         let [harness, anchor, same_hosts] = best_of(repeat, || {
             [
-                harness_idle(tick, idle),
+                isolated(|| harness_idle(tick, idle)),
                 turmoil_idle(tick, idle, 1),
                 turmoil_idle(tick, idle, 2),
             ]
@@ -338,8 +338,8 @@ fn idle_rows(idle: Duration, repeat: u64) {
 fn unary_rows(calls: u64, repeat: u64) {
     let [harness, untapped, anchor, bare] = best_of(repeat, || {
         [
-            harness_calls(calls, true),
-            harness_calls(calls, false),
+            isolated(|| harness_calls(calls, true)),
+            isolated(|| harness_calls(calls, false)),
             duplex_calls(calls),
             turmoil_calls(calls),
         ]
@@ -381,7 +381,7 @@ fn unary_rows(calls: u64, repeat: u64) {
 fn stream_rows(streams: u64, secs: u64, repeat: u64) {
     let [harness, bare] = best_of(repeat, || {
         [
-            harness_streams(streams, secs).0,
+            isolated(|| harness_streams(streams, secs).0),
             turmoil_streams(streams, secs),
         ]
     });
@@ -492,6 +492,23 @@ impl Figure {
     fn rate(&self) -> f64 {
         self.amount / self.cpu.as_secs_f64()
     }
+}
+
+/// Runs `run` on a thread of its own and returns what it returns. The
+/// harness keeps a thread's last trace for its panic hook and drops it
+/// when the thread's next run starts (`trace/artifacts.rs`, `running`):
+/// on one thread, each harness run's measure would include freeing the
+/// previous run's whole event log (~4% of a unary run, more after the
+/// streams part). On a thread of its own, a run's log is freed when the
+/// thread ends, after its measure, as bare turmoil's world is freed after
+/// its own. `getrusage(RUSAGE_SELF)` counts every thread; the waiting
+/// caller uses no CPU.
+fn isolated<T: Send>(run: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(run)
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
 }
 
 /// Runs `measure` `repeat` times and keeps, for each of its figures, the

@@ -15,7 +15,7 @@ pub use body::RecordedBody;
 pub use future::ResponseFuture;
 
 use crate::deadline::parse_grpc_timeout;
-use crate::recorder::event::{CallId, EventKind, Outcome};
+use crate::recorder::event::{CallId, EventKind, HostName, Outcome};
 use crate::recorder::{Recorder, CALL_ID_HEADER, CURRENT_RUN};
 
 /// A real [`tonic::transport::Channel`] over the simulated network, wrapped
@@ -49,8 +49,9 @@ enum Transport {
 /// Where calls come from and go to.
 pub(crate) struct CallSite {
     pub(crate) recorder: Arc<Recorder>,
-    pub(crate) from: Arc<str>,
-    pub(crate) target: Arc<str>,
+    /// Interned once per channel, not per event.
+    pub(crate) from: HostName,
+    pub(crate) target: HostName,
 }
 
 impl Channel {
@@ -122,10 +123,10 @@ impl tower::Service<http::Request<Body>> for Channel {
         let request_error = request::RequestError::default();
         let req = req.map(|b| Body::new(request::WatchedRequest::new(b, request_error.clone())));
         recorder.push(
-            &self.call.from,
+            self.call.from,
             EventKind::CallStarted(Box::new(event::CallStarted {
                 call: id,
-                target: (&self.call.target).into(),
+                target: self.call.target,
                 path: path.clone(),
                 timeout,
                 parent: CURRENT_RUN.try_with(|r| *r).ok(),
@@ -185,7 +186,7 @@ impl CallGuard {
             return;
         }
         self.site.recorder.push(
-            &self.site.from,
+            self.site.from,
             EventKind::CallEnded {
                 call: self.id,
                 path: self.path.clone(),
@@ -219,7 +220,7 @@ impl CallGuard {
             return;
         }
         self.site.recorder.push(
-            &self.site.from,
+            self.site.from,
             EventKind::CallStoppedReading {
                 call: self.id,
                 path: std::mem::take(&mut self.path),
@@ -235,7 +236,7 @@ impl Drop for CallGuard {
     fn drop(&mut self) {
         if !self.done {
             self.site.recorder.push(
-                &self.site.from,
+                self.site.from,
                 EventKind::CallDropped {
                     call: self.id,
                     path: std::mem::take(&mut self.path),

@@ -23,8 +23,8 @@ use crate::wire::Direction;
 /// extension, like tonic's `TcpConnectInfo`: `req.extensions().get::<PeerInfo>()`).
 #[derive(Debug, Clone)]
 pub struct PeerInfo {
-    /// The host at the other end.
-    pub(crate) peer: Arc<str>,
+    /// The host at the other end, interned once per connection.
+    pub(crate) peer: crate::recorder::event::HostName,
 }
 
 impl PeerInfo {
@@ -159,7 +159,7 @@ impl SimConn {
         });
         let (read, write) = stream.into_split();
         let info = PeerInfo {
-            peer: end.peer.clone(),
+            peer: (&end.peer).into(),
         };
         let links = end.wiring.tap.links.active();
         // A partition's `reset_after` or a connection policy can reset the

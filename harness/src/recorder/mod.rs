@@ -38,7 +38,9 @@ struct State {
     events: Vec<Event>,
     next_call: u32,
     next_run: u32,
-    per_method: HashMap<(String, String), u32>,
+    /// Requests so far per host and method path: looked up without
+    /// allocating, so only a host's first request to a path costs a key.
+    per_method: HashMap<HostName, HashMap<Box<str>, u32>>,
 }
 
 impl Recorder {
@@ -120,12 +122,13 @@ impl Recorder {
     }
 
     /// Counts a request for `path` on `host` and returns its number (1-based).
-    pub(crate) fn count_request(&self, host: &str, path: &str) -> u32 {
+    pub(crate) fn count_request(&self, host: HostName, path: &str) -> u32 {
         let mut s = self.state();
-        let n = s
-            .per_method
-            .entry((host.to_owned(), path.to_owned()))
-            .or_default();
+        let paths = s.per_method.entry(host).or_default();
+        let n = match paths.get_mut(path) {
+            Some(n) => n,
+            None => paths.entry(path.into()).or_default(),
+        };
         *n += 1;
         *n
     }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use super::decide::{Decision, Pushback, RetryReason};
 use super::event::{AttemptEvent, AttemptEventKind, AttemptOutcome, Observer};
-use crate::recorder::event::EventKind;
+use crate::recorder::event::{EventKind, HostName};
 use crate::recorder::Recorder;
 use crate::spec::code_name;
 
@@ -34,7 +34,10 @@ pub(crate) fn recording_observer(
         let mut open = open.lock().unwrap_or_else(|p| p.into_inner());
         let entry = open.calls.entry(event.call).or_insert_with(|| {
             // Numbered in order of first attempt across the whole run.
-            (recorder.count_request(GROUP_COUNTER, ""), None)
+            (
+                recorder.count_request(HostName::new(GROUP_COUNTER), ""),
+                None,
+            )
         });
         let group = entry.0;
         match &event.kind {

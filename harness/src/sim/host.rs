@@ -16,6 +16,7 @@ use super::serve_host::UserServe;
 use super::Shared;
 use crate::client::{CallSite, Channel};
 use crate::fault::handler::InsideService;
+use crate::recorder::event::HostName;
 use crate::retry::{ConfigError, Retry, RetryConfig, RetryLayer};
 use crate::server::{default_serve, serve_fn, Builder, HandlerLayer, Routed, ServeFn};
 
@@ -56,8 +57,8 @@ impl Host {
             self.tonic_channel_with(to, configure),
             CallSite {
                 recorder: self.shared.recorder.clone(),
-                from: self.name.clone(),
-                target: to.into(),
+                from: HostName::new(&self.name),
+                target: HostName::new(to),
             },
         )
     }
@@ -104,8 +105,8 @@ impl Host {
     ) -> Channel {
         let site = CallSite {
             recorder: self.shared.recorder.clone(),
-            from: self.name.clone(),
-            target: set.into(),
+            from: HostName::new(&self.name),
+            target: HostName::new(set),
         };
         match self.shared.replica_set(set, &self.name) {
             Some(replicas) => Channel::balanced(
@@ -349,7 +350,10 @@ pub(crate) struct ServerParts {
 
 impl ServerHost {
     pub(crate) fn new(host: Host) -> Self {
-        let layer = HandlerLayer::new(host.name.clone(), Arc::new(host.shared.handler_env()));
+        let layer = HandlerLayer::new(
+            HostName::new(&host.name),
+            Arc::new(host.shared.handler_env()),
+        );
         Self {
             host,
             base: None,

@@ -22,13 +22,13 @@ use tonic::body::Body;
 use super::run::{after_headers, with_pushback};
 use super::HandlerEnv;
 use super::{apply, Acting, BoxFuture, RunTag};
-use crate::recorder::event::{EventKind, LayerSide, RunId};
+use crate::recorder::event::{EventKind, HostName, LayerSide, RunId};
 
 /// Applies a host's inside-layers faults, then calls the routes.
 #[derive(Clone)]
 pub(crate) struct InsideService<S> {
     inner: S,
-    host: Arc<str>,
+    host: HostName,
     env: Arc<HandlerEnv>,
     /// Whether the host's builder has layers of its own (see
     /// [`super::HandlerLayer`]).
@@ -79,7 +79,7 @@ where
         }
         let mut acting = Inside {
             env: self.env.clone(),
-            host: self.host.clone(),
+            host: self.host,
             run,
             path,
             side: self
@@ -118,7 +118,7 @@ where
 /// The run an inside fault acts on.
 struct Inside {
     env: Arc<HandlerEnv>,
-    host: Arc<str>,
+    host: HostName,
     run: RunId,
     path: String,
     side: Option<LayerSide>,
@@ -128,7 +128,7 @@ struct Inside {
 
 impl Acting for Inside {
     fn record(&self, kind: EventKind) {
-        self.env.recorder.push(&self.host, kind);
+        self.env.recorder.push(self.host, kind);
     }
 
     fn run_path(&self) -> (RunId, &str) {

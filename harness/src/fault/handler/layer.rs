@@ -7,6 +7,7 @@ use tower::Layer;
 
 use super::HandlerEnv;
 use super::HandlerService;
+use crate::recorder::event::HostName;
 
 /// The harness's recording and handler-fault layer, the first (outermost)
 /// layer of every sim server's builder
@@ -20,7 +21,7 @@ use super::HandlerService;
 /// can be written down.
 #[derive(Clone)]
 pub struct HandlerLayer {
-    host: Arc<str>,
+    host: HostName,
     env: Arc<HandlerEnv>,
     layered: Arc<AtomicBool>,
     /// Set once a server put the layer around its service (tonic's builder
@@ -39,7 +40,7 @@ impl std::fmt::Debug for HandlerLayer {
 }
 
 impl HandlerLayer {
-    pub(crate) fn new(host: Arc<str>, env: Arc<HandlerEnv>) -> Self {
+    pub(crate) fn new(host: HostName, env: Arc<HandlerEnv>) -> Self {
         Self {
             host,
             env,
@@ -55,8 +56,8 @@ impl HandlerLayer {
 
     /// The host, the run's handle and the layered flag, for the layer
     /// inside the server's own layers.
-    pub(crate) fn parts(&self) -> (Arc<str>, Arc<HandlerEnv>, Arc<AtomicBool>) {
-        (self.host.clone(), self.env.clone(), self.layered.clone())
+    pub(crate) fn parts(&self) -> (HostName, Arc<HandlerEnv>, Arc<AtomicBool>) {
+        (self.host, self.env.clone(), self.layered.clone())
     }
 
     /// Notes that the server's builder added layers of its own: the trace
@@ -73,7 +74,7 @@ impl<S> Layer<S> for HandlerLayer {
         self.applied.store(true, Ordering::Relaxed);
         HandlerService {
             inner,
-            host: self.host.clone(),
+            host: self.host,
             env: self.env.clone(),
             layered: self.layered.clone(),
         }

@@ -38,7 +38,7 @@ use run::RunGuard;
 use crate::deadline::{parse_grpc_timeout, tonic_reads_grpc_timeout, Arrival};
 use crate::error::Problems;
 use crate::net::PeerInfo;
-use crate::recorder::event::{CallId, EventKind, LayerSide, RunId};
+use crate::recorder::event::{CallId, EventKind, HostName, LayerSide, RunId};
 use crate::recorder::{Recorder, CALL_ID_HEADER, CURRENT_RUN};
 use crate::units::panic_message;
 
@@ -80,7 +80,7 @@ const PREVIOUS_ATTEMPTS: &str = "grpc-previous-rpc-attempts";
 #[derive(Clone)]
 pub struct HandlerService<S> {
     inner: S,
-    host: Arc<str>,
+    host: HostName,
     env: Arc<HandlerEnv>,
     /// Whether the host's builder has layers of its own (set once the
     /// user's configure closure returned), for [`LayerSide`] in the trace.
@@ -150,15 +150,15 @@ impl<S> HandlerService<S> {
         let from = req
             .extensions()
             .get::<PeerInfo>()
-            .map_or_else(|| "?".to_owned(), |p| p.peer.to_string());
+            .map_or_else(|| HostName::new("?"), |p| p.peer);
         let run = recorder.next_run();
-        let nth = recorder.count_request(&self.host, &path);
+        let nth = recorder.count_request(self.host, &path);
         recorder.push(
-            &self.host,
+            self.host,
             EventKind::HandlerStarted(Box::new(event::HandlerStarted {
                 run,
                 path: path.clone(),
-                from: from.into(),
+                from,
                 call,
                 timeout,
                 nth,
@@ -169,7 +169,7 @@ impl<S> HandlerService<S> {
         if let Some(raw) = req.headers().get("grpc-timeout") {
             if timeout.is_none() {
                 recorder.push(
-                    &self.host,
+                    self.host,
                     EventKind::GrpcTimeoutInvalid(Box::new(event::GrpcTimeoutInvalid {
                         run,
                         path: path.clone(),
@@ -186,7 +186,7 @@ impl<S> HandlerService<S> {
             .and_then(|v| v.parse().ok())
         {
             recorder.push(
-                &self.host,
+                self.host,
                 EventKind::RetryArrived {
                     run,
                     path: path.clone(),
@@ -197,7 +197,7 @@ impl<S> HandlerService<S> {
         req.extensions_mut()
             .insert(Arrival(tokio::time::Instant::now()));
         req.extensions_mut().insert(RunTag(run));
-        RunGuard::new(self.env.clone(), self.host.clone(), run, path, side)
+        RunGuard::new(self.env.clone(), self.host, run, path, side)
     }
 }
 

@@ -14,7 +14,7 @@ use tonic::body::Body;
 use tonic::Status;
 
 use super::{Acting as _, Reply};
-use crate::recorder::event::{EventKind, LayerSide, RunId};
+use crate::recorder::event::{EventKind, HostName, LayerSide, RunId};
 
 /// The pushback trailer (gRFC A6).
 const PUSHBACK: &str = "grpc-retry-pushback-ms";
@@ -71,7 +71,7 @@ pub(super) fn after_headers(status: Status) -> http::Response<Body> {
 /// peer, connection closed, host crashed) it records `HandlerDropped`.
 pub(crate) struct RunGuard {
     env: Arc<HandlerEnv>,
-    host: Arc<str>,
+    host: HostName,
     run: RunId,
     path: String,
     started: Duration,
@@ -89,7 +89,7 @@ pub(crate) struct RunGuard {
 impl RunGuard {
     pub(crate) fn new(
         env: Arc<HandlerEnv>,
-        host: Arc<str>,
+        host: HostName,
         run: RunId,
         path: String,
         side: Option<LayerSide>,
@@ -123,7 +123,7 @@ impl RunGuard {
     }
 
     fn push(&self, kind: EventKind) {
-        self.env.recorder.push(&self.host, kind);
+        self.env.recorder.push(self.host, kind);
     }
 
     pub(crate) fn panicked(&self, message: String) {
