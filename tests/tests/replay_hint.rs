@@ -62,13 +62,16 @@ fn a_failed_run_names_the_jitter_it_took_from_the_environment() {
 
 /// Run by the next test with `CHAOS_JITTER_US` (and maybe `CHAOS_SEED`)
 /// set: a run that succeeds, its jitter set by the builder when
-/// `PROBE_BUILDER_JITTER` is set.
+/// `PROBE_BUILDER_JITTER` is set, its seed (9) when `PROBE_BUILDER_SEED` is.
 #[test]
-#[ignore = "run by a_malformed_jitter_variable_is_misconfigured_whatever_the_builder_says"]
+#[ignore = "run by a_malformed_seed_or_jitter_variable_is_misconfigured_whatever_the_builder_says"]
 fn jitter_probe() {
     let mut builder = Sim::builder();
     if std::env::var_os("PROBE_BUILDER_JITTER").is_some() {
         builder = builder.latency_jitter(std::time::Duration::from_millis(2));
+    }
+    if std::env::var_os("PROBE_BUILDER_SEED").is_some() {
+        builder = builder.seed(9);
     }
     let mut sim = builder.build();
     sim.server("store", |s| s);
@@ -85,6 +88,7 @@ fn jitter_probe_with(env: &[(&str, &str)]) -> String {
         .env_remove("CHAOS_SEED")
         .env_remove("CHAOS_JITTER_US")
         .env_remove("PROBE_BUILDER_JITTER")
+        .env_remove("PROBE_BUILDER_SEED")
         .env("GRPC_CHAOS_ARTIFACTS", "0");
     for (k, v) in env {
         cmd.env(k, v);
@@ -94,7 +98,7 @@ fn jitter_probe_with(env: &[(&str, &str)]) -> String {
 }
 
 #[test]
-fn a_malformed_jitter_variable_is_misconfigured_whatever_the_builder_says() {
+fn a_malformed_seed_or_jitter_variable_is_misconfigured_whatever_the_builder_says() {
     let bad = r#"misconfigured=true: CHAOS_JITTER_US="2ms" is not an unsigned 64-bit integer (invalid digit found in string); unset it or give a number"#;
     // The builder sets the jitter: the variable's typo is reported anyway.
     let out = jitter_probe_with(&[("CHAOS_JITTER_US", "2ms"), ("PROBE_BUILDER_JITTER", "1")]);
@@ -108,6 +112,15 @@ fn a_malformed_jitter_variable_is_misconfigured_whatever_the_builder_says() {
         out.contains(r#"misconfigured=true: CHAOS_SEED="x5" is not an unsigned 64-bit integer (invalid digit found in string); unset it or give a number"#),
         "{out}"
     );
+    // The builder sets the seed: a malformed CHAOS_SEED is reported too,
+    // and a number loses to the builder's seed.
+    let out = jitter_probe_with(&[("CHAOS_SEED", "x5"), ("PROBE_BUILDER_SEED", "1")]);
+    assert!(
+        out.contains(r#"misconfigured=true: CHAOS_SEED="x5" is not"#),
+        "{out}"
+    );
+    let out = jitter_probe_with(&[("CHAOS_SEED", "5"), ("PROBE_BUILDER_SEED", "1")]);
+    assert!(out.contains("ran: CHAOS_SEED=9\n"), "{out}");
     // A number is ignored when the builder sets the jitter: the run does
     // not take it, so its replay hint does not name it.
     let out = jitter_probe_with(&[("CHAOS_JITTER_US", "700"), ("PROBE_BUILDER_JITTER", "1")]);

@@ -165,18 +165,19 @@ impl SimBuilder {
     /// unparsable value of a variable read is a misconfiguration
     /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)) from
     /// [`Sim::run`](crate::Sim::run) that names the variable and its value.
-    /// `CHAOS_JITTER_US` is checked even when
+    /// Both variables are checked even when [`seed`](Self::seed) or
     /// [`latency_jitter`](Self::latency_jitter) was given (a number there
-    /// is then ignored): a typo in it must not pass unnoticed.
+    /// is then ignored): a typo in one must not pass unnoticed.
     pub fn build(self) -> Sim {
-        let seed = match self.seed {
-            Some(seed) => Ok(seed),
-            None => env_u64(SEED_ENV).map(|s| s.unwrap_or(defaults::SEED)),
+        // Both variables are read even when the builder sets their values:
+        // a malformed one is a typo to report (the builder only wins over
+        // a number).
+        let seed = match (self.seed, env_u64(SEED_ENV)) {
+            (_, Err(e)) => Err(e),
+            (Some(seed), Ok(_)) => Ok(seed),
+            (None, Ok(seed)) => Ok(seed.unwrap_or(defaults::SEED)),
         };
-        // `CHAOS_JITTER_US` is read even when the builder sets the jitter:
-        // a malformed value is a typo to report (the builder only wins over
-        // a number). Jitter from the environment is part of what replays
-        // the run.
+        // Jitter from the environment is part of what replays the run.
         let from_env = env_u64(JITTER_ENV);
         let jitter = match (self.jitter, &from_env) {
             (_, Err(e)) => Err(e.clone()),

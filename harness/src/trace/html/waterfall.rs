@@ -519,7 +519,7 @@ fn legend(page: &mut Page, frames: bool) {
         page.markup(
             " <span class=\"mk close\">⬣</span>close <span class=\"mk rst\">▼</span>RST_STREAM <span class=\"mk goaway\">■</span>GOAWAY \
              <span class=\"mk dropped\">◆</span>frame dropped \
-             <span class=\"mk injected\">◆</span>frame injected",
+             <span class=\"mk injected\">◆</span>frame injected or sent by a connection policy",
         );
     }
     page.markup(". A bar selects its rows; a mark goes to its row.</p>\n");
