@@ -61,7 +61,7 @@ fn goaways(trace: &grpc_chaos::Trace) -> Vec<(Duration, u32, u32, ErrorCode, Vec
                         debug,
                     },
                 ..
-            } => Some((e.at, *conn, *last_stream_id, *code, debug.to_vec())),
+            } => Some((e.at(), *conn, *last_stream_id, *code, debug.to_vec())),
             _ => None,
         })
         .collect()

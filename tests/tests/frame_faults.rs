@@ -41,7 +41,7 @@ fn store_frames(trace: &grpc_chaos::Trace) -> Vec<(Duration, FrameType, FrameFla
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 frame, flags, fate, ..
-            } => Some((e.at, *frame, *flags, format!("{fate:?}"))),
+            } => Some((e.at(), *frame, *flags, format!("{fate:?}"))),
             _ => None,
         })
         .collect()
@@ -124,7 +124,7 @@ fn seen(trace: &Trace, from: &str) -> Vec<Seen> {
                 fate,
                 ..
             } => Some(Seen {
-                at: e.at,
+                at: e.at(),
                 stream: *stream,
                 frame: *frame,
                 flags: *flags,
@@ -146,7 +146,7 @@ fn releases(trace: &Trace, from: &str) -> Vec<(Duration, u32, FrameType, Duratio
                 frame,
                 kept,
                 ..
-            } => Some((e.at, *stream, *frame, *kept)),
+            } => Some((e.at(), *stream, *frame, *kept)),
             _ => None,
         })
         .collect()
@@ -547,7 +547,7 @@ fn a_timed_release_frees_its_hold_and_a_hold_never_released_is_reported() -> grp
                     waiting_for,
                     ..
                 } = &**frame_never_left;
-                Some((e.at, e.host.as_str(), *stream, *frame, waiting_for))
+                Some((e.at(), e.host.as_str(), *stream, *frame, waiting_for))
             }
             _ => None,
         })
@@ -898,7 +898,7 @@ fn a_timed_release_is_shown_at_a_host_the_hold_names() -> grpc_chaos::Result {
             .events()
             .iter()
             .filter(|e| matches!(e.kind, EventKind::HoldReleased { .. }))
-            .map(|e| (e.at, e.host.as_str()))
+            .map(|e| (e.at(), e.host.as_str()))
             .collect();
         assert_eq!(shown, [(ms(100), host)]);
     }

@@ -262,7 +262,7 @@ fn half_a_preface_then_a_stall_holds_only_that_connection() {
     // Open for the whole stall; only mallory's own hang-up (when its body
     // returns, after 3s) ends the connection.
     let close = trace.events_on("store").find_map(|e| match &e.kind {
-        EventKind::ConnClosed { to, .. } if to == "mallory" => Some(e.at),
+        EventKind::ConnClosed { to, .. } if to == "mallory" => Some(e.at()),
         _ => None,
     });
     assert!(
@@ -281,7 +281,7 @@ fn half_a_preface_then_a_stall_holds_only_that_connection() {
         "{render}"
     );
     let error_at = trace.events_on("mallory").find_map(|e| match &e.kind {
-        EventKind::ProtocolError { .. } => Some(e.at),
+        EventKind::ProtocolError { .. } => Some(e.at()),
         _ => None,
     });
     assert!(error_at.is_some_and(|t| t >= ms(3_000)), "{render}");

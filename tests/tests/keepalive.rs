@@ -93,7 +93,7 @@ fn judged(trace: &Trace) -> Vec<Judged> {
                     ..
                 } = &**keepalive_ping;
                 Some(Judged {
-                    at: e.at,
+                    at: e.at(),
                     conn: *conn,
                     verdict: *verdict,
                     gap: *gap,
@@ -128,7 +128,7 @@ fn injected(trace: &Trace) -> Vec<(Duration, u32, u32, FrameType, FrameFlags, Fr
                 fate,
                 ..
             } if *fate == Fate::Injected => {
-                Some((e.at, *conn, *stream, *frame, *flags, detail.clone()))
+                Some((e.at(), *conn, *stream, *frame, *flags, detail.clone()))
             }
             _ => None,
         })
@@ -148,7 +148,7 @@ fn closes(trace: &Trace) -> Vec<(Duration, u32)> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::KeepaliveClosed { conn, .. } => Some((e.at, *conn)),
+            EventKind::KeepaliveClosed { conn, .. } => Some((e.at(), *conn)),
             _ => None,
         })
         .collect()
@@ -730,7 +730,7 @@ fn the_goaway_waits_behind_a_delayed_ping_ack() -> grpc_chaos::Result {
                 frame,
                 kept,
                 ..
-            } if e.at >= cut.at => Some((e.at, *frame, *kept)),
+            } if e.at() >= cut.at => Some((e.at(), *frame, *kept)),
             _ => None,
         })
         .collect();

@@ -220,7 +220,7 @@ fn a_shutdown_before_the_server_starts_takes_effect_as_it_starts() -> grpc_chaos
         let trace = sim.run()?;
         let store = kinds(&trace, "store");
         let started = trace.events_on("store").find_map(|e| match e.kind {
-            EventKind::ShutdownStarted { .. } => Some(e.at),
+            EventKind::ShutdownStarted { .. } => Some(e.at()),
             _ => None,
         });
         assert_eq!(started, Some(shutdown), "{}", trace.render());

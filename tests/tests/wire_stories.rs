@@ -55,7 +55,7 @@ fn frames(trace: &Trace, from: &str, kind: FrameType) -> Vec<Seen> {
                 fate,
                 ..
             } if *frame == kind => Some(Seen {
-                at: e.at,
+                at: e.at(),
                 from: e.host.to_string(),
                 conn: *conn,
                 stream: *stream,

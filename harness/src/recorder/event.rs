@@ -64,19 +64,63 @@ impl std::fmt::Display for RunId {
 /// One recorded event: *simulated* time since the start of the run, the
 /// host it happened on, and what happened.
 ///
-/// 80 bytes inline, whatever the kind (a unit test keeps it so): one is
-/// stored per recorded frame. The host is an interned [`HostName`]; kinds
-/// larger than a frame event hold their fields boxed (see [`EventKind`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// 72 bytes inline, whatever the kind (a unit test keeps it so): one is
+/// stored per recorded frame. The time is kept as whole nanoseconds in a
+/// `u64` (8 bytes, where a `Duration` takes 16; read it with
+/// [`Event::at`]); the host is an interned [`HostName`]; kinds larger
+/// than a frame event hold their fields boxed (see [`EventKind`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use grpc_chaos::recorder::event::{Event, EventKind};
+/// let e = Event::new(Duration::from_micros(1500), "store", EventKind::HostCrashed);
+/// assert_eq!(e.at(), Duration::from_micros(1500));
+/// assert_eq!(e.host, "store");
+/// ```
+#[derive(Clone, PartialEq, Serialize)]
 pub struct Event {
-    /// Simulated time since the start of the run.
-    #[serde(rename = "at_us", serialize_with = "micros")]
-    pub at: Duration,
+    /// Simulated time since the start of the run, whole nanoseconds
+    /// ([`Event::at`]). JSON: `at_us`, microseconds.
+    #[serde(rename = "at_us", serialize_with = "nanos_as_micros")]
+    at_ns: u64,
     /// The host the event happened on (for host faults: the host affected).
     pub host: HostName,
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
+}
+
+/// `Event { at: 1.5ms, host: "store", kind: HostCrashed }`: the time as a
+/// `Duration`, as before it was kept in nanoseconds.
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("at", &self.at())
+            .field("host", &self.host)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl Event {
+    /// An event at `at` (*simulated* time since the start of the run) on
+    /// `host`. The time is kept in whole nanoseconds: a fraction of a
+    /// nanosecond is dropped (simulated time moves in whole ticks), and a
+    /// time beyond `u64::MAX` nanoseconds (about 584 years) is kept as
+    /// that, never a panic.
+    pub fn new(at: Duration, host: impl Into<HostName>, kind: EventKind) -> Self {
+        Self {
+            at_ns: u64::try_from(at.as_nanos()).unwrap_or(u64::MAX),
+            host: host.into(),
+            kind,
+        }
+    }
+
+    /// When it happened: *simulated* time since the start of the run
+    /// (whole nanoseconds; see [`Event::new`] for the one bound).
+    pub fn at(&self) -> Duration {
+        Duration::from_nanos(self.at_ns)
+    }
 }
 
 /// A gRPC status as reported by tonic, next to the code the gRPC
@@ -915,6 +959,12 @@ pub(crate) fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, 
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
+/// [`Event::at`]'s nanoseconds as the microseconds [`micros`] writes for
+/// the same `Duration` (truncated).
+fn nanos_as_micros<S: serde::Serializer>(ns: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(ns / 1_000)
+}
+
 /// A connection as the text writes it: `c1`.
 pub(crate) fn conn_id<S: serde::Serializer>(conn: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&format_args!("c{conn}"))
@@ -956,11 +1006,42 @@ mod size_tests {
     /// detail, its fate one pointer; without it the enum is 48); every
     /// variant larger is boxed (`payloads`), so a field that grows a
     /// variant past it fails here rather than making every event larger.
+    /// The time is 8 bytes (nanoseconds), the host 4.
     #[test]
-    fn an_event_stays_within_80_bytes() {
+    fn an_event_stays_within_72_bytes() {
         assert_eq!(std::mem::size_of::<EventKind>(), 56);
-        assert_eq!(std::mem::size_of::<Event>(), 80);
+        assert_eq!(std::mem::size_of::<Event>(), 72);
         assert_eq!(std::mem::size_of::<HostName>(), 4);
         assert_eq!(std::mem::size_of::<FrameFate>(), 8);
+    }
+
+    /// The time reads back to the nanosecond, serializes as the
+    /// microseconds a `Duration` did, and saturates past `u64` nanoseconds
+    /// (about 584 years) instead of panicking.
+    #[test]
+    fn an_event_keeps_its_time_in_nanoseconds_and_saturates() {
+        let at = Duration::new(12, 345_678_901);
+        let e = Event::new(at, "store", EventKind::HostCrashed);
+        assert_eq!(e.at(), at);
+        assert_eq!(
+            format!("{e:?}"),
+            r#"Event { at: 12.345678901s, host: "store", kind: HostCrashed }"#
+        );
+        let json = serde_json::to_value(&e).expect("serializes");
+        assert_eq!(
+            json["at_us"], 12_345_678,
+            "truncated like Duration::as_micros"
+        );
+        let far = Event::new(Duration::MAX, "store", EventKind::HostCrashed);
+        assert_eq!(far.at(), Duration::from_nanos(u64::MAX));
+        let just_past = Duration::from_nanos(u64::MAX) + Duration::from_nanos(1);
+        assert_eq!(
+            Event::new(just_past, "store", EventKind::HostCrashed).at(),
+            Duration::from_nanos(u64::MAX)
+        );
+        assert_eq!(
+            serde_json::to_value(&far).expect("serializes")["at_us"],
+            u64::MAX / 1_000
+        );
     }
 }

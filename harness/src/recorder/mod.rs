@@ -77,7 +77,7 @@ impl Recorder {
             return;
         }
         let host = host.into();
-        self.state().events.push(Event { at, host, kind });
+        self.state().events.push(Event::new(at, host, kind));
     }
 
     /// Runs `f`, the driver stopping or starting a host (a crash, a
@@ -135,7 +135,7 @@ impl Recorder {
     /// end after the frames it produced ([`after_its_frames`]).
     pub(crate) fn events(&self) -> Vec<Event> {
         let mut events = self.state().events.clone();
-        events.sort_by_key(|e| e.at);
+        events.sort_by_key(|e| e.at());
         after_its_frames(&mut events);
         events
     }
@@ -146,7 +146,7 @@ impl Recorder {
     /// was ~4% of its wall time.)
     pub(crate) fn take_events(&self) -> Vec<Event> {
         let mut events = std::mem::take(&mut self.state().events);
-        events.sort_by_key(|e| e.at);
+        events.sort_by_key(|e| e.at());
         after_its_frames(&mut events);
         events
     }
@@ -172,10 +172,10 @@ fn after_its_frames(events: &mut [Event]) {
         ) {
             continue;
         }
-        let (at, host) = (events[i].at, &events[i].host);
+        let (at, host) = (events[i].at(), &events[i].host);
         let last = events[i + 1..]
             .iter()
-            .take_while(|e| e.at == at)
+            .take_while(|e| e.at() == at)
             .enumerate()
             .filter(|(_, e)| &e.host == host && matches!(e.kind, EventKind::Frame { .. }))
             .map(|(k, _)| i + 1 + k)
@@ -262,7 +262,7 @@ mod tests {
                     EventKind::Frame { .. } => "frame",
                     _ => "other",
                 };
-                (e.at.as_millis(), what)
+                (e.at().as_millis(), what)
             })
             .collect::<Vec<_>>()
             .into_iter()

@@ -125,7 +125,7 @@ impl Context {
                 }
                 EventKind::CallStarted(started) => {
                     if let Some(t) = started.timeout {
-                        cx.deadlines.insert(started.call, e.at + t);
+                        cx.deadlines.insert(started.call, e.at() + t);
                     }
                 }
                 _ => {}
@@ -155,7 +155,7 @@ pub(crate) fn rows(events: &[Event], options: &RenderOptions, ended: Duration) -
     let mut passed = deadlines_passed(events, &cx, ended).into_iter().peekable();
     let mut out = Vec::with_capacity(chosen.len());
     for row in rows_in(&cx, events, &chosen, options.fold_data) {
-        let at = events[row.event].at;
+        let at = events[row.event].at();
         while let Some((_, mut deadline)) = passed.next_if(|(when, _)| *when < at) {
             deadline.event = row.event;
             out.push(deadline);
@@ -194,7 +194,7 @@ fn rows_in(cx: &Context, events: &[Event], chosen: &[usize], fold_data: bool) ->
             }
         }
         let row = Row {
-            ms: fmt_ms(e.at),
+            ms: fmt_ms(e.at()),
             place: one_line(place),
             text: one_line(text),
             kind: kind(e),
@@ -227,7 +227,7 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
             EventKind::CallEnded { call, .. }
             | EventKind::CallDropped { call, .. }
             | EventKind::CallStoppedReading { call, .. } => {
-                ends.insert(*call, e.at);
+                ends.insert(*call, e.at());
             }
             _ => {}
         }
@@ -630,7 +630,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             outcome,
         } => {
             let mut text = format!("{call} call {path} ended {}", status(outcome));
-            if let Some(over) = cx.overrun(*call, e.at) {
+            if let Some(over) = cx.overrun(*call, e.at()) {
                 let _ = write!(text, ", {} past its deadline", fmt_duration(over));
             }
             if cx.wire.contains_key(call) {
@@ -643,7 +643,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             (host, text)
         }
         EventKind::CallDropped { call, path } if cx.wire.contains_key(call) => {
-            let seen = match cx.deadlines.get(call).and_then(|d| d.checked_sub(e.at)) {
+            let seen = match cx.deadlines.get(call).and_then(|d| d.checked_sub(e.at())) {
                 Some(early) => format!(
                     "it reset the stream {} before the grpc-timeout it sent ran out, and tonic's \
                      timer for that timeout starts as the request is sent, so it had not fired",
@@ -1217,15 +1217,15 @@ mod tests {
 
     #[test]
     fn a_multi_line_or_bidi_log_message_stays_one_row() {
-        let log = Event {
-            at: Duration::from_millis(3),
-            host: "store".into(),
-            kind: EventKind::Log(Box::new(crate::recorder::event::Log {
+        let log = Event::new(
+            Duration::from_millis(3),
+            "store",
+            EventKind::Log(Box::new(crate::recorder::event::Log {
                 level: "INFO",
                 target: "app".into(),
                 message: "first\nsecond\t\u{202E}gnp.exe\0\u{200F}\u{2028}".into(),
             })),
-        };
+        );
         let trace = Trace::new(1, vec!["store".into()], vec![log], Duration::from_millis(4));
         let render = trace.render();
         assert_eq!(render.lines().count(), 2, "{render}");

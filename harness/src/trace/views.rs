@@ -227,7 +227,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     target: target.to_string(),
                     replica: None,
                     path: path.clone(),
-                    started: e.at,
+                    started: e.at(),
                     timeout: *timeout,
                     parent: *parent,
                     parent_inferred: false,
@@ -239,7 +239,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
             EventKind::CallEnded { call, outcome, .. } => {
                 if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
                     c.end = CallEnd::Status((**outcome).clone());
-                    c.ended_at = Some(e.at);
+                    c.ended_at = Some(e.at());
                 }
             }
             EventKind::CallRouted { call, replica } => {
@@ -258,13 +258,13 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                         message_len: *message_len,
                         flag: *flag,
                     };
-                    c.ended_at = Some(e.at);
+                    c.ended_at = Some(e.at());
                 }
             }
             EventKind::CallDropped { call, .. } => {
                 if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
                     c.end = CallEnd::Dropped;
-                    c.ended_at = Some(e.at);
+                    c.ended_at = Some(e.at());
                 }
             }
             EventKind::HandlerStarted(handler_started) => {
@@ -283,7 +283,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     path: path.clone(),
                     from: from.to_string(),
                     call: *call,
-                    started: e.at,
+                    started: e.at(),
                     dequeued: None,
                     timeout: *timeout,
                     nth: *nth,
@@ -293,7 +293,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
             }
             EventKind::HandlerDequeued { run, .. } => {
                 if let Some(r) = run_ix.get(run).map(|&i| &mut runs[i]) {
-                    r.dequeued = Some(e.at);
+                    r.dequeued = Some(e.at());
                 }
             }
             EventKind::HandlerFinished(handler_finished) => {
@@ -304,7 +304,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     &mut runs,
                     &run_ix,
                     *run,
-                    e.at,
+                    e.at(),
                     RunEnd::Finished {
                         code,
                         message: message.clone(),
@@ -319,10 +319,10 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     outcome: outcome.clone(),
                     why,
                 };
-                end_run(&mut runs, &run_ix, *run, e.at, end);
+                end_run(&mut runs, &run_ix, *run, e.at(), end);
             }
             EventKind::HandlerDropped { run, .. } => {
-                end_run(&mut runs, &run_ix, *run, e.at, RunEnd::Dropped);
+                end_run(&mut runs, &run_ix, *run, e.at(), RunEnd::Dropped);
             }
             EventKind::HandlerPanicked(handler_panicked) => {
                 let event::HandlerPanicked { run, message, .. } = &**handler_panicked;
@@ -330,7 +330,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     &mut runs,
                     &run_ix,
                     *run,
-                    e.at,
+                    e.at(),
                     RunEnd::Panicked(message.clone()),
                 );
             }

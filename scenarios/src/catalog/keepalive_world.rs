@@ -72,7 +72,7 @@ pub(super) fn cuts(trace: &Trace) -> Vec<Cut> {
                 fate,
                 ..
             } if *fate == Fate::Injected => Some(Cut {
-                at: e.at,
+                at: e.at(),
                 conn: *conn,
                 detail: detail.clone(),
                 pings: ping_verdicts(trace, *conn).len(),

@@ -109,7 +109,7 @@ fn stream_calls(trace: &Trace) -> BTreeMap<(u32, u32), CallId> {
             if let Some(path) = block.request_path().filter(|_| *stream != 0) {
                 sent.entry((e.host.as_str(), to.as_str(), path))
                     .or_default()
-                    .push((e.at, *conn, *stream, false));
+                    .push((e.at(), *conn, *stream, false));
             }
         }
     }

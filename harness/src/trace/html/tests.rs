@@ -60,11 +60,7 @@ fn ms(n: u64) -> Duration {
 }
 
 fn event(at: u64, host: &str, kind: EventKind) -> Event {
-    Event {
-        at: ms(at),
-        host: host.into(),
-        kind,
-    }
+    Event::new(ms(at), host, kind)
 }
 
 fn frame(
@@ -497,7 +493,7 @@ fn frame_sequences_draw_at_most_400_rows_a_connection_and_1200_a_page() {
             events.push(e);
         }
     }
-    events.sort_by_key(|e| e.at);
+    events.sort_by_key(|e| e.at());
     let trace = Trace::new(1, vec![HOST.into(), "store".into()], events, ms(500));
     let page = trace.render_html();
     let arrows = |conn: u32| {
