@@ -6,7 +6,7 @@
 use grpc_chaos::recorder::event;
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags, WaitingFor};
+use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags, GoAway, WaitingFor};
 use grpc_chaos::trace::{Call, RenderOptions};
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{EventKind, Fault, Sim, Trace};
@@ -20,11 +20,11 @@ fn ms(n: u64) -> Duration {
 
 /// GOAWAY(`code`, `last_stream_id`, `debug`).
 fn goaway_of(code: ErrorCode, last_stream_id: u32, debug: &[u8]) -> FrameDetail {
-    FrameDetail::GoAway {
+    FrameDetail::GoAway(Box::new(GoAway {
         last_stream_id,
         code,
         debug: debug.into(),
-    }
+    }))
 }
 
 /// Waiting for the release of the hold `name`.
@@ -340,7 +340,7 @@ fn max_concurrent_streams_0_leaves_the_next_call_without_a_stream() -> grpc_chao
     assert_eq!(
         store[injected].detail,
         FrameDetail::Settings {
-            values: Box::new([(SettingId::MaxConcurrentStreams, 0)])
+            values: [(SettingId::MaxConcurrentStreams, 0)].into()
         }
     );
     assert_eq!(

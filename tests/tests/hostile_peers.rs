@@ -143,11 +143,11 @@ fn goaway(trace: &Trace) -> Option<(ErrorCode, u32, String)> {
     frames(trace, "store", "mallory")
         .into_iter()
         .find_map(|(_, d)| match d {
-            FrameDetail::GoAway {
-                code,
-                last_stream_id,
-                debug,
-            } => Some((code, last_stream_id, String::from_utf8_lossy(&debug).into())),
+            FrameDetail::GoAway(g) => Some((
+                g.code,
+                g.last_stream_id,
+                String::from_utf8_lossy(&g.debug).into(),
+            )),
             _ => None,
         })
 }

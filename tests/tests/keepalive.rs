@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use grpc_chaos::policy::KeepalivePolicy;
 use grpc_chaos::recorder::event::{
-    Fate, FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, ShownHeader,
+    Fate, FrameDetail, FrameFlags, GoAway, HeaderFields, KeepaliveVerdict, ShownHeader,
 };
 use grpc_chaos::wire::{BlockKind, ErrorCode, FrameType};
 use grpc_chaos::{spec_code, EventKind, Fault, Sim, Trace};
@@ -166,11 +166,11 @@ fn endings(trace: &Trace) -> Vec<(&'static str, String, &'static str)> {
 
 /// GOAWAY(ENHANCE_YOUR_CALM, last-stream-id 1, `too_many_pings`).
 fn goaway_too_many_pings() -> FrameDetail {
-    FrameDetail::GoAway {
+    FrameDetail::GoAway(Box::new(GoAway {
         last_stream_id: 1,
         code: ErrorCode::EnhanceYourCalm,
         debug: b"too_many_pings".to_vec().into(),
-    }
+    }))
 }
 
 /// The PING verdicts of a connection cut by grpc-go or C-core defaults.

@@ -8,7 +8,8 @@ use serde::Serialize;
 pub use super::fields::DebugData;
 pub use super::fields::{binary_len, is_custom_metadata};
 pub use super::fields::{
-    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
+    FrameDetail, FrameFlags, GoAway, HeaderFields, KeepaliveVerdict, LinkHold, SettingValues,
+    ShownHeader, WaitingFor,
 };
 pub use super::frame_fate::FrameFate;
 pub use super::host_name::HostName;
@@ -64,7 +65,7 @@ impl std::fmt::Display for RunId {
 /// One recorded event: *simulated* time since the start of the run, the
 /// host it happened on, and what happened.
 ///
-/// 72 bytes inline, whatever the kind (a unit test keeps it so): one is
+/// 64 bytes inline, whatever the kind (a unit test keeps it so): one is
 /// stored per recorded frame. The time is kept as whole nanoseconds in a
 /// `u64` (8 bytes, where a `Duration` takes 16; read it with
 /// [`Event::at`]); the host is an interned [`HostName`]; kinds larger
@@ -1001,16 +1002,16 @@ mod size_tests {
     use super::*;
 
     /// One `Event` is stored per recorded frame and the log holds 100,000s:
-    /// its inline size is the log's floor per frame. The frame variant sets
-    /// it (56 bytes of `EventKind`: three ids, type, flags, a 24-byte
-    /// detail, its fate one pointer; without it the enum is 48); every
-    /// variant larger is boxed (`payloads`), so a field that grows a
-    /// variant past it fails here rather than making every event larger.
-    /// The time is 8 bytes (nanoseconds), the host 4.
+    /// its inline size is the log's floor per frame. The frame variant
+    /// sets it (48 bytes of `EventKind`: three ids, type, flags, a 16-byte
+    /// detail, its fate one pointer, and the tag); every variant larger is
+    /// boxed (`payloads`), so a field that grows a variant past it fails
+    /// here rather than making every event larger. The time is 8 bytes
+    /// (nanoseconds), the host 4.
     #[test]
-    fn an_event_stays_within_72_bytes() {
-        assert_eq!(std::mem::size_of::<EventKind>(), 56);
-        assert_eq!(std::mem::size_of::<Event>(), 72);
+    fn an_event_stays_within_64_bytes() {
+        assert_eq!(std::mem::size_of::<EventKind>(), 48);
+        assert_eq!(std::mem::size_of::<Event>(), 64);
         assert_eq!(std::mem::size_of::<HostName>(), 4);
         assert_eq!(std::mem::size_of::<FrameFate>(), 8);
     }

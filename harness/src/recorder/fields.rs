@@ -4,9 +4,10 @@
 //! also gives these types their `Display`).
 //!
 //! Kept small on purpose: one is stored per recorded frame. Everything but a
-//! HEADERS block's fields, a SETTINGS list and GOAWAY debug data is
-//! `Copy` and inline; a block is shared ([`HeaderFields`]), the other two
-//! are boxed, and empty ones do not allocate.
+//! HEADERS block's fields, a SETTINGS list and a GOAWAY is `Copy` and
+//! inline; a block is shared ([`HeaderFields`]), the other two are boxed
+//! behind one thin pointer each ([`SettingValues`], [`GoAway`]), and an
+//! empty SETTINGS list does not allocate.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -153,8 +154,9 @@ pub enum FrameDetail {
     /// empty for an ACK. JSON: `{"settings": [{"id": "INITIAL_WINDOW_SIZE",
     /// "value": 1048576}, …]}` (ids by their RFC name without `SETTINGS_`).
     Settings {
-        /// `(identifier, value)` pairs.
-        values: Box<[(SettingId, u32)]>,
+        /// `(identifier, value)` pairs (one thin pointer, none for an
+        /// empty list; it derefs to `[(SettingId, u32)]`).
+        values: SettingValues,
     },
     /// PING (§6.7); whether it is the ACK is in the flags. JSON:
     /// `{"payload": "0000000000000001"}` (hex).
@@ -162,17 +164,12 @@ pub enum FrameDetail {
         /// The 8 opaque octets.
         payload: [u8; 8],
     },
-    /// GOAWAY (§6.8). JSON: `{"last_stream_id": 1, "error_code":
-    /// "ENHANCE_YOUR_CALM", "debug": "too_many_pings"}` (`debug` as UTF-8,
-    /// invalid sequences replaced by U+FFFD).
-    GoAway {
-        /// Highest peer-initiated stream the sender may have processed.
-        last_stream_id: u32,
-        /// Why the connection is going away.
-        code: ErrorCode,
-        /// Additional debug data (`too_many_pings`); may be empty.
-        debug: DebugData,
-    },
+    /// GOAWAY (§6.8), its fields boxed ([`GoAway`]: a connection sends one
+    /// or two, and inline they would make every frame's detail larger).
+    /// JSON: `{"last_stream_id": 1, "error_code": "ENHANCE_YOUR_CALM",
+    /// "debug": "too_many_pings"}` (`debug` as UTF-8, invalid sequences
+    /// replaced by U+FFFD).
+    GoAway(Box<GoAway>),
     /// WINDOW_UPDATE (§6.9). JSON: `{"increment": 65535}`.
     WindowUpdate {
         /// Window size increment, octets.
@@ -208,14 +205,10 @@ impl Serialize for FrameDetail {
             Self::RstStream { code } => map.serialize_entry("error_code", &code.to_string())?,
             Self::Settings { values } => map.serialize_entry("settings", &Settings(values))?,
             Self::Ping { payload } => map.serialize_entry("payload", &hex(payload))?,
-            Self::GoAway {
-                last_stream_id,
-                code,
-                debug,
-            } => {
-                map.serialize_entry("last_stream_id", last_stream_id)?;
-                map.serialize_entry("error_code", &code.to_string())?;
-                map.serialize_entry("debug", &String::from_utf8_lossy(debug))?;
+            Self::GoAway(goaway) => {
+                map.serialize_entry("last_stream_id", &goaway.last_stream_id)?;
+                map.serialize_entry("error_code", &goaway.code.to_string())?;
+                map.serialize_entry("debug", &String::from_utf8_lossy(&goaway.debug))?;
             }
             Self::WindowUpdate { increment } => map.serialize_entry("increment", increment)?,
             Self::PushPromise { promised_stream } => {
@@ -227,10 +220,90 @@ impl Serialize for FrameDetail {
     }
 }
 
+/// The fields of a recorded GOAWAY (RFC 9113 §6.8), boxed in
+/// [`FrameDetail::GoAway`].
+///
+/// ```
+/// use grpc_chaos::recorder::event::{FrameDetail, GoAway};
+/// use grpc_chaos::wire::ErrorCode;
+/// let detail = FrameDetail::GoAway(Box::new(GoAway {
+///     last_stream_id: 1,
+///     code: ErrorCode::EnhanceYourCalm,
+///     debug: b"too_many_pings".into(),
+/// }));
+/// assert!(matches!(&detail, FrameDetail::GoAway(g) if *g.debug == *b"too_many_pings"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoAway {
+    /// Highest peer-initiated stream the sender may have processed.
+    pub last_stream_id: u32,
+    /// Why the connection is going away.
+    pub code: ErrorCode,
+    /// Additional debug data (`too_many_pings`); may be empty.
+    pub debug: DebugData,
+}
+
+/// A SETTINGS frame's parameters (RFC 9113 §6.5) in wire order, duplicates
+/// kept: it derefs to `[(SettingId, u32)]`. Boxed behind one thin pointer
+/// (8 bytes, where a `Box<[_]>` takes 16): the space is paid by every
+/// frame's [`FrameDetail`], and SETTINGS are a few frames a connection.
+/// An empty list (an ACK) does not allocate.
+///
+/// ```
+/// use grpc_chaos::recorder::event::SettingValues;
+/// use grpc_chaos::wire::SettingId;
+/// let values = SettingValues::from(vec![(SettingId::InitialWindowSize, 65_535)]);
+/// assert_eq!(values[0], (SettingId::InitialWindowSize, 65_535));
+/// assert!(SettingValues::default().is_empty());
+/// ```
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct SettingValues(Option<Box<Box<[Setting]>>>);
+
+/// One SETTINGS parameter: its identifier and value.
+type Setting = (SettingId, u32);
+
+impl std::ops::Deref for SettingValues {
+    type Target = [(SettingId, u32)];
+
+    fn deref(&self) -> &[(SettingId, u32)] {
+        self.0.as_deref().map_or(&[], |b| b)
+    }
+}
+
+impl std::fmt::Debug for SettingValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl From<&[(SettingId, u32)]> for SettingValues {
+    fn from(values: &[(SettingId, u32)]) -> Self {
+        Self((!values.is_empty()).then(|| Box::new(values.into())))
+    }
+}
+
+impl From<Vec<(SettingId, u32)>> for SettingValues {
+    fn from(values: Vec<(SettingId, u32)>) -> Self {
+        Self((!values.is_empty()).then(|| Box::new(values.into_boxed_slice())))
+    }
+}
+
+impl<const N: usize> From<[(SettingId, u32); N]> for SettingValues {
+    fn from(values: [(SettingId, u32); N]) -> Self {
+        Self::from(&values[..])
+    }
+}
+
+impl PartialEq<[(SettingId, u32)]> for SettingValues {
+    fn eq(&self, other: &[(SettingId, u32)]) -> bool {
+        **self == *other
+    }
+}
+
 /// A GOAWAY's debug data (RFC 9113 §6.8), as octets: it derefs to `[u8]`.
-/// Boxed behind one thin pointer (8 bytes, where a `Box<[u8]>` takes 16):
-/// GOAWAY is rare, and the space is paid by every frame's
-/// [`FrameDetail`]. Empty data does not allocate.
+/// Boxed behind one thin pointer (8 bytes, where a `Box<[u8]>` takes 16;
+/// it sits in the boxed [`GoAway`], so the size is the box's, not every
+/// frame's). Empty data does not allocate.
 ///
 /// ```
 /// use grpc_chaos::recorder::event::DebugData;
@@ -728,11 +801,11 @@ mod tests {
         );
         assert_eq!(json(&FrameDetail::Empty), "{}");
         assert_eq!(
-            json(&FrameDetail::GoAway {
+            json(&FrameDetail::GoAway(Box::new(GoAway {
                 last_stream_id: 3,
                 code: ErrorCode::EnhanceYourCalm,
                 debug: b"too_many_pings".to_vec().into(),
-            }),
+            }))),
             r#"{"last_stream_id":3,"error_code":"ENHANCE_YOUR_CALM","debug":"too_many_pings"}"#
         );
         assert_eq!(
@@ -780,15 +853,33 @@ mod tests {
         assert_eq!(format!("{:?}", FrameFlags::NONE), "FrameFlags(NONE)");
     }
 
-    /// One is stored per recorded frame: the detail stays within three
-    /// words (a header block is one shared pointer, GOAWAY's debug data a
-    /// thin one), the flags one byte.
+    /// One is stored per recorded frame: the detail stays within two
+    /// words (a header block is one shared pointer, a SETTINGS list and a
+    /// GOAWAY a thin one each; a PING's 8 octets and a tag), the flags one
+    /// byte.
     #[test]
     fn frame_fields_stay_small() {
-        assert!(std::mem::size_of::<FrameDetail>() <= 24);
+        assert_eq!(std::mem::size_of::<FrameDetail>(), 16);
         assert_eq!(std::mem::size_of::<HeaderFields>(), 8);
+        assert_eq!(std::mem::size_of::<SettingValues>(), 8);
         assert_eq!(std::mem::size_of::<DebugData>(), 8);
         assert_eq!(std::mem::size_of::<FrameFlags>(), 1);
+    }
+
+    /// An ACK's empty list allocates nothing; a list reads back in wire
+    /// order with its duplicates.
+    #[test]
+    fn setting_values_keep_wire_order_and_an_empty_list_is_null() {
+        assert!(SettingValues::from(Vec::new()).0.is_none());
+        assert!(SettingValues::from(&[][..]).0.is_none());
+        let values = [
+            (SettingId::MaxConcurrentStreams, 0),
+            (SettingId::InitialWindowSize, 7),
+            (SettingId::MaxConcurrentStreams, 1),
+        ];
+        let kept = SettingValues::from(values);
+        assert_eq!(&*kept, &values[..]);
+        assert_eq!(format!("{kept:?}"), format!("{:?}", &values[..]));
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub(super) fn cuts(trace: &Trace) -> Vec<Cut> {
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 conn,
-                detail: detail @ FrameDetail::GoAway { .. },
+                detail: detail @ FrameDetail::GoAway(_),
                 fate,
                 ..
             } if *fate == Fate::Injected => Some(Cut {

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::recorder::event::{FrameDetail, FrameFlags, HeaderFields};
+use crate::recorder::event::{FrameDetail, FrameFlags, GoAway, HeaderFields};
 use crate::wire::{Detail, Frame, FrameType, HeaderBlock};
 
 /// Stream WINDOW_UPDATEs below this many octets are noise the default render
@@ -100,11 +100,11 @@ pub(crate) fn summarize(frame: &Frame, blocks: &mut Blocks) -> Summary {
             debug,
         } => (
             flags,
-            FrameDetail::GoAway {
+            FrameDetail::GoAway(Box::new(GoAway {
                 last_stream_id: *last_stream_id,
                 code: *code,
                 debug: debug.as_slice().into(),
-            },
+            })),
             false,
         ),
         Detail::WindowUpdate { increment } => (

@@ -2,7 +2,7 @@ use crate::recorder::event;
 use std::time::Duration;
 
 use crate::recorder::event::{
-    CallId, Event, EventKind, Fate, FrameDetail, FrameFlags, Outcome, RunId,
+    CallId, Event, EventKind, Fate, FrameDetail, FrameFlags, GoAway, Outcome, RunId, SettingValues,
 };
 use crate::trace::{RenderOptions, Trace};
 use crate::wire::{ErrorCode, FrameType};
@@ -129,7 +129,7 @@ fn hostile_trace() -> Trace {
             1,
             (FrameType::Settings, FrameFlags::ACK),
             FrameDetail::Settings {
-                values: Box::new([]),
+                values: SettingValues::default(),
             },
             Fate::Passed,
             true,
@@ -154,11 +154,11 @@ fn hostile_trace() -> Trace {
         frame(
             2,
             (FrameType::GoAway, FrameFlags::NONE),
-            FrameDetail::GoAway {
+            FrameDetail::GoAway(Box::new(GoAway {
                 last_stream_id: 0,
                 code: ErrorCode::NoError,
                 debug: HOSTILE.as_bytes().into(),
-            },
+            })),
             Fate::Injected,
             false,
         ),
