@@ -133,14 +133,10 @@ fn a_server_still_draining_at_the_end_says_what_it_waits_on() -> grpc_chaos::Res
     let trace = sim.run()?;
     let last = trace.events().last().expect("events");
     match &last.kind {
-        EventKind::ShutdownStillDraining {
-            since,
-            open_conns,
-            waiting_on,
-        } => {
-            assert_eq!((*since, *open_conns), (ms(100), 1));
-            assert_eq!(waiting_on.len(), 1);
-            assert_eq!(waiting_on[0].path, SAVE);
+        EventKind::ShutdownStillDraining(draining) => {
+            assert_eq!((draining.since, draining.open_conns), (ms(100), 1));
+            assert_eq!(draining.waiting_on.len(), 1);
+            assert_eq!(draining.waiting_on[0].path, SAVE);
         }
         other => panic!("{other:?}"),
     }

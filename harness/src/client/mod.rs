@@ -188,7 +188,7 @@ impl CallGuard {
             &self.site.from,
             EventKind::CallEnded {
                 call: self.id,
-                path: self.path.clone(),
+                path: self.path.clone().into(),
                 outcome: Box::new(outcome),
             },
         );
@@ -220,13 +220,13 @@ impl CallGuard {
         }
         self.site.recorder.push(
             &self.site.from,
-            EventKind::CallStoppedReading {
+            EventKind::CallStoppedReading(Box::new(crate::recorder::event::CallStoppedReading {
                 call: self.id,
                 path: std::mem::take(&mut self.path),
                 message_len: len,
                 received,
                 flag,
-            },
+            })),
         );
     }
 }

@@ -14,9 +14,10 @@ pub use super::fields::{
 pub use super::frame_fate::FrameFate;
 pub use super::host_name::HostName;
 pub use super::payloads::{
-    Balancer, CallStarted, FaultFired, FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid,
-    HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, KeepalivePing, Log,
-    PolicyActed, PolicyClosed, PolicyReset, RetryAttempt, RetryDecision,
+    Balancer, CallStarted, CallStoppedReading, FaultFired, FrameNeverLeft, FrameReplaced,
+    GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped, HandlerFinished, HandlerPanicked,
+    HandlerRejected, HandlerStarted, KeepalivePing, Log, PolicyActed, PolicyClosed, PolicyReset,
+    RetryAttempt, RetryDecision, ShutdownStillDraining,
 };
 use crate::wire::FrameType;
 
@@ -65,7 +66,7 @@ impl std::fmt::Display for RunId {
 /// One recorded event: *simulated* time since the start of the run, the
 /// host it happened on, and what happened.
 ///
-/// 64 bytes inline, whatever the kind (a unit test keeps it so): one is
+/// 56 bytes inline, whatever the kind (a unit test keeps it so): one is
 /// stored per recorded frame. The time is kept as whole nanoseconds in a
 /// `u64` (8 bytes, where a `Duration` takes 16; read it with
 /// [`Event::at`]); the host is an interned [`HostName`]; kinds larger
@@ -317,11 +318,14 @@ pub enum LayerSide {
 
 /// What happened. The variant names are the trace's verbs.
 ///
-/// Sized for the frame event, the one recorded 100,000s of times: a
-/// variant whose fields would not fit beside it holds them in a struct of
-/// the same name, boxed (`EventKind::CallStarted(Box<CallStarted>)`; match
-/// it as `EventKind::CallStarted(c)` and read `c.path`). JSON is the same
-/// either way: the fields sit beside `"event"`.
+/// Sized for the frame event, the one recorded 100,000s of times (40
+/// bytes; the enum's tag costs nothing, it sits in a niche of the frame
+/// variant): a variant whose fields would not fit in 32 bytes holds them in
+/// a struct of the same name, boxed (`EventKind::CallStarted(Box<CallStarted>)`;
+/// match it as `EventKind::CallStarted(c)` and read `c.path`), or, when
+/// that is enough, a `Box<str>` where a `String` would be (a call's end is
+/// recorded once per call: slimmer inline rather than one more allocation).
+/// JSON is the same either way: the fields sit beside `"event"`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -478,15 +482,9 @@ pub enum EventKind {
     },
     /// The run ended while a server was still draining a graceful shutdown
     /// (recorded at the end of the run).
-    ShutdownStillDraining {
-        /// When the shutdown started, *simulated* time since the start.
-        #[serde(rename = "since_us", serialize_with = "micros")]
-        since: Duration,
-        /// Connections the server still had open.
-        open_conns: u32,
-        /// The handler runs on the host still running.
-        waiting_on: Vec<OpenRun>,
-    },
+    ///
+    /// Its fields are in [`ShutdownStillDraining`] (boxed).
+    ShutdownStillDraining(Box<ShutdownStillDraining>),
     /// A handler fault acted on a request.
     ///
     /// Its fields are in [`FaultFired`] (boxed).
@@ -520,8 +518,9 @@ pub enum EventKind {
     CallEnded {
         /// The call.
         call: CallId,
-        /// The method path.
-        path: String,
+        /// The method path (a `Box<str>`: 16 bytes, where a `String` takes
+        /// 24, so the event fits beside a frame event unboxed).
+        path: Box<str>,
         /// The status reported and the status the spec requires (boxed:
         /// it is most of the event's size).
         outcome: Box<Outcome>,
@@ -547,32 +546,17 @@ pub enum EventKind {
     /// dropped is not recorded so (tonic's decoder refusing it cannot be
     /// told from a caller that stops after a message): that is a
     /// `CallDropped`.
-    CallStoppedReading {
-        /// The call.
-        call: CallId,
-        /// The method path.
-        path: String,
-        /// The message's Message-Length, octets.
-        message_len: u32,
-        /// Octets of the message that had arrived.
-        received: u64,
-        /// Its Compressed-Flag octet.
-        flag: u8,
-    },
+    ///
+    /// Its fields are in [`CallStoppedReading`] (boxed).
+    CallStoppedReading(Box<CallStoppedReading>),
     /// A request reached a handler's queue (before any concurrency limit).
     ///
     /// Its fields are in [`HandlerStarted`] (boxed).
     HandlerStarted(Box<HandlerStarted>),
     /// A queued request got a slot under a concurrency limit.
-    HandlerDequeued {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// How long it waited, *simulated* time.
-        #[serde(rename = "queued_us", serialize_with = "micros")]
-        queued: Duration,
-    },
+    ///
+    /// Its fields are in [`HandlerDequeued`] (boxed).
+    HandlerDequeued(Box<HandlerDequeued>),
     /// A handler returned a status (for streams: its last message and
     /// trailers were produced).
     ///
@@ -592,15 +576,9 @@ pub enum EventKind {
     HandlerRejected(Box<HandlerRejected>),
     /// A handler was dropped before it finished: the peer cancelled the
     /// stream, the connection closed, or the host crashed.
-    HandlerDropped {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// From start to the drop, *simulated* time.
-        #[serde(rename = "ran_us", serialize_with = "micros")]
-        ran: Duration,
-    },
+    ///
+    /// Its fields are in [`HandlerDropped`] (boxed).
+    HandlerDropped(Box<HandlerDropped>),
     /// A handler panicked; the harness answered INTERNAL.
     ///
     /// Its fields are in [`HandlerPanicked`] (boxed).
@@ -717,9 +695,10 @@ pub enum EventKind {
         /// The receiving host.
         to: HostName,
         /// The first frames that never left, in order, as `(stream, type)`
-        /// (at most 8; JSON: `[[0, "GOAWAY"], …]`).
+        /// (at most 8; JSON: `[[0, "GOAWAY"], …]`; a boxed slice, 16
+        /// bytes where a `Vec` takes 24).
         #[serde(serialize_with = "stream_frames")]
-        frames: Vec<(u32, FrameType)>,
+        frames: Box<[(u32, FrameType)]>,
         /// How many more never left.
         more: u32,
         /// Why.
@@ -749,8 +728,9 @@ pub enum EventKind {
         to: HostName,
         /// Byte offset in the sender's stream.
         offset: u64,
-        /// What was wrong, naming the RFC 9113 section.
-        reason: String,
+        /// What was wrong, naming the RFC 9113 section (a `Box<str>`: 16
+        /// bytes, where a `String` takes 24).
+        reason: Box<str>,
     },
     /// A server host with a keepalive policy
     /// ([`Sim::keepalive_policy`](crate::Sim::keepalive_policy)) judged a
@@ -933,7 +913,8 @@ impl EventKind {
     /// `(0, run)`, `(1, call)`, `(2, connection)`, else `(3, 0)`.
     pub(crate) fn id_key(&self) -> (u8, u32) {
         match self {
-            Self::HandlerDequeued { run, .. } | Self::HandlerDropped { run, .. } => (0, run.0),
+            Self::HandlerDequeued(e) => (0, e.run.0),
+            Self::HandlerDropped(e) => (0, e.run.0),
             Self::HandlerStarted(e) => (0, e.run.0),
             Self::HandlerFinished(e) => (0, e.run.0),
             Self::HandlerPanicked(e) => (0, e.run.0),
@@ -941,10 +922,10 @@ impl EventKind {
             Self::FaultFired(e) => (0, e.run.0),
             Self::GrpcTimeoutInvalid(e) => (0, e.run.0),
             Self::CallStarted(e) => (1, e.call.0),
+            Self::CallStoppedReading(e) => (1, e.call.0),
             Self::CallSeenOnWire { call, .. }
             | Self::CallEnded { call, .. }
-            | Self::CallDropped { call, .. }
-            | Self::CallStoppedReading { call, .. } => (1, call.0),
+            | Self::CallDropped { call, .. } => (1, call.0),
             Self::FrameReplaced(e) => (2, e.conn),
             Self::Frame { conn, .. }
             | Self::ConnClosed { conn, .. }
@@ -1003,15 +984,18 @@ mod size_tests {
 
     /// One `Event` is stored per recorded frame and the log holds 100,000s:
     /// its inline size is the log's floor per frame. The frame variant
-    /// sets it (48 bytes of `EventKind`: three ids, type, flags, a 16-byte
-    /// detail, its fate one pointer, and the tag); every variant larger is
-    /// boxed (`payloads`), so a field that grows a variant past it fails
-    /// here rather than making every event larger. The time is 8 bytes
-    /// (nanoseconds), the host 4.
+    /// sets it: 40 bytes of `EventKind` (three ids, type, flags, a 16-byte
+    /// detail, its fate one pointer, the noise flag), the enum's tag kept
+    /// in the niche of that `bool`, which only works while every other
+    /// variant fits in the 32 bytes beside it. Variants larger are boxed
+    /// (`payloads`) or hold `Box<str>`/`Box<[_]>` for `String`/`Vec`, so a
+    /// field that grows one past 32 bytes fails here rather than making
+    /// every event 8 bytes larger. The time is 8 bytes (nanoseconds), the
+    /// host 4: 52, padded to 56.
     #[test]
-    fn an_event_stays_within_64_bytes() {
-        assert_eq!(std::mem::size_of::<EventKind>(), 48);
-        assert_eq!(std::mem::size_of::<Event>(), 64);
+    fn an_event_stays_within_56_bytes() {
+        assert_eq!(std::mem::size_of::<EventKind>(), 40);
+        assert_eq!(std::mem::size_of::<Event>(), 56);
         assert_eq!(std::mem::size_of::<HostName>(), 4);
         assert_eq!(std::mem::size_of::<FrameFate>(), 8);
     }

@@ -204,11 +204,11 @@ mod tests {
     use std::time::Duration;
 
     fn dropped(run: u32) -> EventKind {
-        EventKind::HandlerDropped {
+        EventKind::HandlerDropped(Box::new(crate::recorder::event::HandlerDropped {
             run: RunId(run),
             path: "/p.S/M".into(),
             ran: Duration::ZERO,
-        }
+        }))
     }
 
     /// A handler's end comes after the frames its host wrote at that
@@ -295,7 +295,7 @@ mod tests {
             .events()
             .iter()
             .map(|e| match &e.kind {
-                EventKind::HandlerDropped { run, .. } => run.to_string(),
+                EventKind::HandlerDropped(dropped) => dropped.run.to_string(),
                 EventKind::HostCrashed => "crash".into(),
                 _ => "other".into(),
             })

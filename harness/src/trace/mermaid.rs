@@ -207,7 +207,7 @@ impl CallTree {
                 EventKind::HandlerFinished(finished) => self.runs.contains(&finished.run),
                 EventKind::HandlerPanicked(panicked) => self.runs.contains(&panicked.run),
                 EventKind::FaultFired(fired) => self.runs.contains(&fired.run),
-                EventKind::HandlerDropped { run, .. } => self.runs.contains(run),
+                EventKind::HandlerDropped(dropped) => self.runs.contains(&dropped.run),
                 EventKind::HostCrashed
                 | EventKind::HostRestarted
                 | EventKind::HostPaused

@@ -224,10 +224,11 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
                     started.push((s.call, &e.host, &s.path, t, i));
                 }
             }
-            EventKind::CallEnded { call, .. }
-            | EventKind::CallDropped { call, .. }
-            | EventKind::CallStoppedReading { call, .. } => {
+            EventKind::CallEnded { call, .. } | EventKind::CallDropped { call, .. } => {
                 ends.insert(*call, e.at());
+            }
+            EventKind::CallStoppedReading(stopped) => {
+                ends.insert(stopped.call, e.at());
             }
             _ => {}
         }
@@ -455,11 +456,12 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 count(*open_conns, "connection")
             ),
         ),
-        EventKind::ShutdownStillDraining {
-            since,
-            open_conns,
-            waiting_on,
-        } => {
+        EventKind::ShutdownStillDraining(draining) => {
+            let event::ShutdownStillDraining {
+                since,
+                open_conns,
+                waiting_on,
+            } = &**draining;
             let mut text = format!(
                 "shutdown still draining at the end of the run (started at {}): {} open",
                 fmt_duration(*since),
@@ -661,19 +663,22 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
         }
         // Its words are on the call's start row.
         EventKind::CallSeenOnWire { .. } => (host, String::new()),
-        EventKind::CallStoppedReading {
-            call,
-            path,
-            message_len,
-            received,
-            flag,
-        } => (
-            host,
-            format!(
-                "{call} call {path} {}",
-                words::stopped_reading(*message_len, *received, *flag)
-            ),
-        ),
+        EventKind::CallStoppedReading(stopped) => {
+            let event::CallStoppedReading {
+                call,
+                path,
+                message_len,
+                received,
+                flag,
+            } = &**stopped;
+            (
+                host,
+                format!(
+                    "{call} call {path} {}",
+                    words::stopped_reading(*message_len, *received, *flag)
+                ),
+            )
+        }
         EventKind::HandlerStarted(handler_started) => {
             let event::HandlerStarted {
                 run,
@@ -719,13 +724,16 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 ),
             )
         }
-        EventKind::HandlerDequeued { run, path, queued } => (
-            host,
-            format!(
-                "{run} handler {path} got a slot after {}",
-                fmt_duration(*queued)
-            ),
-        ),
+        EventKind::HandlerDequeued(dequeued) => {
+            let event::HandlerDequeued { run, path, queued } = &**dequeued;
+            (
+                host,
+                format!(
+                    "{run} handler {path} got a slot after {}",
+                    fmt_duration(*queued)
+                ),
+            )
+        }
         EventKind::HandlerFinished(handler_finished) => {
             let event::HandlerFinished {
                 run,
@@ -757,10 +765,13 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 ),
             )
         }
-        EventKind::HandlerDropped { run, path, ran } => (
-            host,
-            format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
-        ),
+        EventKind::HandlerDropped(dropped) => {
+            let event::HandlerDropped { run, path, ran } = &**dropped;
+            (
+                host,
+                format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
+            )
+        }
         EventKind::HandlerPanicked(handler_panicked) => {
             let event::HandlerPanicked { run, path, message } = &**handler_panicked;
             (

@@ -247,16 +247,11 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     c.replica = Some(replica.to_string());
                 }
             }
-            EventKind::CallStoppedReading {
-                call,
-                message_len,
-                flag,
-                ..
-            } => {
-                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+            EventKind::CallStoppedReading(stopped) => {
+                if let Some(c) = call_ix.get(&stopped.call).map(|&i| &mut calls[i]) {
                     c.end = CallEnd::StoppedReading {
-                        message_len: *message_len,
-                        flag: *flag,
+                        message_len: stopped.message_len,
+                        flag: stopped.flag,
                     };
                     c.ended_at = Some(e.at());
                 }
@@ -291,8 +286,8 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     ended_at: None,
                 });
             }
-            EventKind::HandlerDequeued { run, .. } => {
-                if let Some(r) = run_ix.get(run).map(|&i| &mut runs[i]) {
+            EventKind::HandlerDequeued(dequeued) => {
+                if let Some(r) = run_ix.get(&dequeued.run).map(|&i| &mut runs[i]) {
                     r.dequeued = Some(e.at());
                 }
             }
@@ -321,8 +316,8 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                 };
                 end_run(&mut runs, &run_ix, *run, e.at(), end);
             }
-            EventKind::HandlerDropped { run, .. } => {
-                end_run(&mut runs, &run_ix, *run, e.at(), RunEnd::Dropped);
+            EventKind::HandlerDropped(dropped) => {
+                end_run(&mut runs, &run_ix, dropped.run, e.at(), RunEnd::Dropped);
             }
             EventKind::HandlerPanicked(handler_panicked) => {
                 let event::HandlerPanicked { run, message, .. } = &**handler_panicked;

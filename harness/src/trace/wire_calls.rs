@@ -103,7 +103,7 @@ fn ends(call: &Open, e: &Event, detail: &FrameDetail, fate: &Fate) -> Option<Eve
     );
     let ended = |outcome| EventKind::CallEnded {
         call: call.call,
-        path: call.path.clone(),
+        path: call.path.clone().into(),
         outcome: Box::new(outcome),
     };
     match detail {

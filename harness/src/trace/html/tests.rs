@@ -167,7 +167,7 @@ fn hostile_trace() -> Trace {
             HOST,
             EventKind::CallEnded {
                 call: CallId(1),
-                path,
+                path: path.into(),
                 outcome: Box::new(Outcome {
                     code: "CANCELLED",
                     message: HOSTILE.into(),
