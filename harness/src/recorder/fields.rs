@@ -10,13 +10,13 @@
 //! empty SETTINGS list does not allocate.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
-use crate::wire::{BlockKind, ErrorCode, SettingId};
+pub use super::header_fields::HeaderFields;
+use crate::wire::{ErrorCode, SettingId};
 
 /// The flags of a recorded frame that a trace needs (RFC 9113 §6): `END_STREAM`
 /// (DATA, HEADERS), `END_HEADERS` (HEADERS, PUSH_PROMISE, CONTINUATION) and
@@ -199,8 +199,8 @@ impl Serialize for FrameDetail {
                 map.serialize_entry("compressed_flag", compressed_flag)?;
             }
             Self::Headers(block) => {
-                map.serialize_entry("block", &block.0.kind.to_string())?;
-                map.serialize_entry("fields", &Fields(&block.0.fields))?;
+                map.serialize_entry("block", &block.kind().to_string())?;
+                map.serialize_entry("fields", &block.serialize_fields())?;
             }
             Self::RstStream { code } => map.serialize_entry("error_code", &code.to_string())?,
             Self::Settings { values } => map.serialize_entry("settings", &Settings(values))?,
@@ -391,18 +391,10 @@ impl Serialize for Settings<'_> {
     }
 }
 
-struct Fields<'a>(&'a [(FieldName, Box<str>)]);
-
-impl Serialize for Fields<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|(name, value)| (&**name, &**value)))
-    }
-}
-
 /// A field's name as decoded; the names every gRPC stack sends are kept as
 /// `&'static str`, so a recorded block allocates only for its values and
 /// for names of the user's own.
-type FieldName = Cow<'static, str>;
+pub(super) type FieldName = Cow<'static, str>;
 
 /// A header field the trace's rows know by name: the pseudo-headers that
 /// say what a block is (RFC 9113 §8.3) and the gRPC fields of
@@ -561,140 +553,11 @@ pub fn binary_len(value: &str) -> Option<usize> {
 }
 
 /// `name` without an allocation when it is a name every stack sends.
-fn intern(name: &str) -> FieldName {
+pub(super) fn intern(name: &str) -> FieldName {
     ShownHeader::from_name(name)
         .map(ShownHeader::name)
         .or_else(|| RESERVED.iter().copied().find(|n| *n == name))
         .map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed)
-}
-
-/// Every field of one field block, in wire order, names and values as
-/// decoded (`date` masked with [`DATE_MASK`](crate::wire::DATE_MASK),
-/// `grpc-message` as sent, `-bin` values as the base64 sent). The JSON
-/// export carries every field; a render shows the ones that matter (see
-/// [`RenderOptions`](crate::trace::RenderOptions)).
-///
-/// Shared, not copied: the block is behind an [`Arc`], so a `HeaderFields`
-/// is one pointer and a clone is a reference count. The wire tap hands the
-/// same block to every frame of a connection direction that carries the
-/// same fields (a server's response headers and `grpc-status: 0` trailers
-/// are identical call after call), so the log holds each distinct block of
-/// a connection once. Equality compares the fields, never the sharing.
-#[derive(Clone, PartialEq, Eq)]
-pub struct HeaderFields(Arc<Block>);
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Block {
-    kind: BlockKind,
-    fields: Box<[(FieldName, Box<str>)]>,
-}
-
-/// `HeaderFields { kind: Request, fields: [..] }`, as before it was shared.
-impl std::fmt::Debug for HeaderFields {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HeaderFields")
-            .field("kind", &self.0.kind)
-            .field("fields", &self.0.fields)
-            .finish()
-    }
-}
-
-impl HeaderFields {
-    /// A block of `kind` with `fields` in wire order; a name is a
-    /// [`ShownHeader`] or a string (`"authorization"`).
-    ///
-    /// ```
-    /// use grpc_chaos::recorder::event::{HeaderFields, ShownHeader};
-    /// use grpc_chaos::wire::BlockKind;
-    /// let block = HeaderFields::new(
-    ///     BlockKind::Request,
-    ///     [(ShownHeader::Method, "POST"), (ShownHeader::Path, "/tt.v1.Store/Save")],
-    /// );
-    /// assert_eq!(block.get(ShownHeader::Path), Some("/tt.v1.Store/Save"));
-    /// let with_metadata = HeaderFields::new(BlockKind::Request, [("tenant", "blue")]);
-    /// assert_eq!(with_metadata.field("tenant"), Some("blue"));
-    /// ```
-    pub fn new<N: AsRef<str>, V: Into<Box<str>>>(
-        kind: BlockKind,
-        fields: impl IntoIterator<Item = (N, V)>,
-    ) -> Self {
-        Self(Arc::new(Block {
-            kind,
-            fields: fields
-                .into_iter()
-                .map(|(n, v)| (intern(n.as_ref()), v.into()))
-                .collect(),
-        }))
-    }
-
-    /// Whether `self` holds exactly `fields` (names and values, in order)
-    /// as a block of `kind`: how the wire tap finds a block it can share
-    /// without building a new one.
-    pub(crate) fn holds<'a>(
-        &self,
-        kind: BlockKind,
-        mut fields: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
-    ) -> bool {
-        self.0.kind == kind
-            && self.0.fields.len() == fields.len()
-            && self
-                .0
-                .fields
-                .iter()
-                .all(|(n, v)| fields.next() == Some((&**n, &**v)))
-    }
-
-    /// Whether `self` and `other` are the same shared block (not only equal
-    /// fields): for a measure of the log that counts a block once.
-    pub fn shares_block_with(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-    /// Request, response, trailers or trailers-only.
-    pub fn kind(&self) -> BlockKind {
-        self.0.kind
-    }
-
-    /// Changes what the block counts as (an injected block decoded on its
-    /// own cannot know it follows response headers).
-    pub(crate) fn set_kind(&mut self, kind: BlockKind) {
-        Arc::make_mut(&mut self.0).kind = kind;
-    }
-
-    /// The first value of `field`, as sent.
-    pub fn get(&self, field: ShownHeader) -> Option<&str> {
-        self.field(field.name())
-    }
-
-    /// The first value of the field named `name` (compared as sent), any
-    /// field.
-    pub fn field(&self, name: &str) -> Option<&str> {
-        self.all().find(|(n, _)| *n == name).map(|(_, v)| v)
-    }
-
-    /// The [`ShownHeader`] fields in wire order.
-    pub fn iter(&self) -> impl Iterator<Item = (ShownHeader, &str)> + '_ {
-        self.all()
-            .filter_map(|(n, v)| Some((ShownHeader::from_name(n)?, v)))
-    }
-
-    /// Every field in wire order, `(name, value)`.
-    pub fn all(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.0.fields.iter().map(|(n, v)| (&**n, &**v))
-    }
-
-    /// The application's own metadata ([`is_custom_metadata`]) in wire
-    /// order, `(key, value)`; a `-bin` value as the base64 sent.
-    pub fn metadata(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.all().filter(|(n, _)| is_custom_metadata(n))
-    }
-
-    /// The `:path` of a request block; `None` for responses and trailers.
-    pub fn request_path(&self) -> Option<&str> {
-        match self.0.kind {
-            BlockKind::Request => self.get(ShownHeader::Path),
-            _ => None,
-        }
-    }
 }
 
 /// What a kept-back frame still waited for when the run ended
@@ -781,6 +644,7 @@ pub enum KeepaliveVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::BlockKind;
 
     #[test]
     fn details_serialize_as_typed_fields() {

@@ -5,6 +5,7 @@ mod capture;
 pub mod event;
 pub(crate) mod fields;
 mod frame_fate;
+pub(crate) mod header_fields;
 mod host_name;
 mod payloads;
 
