@@ -47,10 +47,13 @@
 //!    runs, every `EventKind::Frame` of the trace is cloned into a vector
 //!    of exactly their number, and the heap that took is counted by the
 //!    allocator below: the `Event` itself plus every heap block it owns
-//!    (settings, debug data, a touched frame's fate). A decoded header
+//!    (settings, a GOAWAY, a touched frame's fate). A decoded header
 //!    block is shared by the frames that repeat it, and costs only a
-//!    reference count in the clone: each distinct block is counted once,
-//!    by building one copy of it, as the log holds it. Host names are
+//!    reference count in the clone; blocks that differ in one short value
+//!    (a request's call id) share one field list. Each distinct block and
+//!    each distinct field list is counted once, by building one copy of
+//!    each with the same sharing (`HeaderFields::copies_sharing_as`), as
+//!    the log holds them. Host names are
 //!    interned for the process and cost nothing per event. That is what one frame costs
 //!    in the log, headers decoded; the recorder's vector grows by doubling,
 //!    so during a run up to that much again of the inline part can be
@@ -409,10 +412,12 @@ fn stream_rows(streams: u64, secs: u64, repeat: u64) {
 /// Prints what the log's frame events take, heap included, as the log
 /// holds them: the events cloned into a vector of exactly their number
 /// (the `Event`s and every heap block each owns, counted by the
-/// allocator), plus each distinct header block once. A block the log
-/// shares between frames ([`HeaderFields`]) costs nothing in the clone;
-/// it is counted by building one copy of it per distinct block. Host
-/// names are interned for the process and cost nothing per event.
+/// allocator), plus each distinct header block and each distinct field
+/// list once. A block the log shares between frames ([`HeaderFields`])
+/// costs nothing in the clone; it is counted by building one copy of each
+/// distinct block, sharing one copy of each distinct list as the
+/// originals do. Host names are interned for the process and cost nothing
+/// per event.
 fn log_size(label: &str, trace: grpc_chaos::Trace) {
     let events = trace.events();
     let frames: Vec<&Event> = events
@@ -443,10 +448,11 @@ fn deep_bytes<'a>(events: impl ExactSizeIterator<Item = &'a Event>) -> usize {
     bytes
 }
 
-/// Heap bytes of the distinct header blocks `events` hold, each counted
-/// once: one copy of each is built and counted.
+/// Heap bytes of the distinct header blocks `events` hold and of their
+/// distinct field lists, each counted once: one copy of each is built,
+/// shared as in the log, and counted.
 fn shared_bytes<'a>(events: impl Iterator<Item = &'a Event>) -> usize {
-    let mut distinct: Vec<&HeaderFields> = Vec::new();
+    let mut blocks: Vec<&HeaderFields> = Vec::new();
     for e in events {
         let block = match &e.kind {
             EventKind::Frame {
@@ -459,15 +465,11 @@ fn shared_bytes<'a>(events: impl Iterator<Item = &'a Event>) -> usize {
             },
             _ => continue,
         };
-        if !distinct.iter().any(|d| d.shares_block_with(block)) {
-            distinct.push(block);
-        }
+        blocks.push(block);
     }
     let before = heap_live();
-    let copies: Vec<HeaderFields> = distinct
-        .iter()
-        .map(|b| HeaderFields::new(b.kind(), b.all()))
-        .collect();
+    // By reference: `blocks`, allocated before, must not be freed inside.
+    let copies = HeaderFields::copies_sharing_as(blocks.iter().copied());
     // The vector holding the copies is not part of the log.
     let bytes = heap_live()
         .saturating_sub(before)

@@ -424,7 +424,7 @@ fn partition_heals_resumes_one_call_and_cuts_the_pinging_one() {
                 frame: grpc_chaos::wire::FrameType::Ping,
                 fate,
                 ..
-            } => Some((e.at, fate.get())),
+            } => Some((e.at(), fate.get())),
             _ => None,
         })
         .expect("keepalive pinged");
@@ -436,7 +436,7 @@ fn partition_heals_resumes_one_call_and_cuts_the_pinging_one() {
         .filter_map(|e| match e.kind {
             EventKind::Connected {
                 conn, took, waited, ..
-            } => Some((e.at, conn, took, waited)),
+            } => Some((e.at(), conn, took, waited)),
             _ => None,
         })
         .collect();

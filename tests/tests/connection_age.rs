@@ -54,14 +54,9 @@ fn goaways(trace: &grpc_chaos::Trace) -> Vec<(Duration, u32, u32, ErrorCode, Vec
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 conn,
-                detail:
-                    FrameDetail::GoAway {
-                        last_stream_id,
-                        code,
-                        debug,
-                    },
+                detail: FrameDetail::GoAway(g),
                 ..
-            } => Some((e.at, *conn, *last_stream_id, *code, debug.to_vec())),
+            } => Some((e.at(), *conn, g.last_stream_id, g.code, g.debug.to_vec())),
             _ => None,
         })
         .collect()

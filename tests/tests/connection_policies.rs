@@ -49,7 +49,7 @@ fn pings(trace: &Trace) -> Vec<(Duration, String, bool, Fate)> {
                 flags,
                 fate,
                 ..
-            } => Some((e.at, e.host.to_string(), flags.ack(), fate.get())),
+            } => Some((e.at(), e.host.to_string(), flags.ack(), fate.get())),
             _ => None,
         })
         .collect()

@@ -6,7 +6,7 @@
 use grpc_chaos::recorder::event;
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags, WaitingFor};
+use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags, GoAway, WaitingFor};
 use grpc_chaos::trace::{Call, RenderOptions};
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{EventKind, Fault, Sim, Trace};
@@ -20,11 +20,11 @@ fn ms(n: u64) -> Duration {
 
 /// GOAWAY(`code`, `last_stream_id`, `debug`).
 fn goaway_of(code: ErrorCode, last_stream_id: u32, debug: &[u8]) -> FrameDetail {
-    FrameDetail::GoAway {
+    FrameDetail::GoAway(Box::new(GoAway {
         last_stream_id,
         code,
         debug: debug.into(),
-    }
+    }))
 }
 
 /// Waiting for the release of the hold `name`.
@@ -41,7 +41,7 @@ fn store_frames(trace: &grpc_chaos::Trace) -> Vec<(Duration, FrameType, FrameFla
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 frame, flags, fate, ..
-            } => Some((e.at, *frame, *flags, format!("{fate:?}"))),
+            } => Some((e.at(), *frame, *flags, format!("{fate:?}"))),
             _ => None,
         })
         .collect()
@@ -124,7 +124,7 @@ fn seen(trace: &Trace, from: &str) -> Vec<Seen> {
                 fate,
                 ..
             } => Some(Seen {
-                at: e.at,
+                at: e.at(),
                 stream: *stream,
                 frame: *frame,
                 flags: *flags,
@@ -146,7 +146,7 @@ fn releases(trace: &Trace, from: &str) -> Vec<(Duration, u32, FrameType, Duratio
                 frame,
                 kept,
                 ..
-            } => Some((e.at, *stream, *frame, *kept)),
+            } => Some((e.at(), *stream, *frame, *kept)),
             _ => None,
         })
         .collect()
@@ -340,7 +340,7 @@ fn max_concurrent_streams_0_leaves_the_next_call_without_a_stream() -> grpc_chao
     assert_eq!(
         store[injected].detail,
         FrameDetail::Settings {
-            values: Box::new([(SettingId::MaxConcurrentStreams, 0)])
+            values: [(SettingId::MaxConcurrentStreams, 0)].into()
         }
     );
     assert_eq!(
@@ -547,7 +547,7 @@ fn a_timed_release_frees_its_hold_and_a_hold_never_released_is_reported() -> grp
                     waiting_for,
                     ..
                 } = &**frame_never_left;
-                Some((e.at, e.host.as_str(), *stream, *frame, waiting_for))
+                Some((e.at(), e.host.as_str(), *stream, *frame, waiting_for))
             }
             _ => None,
         })
@@ -898,7 +898,7 @@ fn a_timed_release_is_shown_at_a_host_the_hold_names() -> grpc_chaos::Result {
             .events()
             .iter()
             .filter(|e| matches!(e.kind, EventKind::HoldReleased { .. }))
-            .map(|e| (e.at, e.host.as_str()))
+            .map(|e| (e.at(), e.host.as_str()))
             .collect();
         assert_eq!(shown, [(ms(100), host)]);
     }

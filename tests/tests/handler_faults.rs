@@ -305,7 +305,7 @@ fn restart_runs_the_server_closure_again() -> grpc_chaos::Result {
     let host_events: Vec<(Duration, &EventKind)> = trace
         .events_on("store")
         .filter(|e| matches!(e.kind, EventKind::HostCrashed | EventKind::HostRestarted))
-        .map(|e| (e.at, &e.kind))
+        .map(|e| (e.at(), &e.kind))
         .collect();
     assert_eq!(
         host_events,

@@ -11,7 +11,9 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{DebugData, Fate, FrameDetail, FrameFlags};
+use grpc_chaos::recorder::event::{
+    DebugData, Fate, FrameDetail, FrameFlags, GoAway, SettingValues,
+};
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
 use grpc_chaos::{Event, EventKind, Sim, Trace};
@@ -262,7 +264,7 @@ fn half_a_preface_then_a_stall_holds_only_that_connection() {
     // Open for the whole stall; only mallory's own hang-up (when its body
     // returns, after 3s) ends the connection.
     let close = trace.events_on("store").find_map(|e| match &e.kind {
-        EventKind::ConnClosed { to, .. } if to == "mallory" => Some(e.at),
+        EventKind::ConnClosed { to, .. } if to == "mallory" => Some(e.at()),
         _ => None,
     });
     assert!(
@@ -281,7 +283,7 @@ fn half_a_preface_then_a_stall_holds_only_that_connection() {
         "{render}"
     );
     let error_at = trace.events_on("mallory").find_map(|e| match &e.kind {
-        EventKind::ProtocolError { .. } => Some(e.at),
+        EventKind::ProtocolError { .. } => Some(e.at()),
         _ => None,
     });
     assert!(error_at.is_some_and(|t| t >= ms(3_000)), "{render}");
@@ -313,17 +315,17 @@ fn malformed_frame_after_a_valid_preface_gets_goaway() {
                 FrameType::Settings,
                 FrameFlags::ACK,
                 FrameDetail::Settings {
-                    values: Box::new([])
+                    values: SettingValues::default()
                 }
             ),
             (
                 FrameType::GoAway,
                 FrameFlags::NONE,
-                FrameDetail::GoAway {
+                FrameDetail::GoAway(Box::new(GoAway {
                     last_stream_id: 0,
                     code: ErrorCode::ProtocolError,
                     debug: DebugData::default()
-                }
+                }))
             )
         ],
         "{render}"
@@ -340,7 +342,7 @@ fn malformed_frame_after_a_valid_preface_gets_goaway() {
     assert_eq!(protocol_errors(&trace, "mallory"), 0, "{render}");
     // Both sides: mallory's valid SETTINGS and its bad PING, as read.
     let empty = FrameDetail::Settings {
-        values: Box::new([]),
+        values: SettingValues::default(),
     };
     assert_eq!(
         from_mallory(&trace),

@@ -143,11 +143,11 @@ fn goaway(trace: &Trace) -> Option<(ErrorCode, u32, String)> {
     frames(trace, "store", "mallory")
         .into_iter()
         .find_map(|(_, d)| match d {
-            FrameDetail::GoAway {
-                code,
-                last_stream_id,
-                debug,
-            } => Some((code, last_stream_id, String::from_utf8_lossy(&debug).into())),
+            FrameDetail::GoAway(g) => Some((
+                g.code,
+                g.last_stream_id,
+                String::from_utf8_lossy(&g.debug).into(),
+            )),
             _ => None,
         })
 }
@@ -155,7 +155,7 @@ fn goaway(trace: &Trace) -> Option<(ErrorCode, u32, String)> {
 /// What the store wrote that never left it, and why.
 fn undelivered(trace: &Trace) -> Option<(Vec<(u32, FrameType)>, UndeliveredCause)> {
     trace.events_on("store").find_map(|e| match &e.kind {
-        EventKind::FramesUndelivered { frames, cause, .. } => Some((frames.clone(), *cause)),
+        EventKind::FramesUndelivered { frames, cause, .. } => Some((frames.to_vec(), *cause)),
         _ => None,
     })
 }
@@ -173,7 +173,7 @@ fn protocol_errors(trace: &Trace, host: &str) -> Vec<String> {
     trace
         .events_on(host)
         .filter_map(|e| match &e.kind {
-            EventKind::ProtocolError { reason, .. } => Some(reason.clone()),
+            EventKind::ProtocolError { reason, .. } => Some(reason.to_string()),
             _ => None,
         })
         .collect()

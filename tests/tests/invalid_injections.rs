@@ -120,7 +120,7 @@ fn a_setting_out_of_range_is_in_the_trace_as_injected() -> grpc_chaos::Result {
             0,
             FrameType::Settings,
             FrameDetail::Settings {
-                values: Box::new([(SettingId::EnablePush, 2)])
+                values: [(SettingId::EnablePush, 2)].into()
             },
             None
         )]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use grpc_chaos::policy::KeepalivePolicy;
 use grpc_chaos::recorder::event::{
-    Fate, FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, ShownHeader,
+    Fate, FrameDetail, FrameFlags, GoAway, HeaderFields, KeepaliveVerdict, ShownHeader,
 };
 use grpc_chaos::wire::{BlockKind, ErrorCode, FrameType};
 use grpc_chaos::{spec_code, EventKind, Fault, Sim, Trace};
@@ -93,7 +93,7 @@ fn judged(trace: &Trace) -> Vec<Judged> {
                     ..
                 } = &**keepalive_ping;
                 Some(Judged {
-                    at: e.at,
+                    at: e.at(),
                     conn: *conn,
                     verdict: *verdict,
                     gap: *gap,
@@ -128,7 +128,7 @@ fn injected(trace: &Trace) -> Vec<(Duration, u32, u32, FrameType, FrameFlags, Fr
                 fate,
                 ..
             } if *fate == Fate::Injected => {
-                Some((e.at, *conn, *stream, *frame, *flags, detail.clone()))
+                Some((e.at(), *conn, *stream, *frame, *flags, detail.clone()))
             }
             _ => None,
         })
@@ -148,7 +148,7 @@ fn closes(trace: &Trace) -> Vec<(Duration, u32)> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::KeepaliveClosed { conn, .. } => Some((e.at, *conn)),
+            EventKind::KeepaliveClosed { conn, .. } => Some((e.at(), *conn)),
             _ => None,
         })
         .collect()
@@ -166,11 +166,11 @@ fn endings(trace: &Trace) -> Vec<(&'static str, String, &'static str)> {
 
 /// GOAWAY(ENHANCE_YOUR_CALM, last-stream-id 1, `too_many_pings`).
 fn goaway_too_many_pings() -> FrameDetail {
-    FrameDetail::GoAway {
+    FrameDetail::GoAway(Box::new(GoAway {
         last_stream_id: 1,
         code: ErrorCode::EnhanceYourCalm,
         debug: b"too_many_pings".to_vec().into(),
-    }
+    }))
 }
 
 /// The PING verdicts of a connection cut by grpc-go or C-core defaults.
@@ -730,7 +730,7 @@ fn the_goaway_waits_behind_a_delayed_ping_ack() -> grpc_chaos::Result {
                 frame,
                 kept,
                 ..
-            } if e.at >= cut.at => Some((e.at, *frame, *kept)),
+            } if e.at() >= cut.at => Some((e.at(), *frame, *kept)),
             _ => None,
         })
         .collect();

@@ -69,7 +69,7 @@ fn closes(trace: &Trace) -> Vec<(Duration, String)> {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyClosed(closed) => Some((e.at, closed.policy.clone())),
+            EventKind::PolicyClosed(closed) => Some((e.at(), closed.policy.clone())),
             _ => None,
         })
         .collect()

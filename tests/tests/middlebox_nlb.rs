@@ -69,7 +69,7 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::PolicyActed(acted) if acted.action.starts_with("forgets the flow") => {
-                Some(e.at)
+                Some(e.at())
             }
             _ => None,
         })
@@ -88,7 +88,7 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
                     ..
                 } = &**reset;
                 assert_eq!(policy, "AWS NLB");
-                Some((e.at, reason.clone(), *discarded))
+                Some((e.at(), reason.clone(), *discarded))
             }
             _ => None,
         })

@@ -97,7 +97,7 @@ fn closes(trace: &Trace) -> Vec<(Duration, String, String)> {
         .filter_map(|e| match &e.kind {
             EventKind::PolicyClosed(policy_closed) => {
                 let event::PolicyClosed { policy, reason, .. } = &**policy_closed;
-                Some((e.at, policy.clone(), reason.clone()))
+                Some((e.at(), policy.clone(), reason.clone()))
             }
             _ => None,
         })
@@ -116,7 +116,7 @@ fn pings(trace: &Trace, ack: bool) -> Vec<(Duration, String, Fate)> {
                 flags,
                 fate,
                 ..
-            } if flags.ack() == ack => Some((e.at, e.host.to_string(), fate.get())),
+            } if flags.ack() == ack => Some((e.at(), e.host.to_string(), fate.get())),
             _ => None,
         })
         .collect()

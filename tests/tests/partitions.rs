@@ -43,7 +43,7 @@ fn frames(trace: &Trace, host: &str) -> Vec<(Duration, FrameType, Fate)> {
     trace
         .events_on(host)
         .filter_map(|e| match &e.kind {
-            EventKind::Frame { frame, fate, .. } => Some((e.at, *frame, fate.get())),
+            EventKind::Frame { frame, fate, .. } => Some((e.at(), *frame, fate.get())),
             _ => None,
         })
         .collect()
@@ -54,7 +54,7 @@ fn releases(trace: &Trace, host: &str) -> Vec<Duration> {
     trace
         .events_on(host)
         .filter(|e| matches!(e.kind, EventKind::FrameReleased { .. }))
-        .map(|e| e.at)
+        .map(|e| e.at())
         .collect()
 }
 
@@ -68,7 +68,7 @@ fn connected(trace: &Trace, host: &str) -> Vec<(Duration, u32, u32, bool)> {
                 attempt,
                 waited,
                 ..
-            } => Some((e.at, conn, attempt, waited)),
+            } => Some((e.at(), conn, attempt, waited)),
             _ => None,
         })
         .collect()
@@ -231,7 +231,7 @@ fn a_connect_timeout_ends_the_wait_when_the_repair_is_later() -> grpc_chaos::Res
                 after,
                 waited,
                 ..
-            } => Some((e.at, attempt, after, waited)),
+            } => Some((e.at(), attempt, after, waited)),
             _ => None,
         })
         .collect();
@@ -279,7 +279,7 @@ fn reset_after_cuts_the_connection_and_the_next_call_redials() -> grpc_chaos::Re
                 waited,
                 discarded,
                 ..
-            } => Some((e.at, conn, waited, discarded)),
+            } => Some((e.at(), conn, waited, discarded)),
             _ => None,
         })
         .collect();

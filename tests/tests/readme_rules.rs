@@ -114,7 +114,7 @@ fn an_idle_timer_closes_the_connection_under_a_slow_call() -> grpc_chaos::Result
     let trace = sim.run()?;
     // The request's last DATA left at 1ms: the timer fired 500ms later.
     let closed = trace.events().iter().find_map(|e| match &e.kind {
-        EventKind::PolicyClosed(c) => Some((e.at, c.policy.as_str(), c.reason.as_str())),
+        EventKind::PolicyClosed(c) => Some((e.at(), c.policy.as_str(), c.reason.as_str())),
         _ => None,
     });
     let at = Duration::from_millis(501);

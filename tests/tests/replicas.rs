@@ -68,7 +68,7 @@ fn balancer_at(trace: &Trace, replica: &str, change: &BalancerChange) -> Vec<Dur
     trace
         .events_on("player")
         .filter_map(|e| match &e.kind {
-            EventKind::Balancer(b) if b.replica == replica && b.change == *change => Some(e.at),
+            EventKind::Balancer(b) if b.replica == replica && b.change == *change => Some(e.at()),
             _ => None,
         })
         .collect()

@@ -133,14 +133,10 @@ fn a_server_still_draining_at_the_end_says_what_it_waits_on() -> grpc_chaos::Res
     let trace = sim.run()?;
     let last = trace.events().last().expect("events");
     match &last.kind {
-        EventKind::ShutdownStillDraining {
-            since,
-            open_conns,
-            waiting_on,
-        } => {
-            assert_eq!((*since, *open_conns), (ms(100), 1));
-            assert_eq!(waiting_on.len(), 1);
-            assert_eq!(waiting_on[0].path, SAVE);
+        EventKind::ShutdownStillDraining(draining) => {
+            assert_eq!((draining.since, draining.open_conns), (ms(100), 1));
+            assert_eq!(draining.waiting_on.len(), 1);
+            assert_eq!(draining.waiting_on[0].path, SAVE);
         }
         other => panic!("{other:?}"),
     }
@@ -220,7 +216,7 @@ fn a_shutdown_before_the_server_starts_takes_effect_as_it_starts() -> grpc_chaos
         let trace = sim.run()?;
         let store = kinds(&trace, "store");
         let started = trace.events_on("store").find_map(|e| match e.kind {
-            EventKind::ShutdownStarted { .. } => Some(e.at),
+            EventKind::ShutdownStarted { .. } => Some(e.at()),
             _ => None,
         });
         assert_eq!(started, Some(shutdown), "{}", trace.render());

@@ -186,7 +186,11 @@ fn json_export_has_seed_hosts_and_timed_events() -> grpc_chaos::Result {
     let events = json["events"].as_array().expect("events array");
     assert_eq!(events.len(), trace.events().len());
     for (e, ours) in events.iter().zip(trace.events()) {
-        assert_eq!(e["at_us"].as_u64(), Some(ours.at.as_micros() as u64), "{e}");
+        assert_eq!(
+            e["at_us"].as_u64(),
+            Some(ours.at().as_micros() as u64),
+            "{e}"
+        );
         assert_eq!(e["host"], ours.host.as_str());
         assert!(e["event"].is_string(), "{e}");
     }

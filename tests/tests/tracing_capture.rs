@@ -63,8 +63,8 @@ fn handler_log_is_a_log_event_on_its_host_at_sim_time() -> grpc_chaos::Result {
     );
     // The Store logs after its 100 ms of work, just before it returns.
     let run = &trace.handler_runs()[0];
-    assert_eq!(log.at, run.started + ms(100));
-    assert_eq!(Some(log.at), run.ended_at);
+    assert_eq!(log.at(), run.started + ms(100));
+    assert_eq!(Some(log.at()), run.ended_at);
     assert!(
         trace.render().contains(&format!(
             "store                log INFO {STORE_TARGET}: saved match_id=m0 total=3"
@@ -96,7 +96,7 @@ fn each_log_lands_on_the_host_that_emitted_it() -> grpc_chaos::Result {
         ]
     );
     // Later in the run, later in sim time: the clock is the host's.
-    let at: Vec<Duration> = logs(&trace).iter().map(|e| e.at).collect();
+    let at: Vec<Duration> = logs(&trace).iter().map(|e| e.at()).collect();
     assert!(at[1] >= at[0] + ms(60), "{at:?}");
     Ok(())
 }
@@ -226,7 +226,7 @@ mod own_events {
         let trace = sim.run()?;
         let logs = logs(&trace);
         assert_eq!(logs.len(), 1);
-        assert_eq!((logs[0].host.as_str(), logs[0].at), ("player", ms(30)));
+        assert_eq!((logs[0].host.as_str(), logs[0].at()), ("player", ms(30)));
         Ok(())
     }
 
@@ -279,7 +279,7 @@ mod own_events {
             [("store".to_owned(), "WARN", "save abandoned".to_owned())]
         );
         assert_eq!(
-            Some(logs(&trace)[0].at),
+            Some(logs(&trace)[0].at()),
             run.ended_at,
             "logged as it was dropped"
         );

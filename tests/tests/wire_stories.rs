@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{DebugData, Fate, FrameDetail, FrameFlags};
+use grpc_chaos::recorder::event::{DebugData, Fate, FrameDetail, FrameFlags, GoAway};
 use grpc_chaos::trace::{RunEnd, StallEnd, Window};
 use grpc_chaos::wire::{ErrorCode, FrameType};
 use grpc_chaos::{EventKind, Trace};
@@ -55,7 +55,7 @@ fn frames(trace: &Trace, from: &str, kind: FrameType) -> Vec<Seen> {
                 fate,
                 ..
             } if *frame == kind => Some(Seen {
-                at: e.at,
+                at: e.at(),
                 from: e.host.to_string(),
                 conn: *conn,
                 stream: *stream,
@@ -342,11 +342,11 @@ fn injected_resets_refused_stream_and_goaway() {
         (goaway[0].at, &goaway[0].detail, goaway[0].fate),
         (
             ms(250),
-            &FrameDetail::GoAway {
+            &FrameDetail::GoAway(Box::new(GoAway {
                 last_stream_id: 3,
                 code: ErrorCode::NoError,
                 debug: DebugData::default()
-            },
+            })),
             Fate::Injected
         )
     );

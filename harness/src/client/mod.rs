@@ -189,7 +189,7 @@ impl CallGuard {
             self.site.from,
             EventKind::CallEnded {
                 call: self.id,
-                path: self.path.clone(),
+                path: self.path.clone().into(),
                 outcome: Box::new(outcome),
             },
         );
@@ -221,13 +221,13 @@ impl CallGuard {
         }
         self.site.recorder.push(
             self.site.from,
-            EventKind::CallStoppedReading {
+            EventKind::CallStoppedReading(Box::new(crate::recorder::event::CallStoppedReading {
                 call: self.id,
                 path: std::mem::take(&mut self.path),
                 message_len: len,
                 received,
                 flag,
-            },
+            })),
         );
     }
 }

@@ -295,7 +295,7 @@ impl KeepaliveReport {
                     frame: FrameType::GoAway,
                     fate,
                     ..
-                } if *fate == Fate::Injected => Some((e.at, *conn)),
+                } if *fate == Fate::Injected => Some((e.at(), *conn)),
                 _ => None,
             })
             .collect();

@@ -88,11 +88,11 @@ impl MiddleboxReport {
         let first_cut = events.iter().enumerate().find_map(|(i, e)| match &e.kind {
             EventKind::PolicyClosed(policy_closed) => {
                 let event::PolicyClosed { reason, .. } = &**policy_closed;
-                Some((e.at, reason.clone()))
+                Some((e.at(), reason.clone()))
             }
             EventKind::PolicyReset(policy_reset) => {
                 let event::PolicyReset { reason, .. } = &**policy_reset;
-                Some((e.at, reason.clone()))
+                Some((e.at(), reason.clone()))
             }
             EventKind::Frame {
                 conn,
@@ -106,7 +106,7 @@ impl MiddleboxReport {
                     }
                     _ => None,
                 });
-                Some((e.at, why.unwrap_or_default()))
+                Some((e.at(), why.unwrap_or_default()))
             }
             _ => None,
         });

@@ -8,14 +8,16 @@ use serde::Serialize;
 pub use super::fields::DebugData;
 pub use super::fields::{binary_len, is_custom_metadata};
 pub use super::fields::{
-    FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict, LinkHold, ShownHeader, WaitingFor,
+    FrameDetail, FrameFlags, GoAway, HeaderFields, KeepaliveVerdict, LinkHold, SettingValues,
+    ShownHeader, WaitingFor,
 };
 pub use super::frame_fate::FrameFate;
 pub use super::host_name::HostName;
 pub use super::payloads::{
-    Balancer, CallStarted, FaultFired, FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid,
-    HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, KeepalivePing, Log,
-    PolicyActed, PolicyClosed, PolicyReset, RetryAttempt, RetryDecision,
+    Balancer, CallStarted, CallStoppedReading, FaultFired, FrameNeverLeft, FrameReplaced,
+    GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped, HandlerFinished, HandlerPanicked,
+    HandlerRejected, HandlerStarted, KeepalivePing, Log, PolicyActed, PolicyClosed, PolicyReset,
+    RetryAttempt, RetryDecision, ShutdownStillDraining,
 };
 use crate::wire::FrameType;
 
@@ -64,19 +66,63 @@ impl std::fmt::Display for RunId {
 /// One recorded event: *simulated* time since the start of the run, the
 /// host it happened on, and what happened.
 ///
-/// 80 bytes inline, whatever the kind (a unit test keeps it so): one is
-/// stored per recorded frame. The host is an interned [`HostName`]; kinds
-/// larger than a frame event hold their fields boxed (see [`EventKind`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// 56 bytes inline, whatever the kind (a unit test keeps it so): one is
+/// stored per recorded frame. The time is kept as whole nanoseconds in a
+/// `u64` (8 bytes, where a `Duration` takes 16; read it with
+/// [`Event::at`]); the host is an interned [`HostName`]; kinds larger
+/// than a frame event hold their fields boxed (see [`EventKind`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use grpc_chaos::recorder::event::{Event, EventKind};
+/// let e = Event::new(Duration::from_micros(1500), "store", EventKind::HostCrashed);
+/// assert_eq!(e.at(), Duration::from_micros(1500));
+/// assert_eq!(e.host, "store");
+/// ```
+#[derive(Clone, PartialEq, Serialize)]
 pub struct Event {
-    /// Simulated time since the start of the run.
-    #[serde(rename = "at_us", serialize_with = "micros")]
-    pub at: Duration,
+    /// Simulated time since the start of the run, whole nanoseconds
+    /// ([`Event::at`]). JSON: `at_us`, microseconds.
+    #[serde(rename = "at_us", serialize_with = "nanos_as_micros")]
+    at_ns: u64,
     /// The host the event happened on (for host faults: the host affected).
     pub host: HostName,
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
+}
+
+/// `Event { at: 1.5ms, host: "store", kind: HostCrashed }`: the time as a
+/// `Duration`, as before it was kept in nanoseconds.
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("at", &self.at())
+            .field("host", &self.host)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl Event {
+    /// An event at `at` (*simulated* time since the start of the run) on
+    /// `host`. The time is kept in whole nanoseconds: a fraction of a
+    /// nanosecond is dropped (simulated time moves in whole ticks), and a
+    /// time beyond `u64::MAX` nanoseconds (about 584 years) is kept as
+    /// that, never a panic.
+    pub fn new(at: Duration, host: impl Into<HostName>, kind: EventKind) -> Self {
+        Self {
+            at_ns: u64::try_from(at.as_nanos()).unwrap_or(u64::MAX),
+            host: host.into(),
+            kind,
+        }
+    }
+
+    /// When it happened: *simulated* time since the start of the run
+    /// (whole nanoseconds; see [`Event::new`] for the one bound).
+    pub fn at(&self) -> Duration {
+        Duration::from_nanos(self.at_ns)
+    }
 }
 
 /// A gRPC status as reported by tonic, next to the code the gRPC
@@ -272,11 +318,14 @@ pub enum LayerSide {
 
 /// What happened. The variant names are the trace's verbs.
 ///
-/// Sized for the frame event, the one recorded 100,000s of times: a
-/// variant whose fields would not fit beside it holds them in a struct of
-/// the same name, boxed (`EventKind::CallStarted(Box<CallStarted>)`; match
-/// it as `EventKind::CallStarted(c)` and read `c.path`). JSON is the same
-/// either way: the fields sit beside `"event"`.
+/// Sized for the frame event, the one recorded 100,000s of times (40
+/// bytes; the enum's tag costs nothing, it sits in a niche of the frame
+/// variant): a variant whose fields would not fit in 32 bytes holds them in
+/// a struct of the same name, boxed (`EventKind::CallStarted(Box<CallStarted>)`;
+/// match it as `EventKind::CallStarted(c)` and read `c.path`), or, when
+/// that is enough, a `Box<str>` where a `String` would be (a call's end is
+/// recorded once per call: slimmer inline rather than one more allocation).
+/// JSON is the same either way: the fields sit beside `"event"`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -433,15 +482,9 @@ pub enum EventKind {
     },
     /// The run ended while a server was still draining a graceful shutdown
     /// (recorded at the end of the run).
-    ShutdownStillDraining {
-        /// When the shutdown started, *simulated* time since the start.
-        #[serde(rename = "since_us", serialize_with = "micros")]
-        since: Duration,
-        /// Connections the server still had open.
-        open_conns: u32,
-        /// The handler runs on the host still running.
-        waiting_on: Vec<OpenRun>,
-    },
+    ///
+    /// Its fields are in [`ShutdownStillDraining`] (boxed).
+    ShutdownStillDraining(Box<ShutdownStillDraining>),
     /// A handler fault acted on a request.
     ///
     /// Its fields are in [`FaultFired`] (boxed).
@@ -475,8 +518,9 @@ pub enum EventKind {
     CallEnded {
         /// The call.
         call: CallId,
-        /// The method path.
-        path: String,
+        /// The method path (a `Box<str>`: 16 bytes, where a `String` takes
+        /// 24, so the event fits beside a frame event unboxed).
+        path: Box<str>,
         /// The status reported and the status the spec requires (boxed:
         /// it is most of the event's size).
         outcome: Box<Outcome>,
@@ -502,32 +546,17 @@ pub enum EventKind {
     /// dropped is not recorded so (tonic's decoder refusing it cannot be
     /// told from a caller that stops after a message): that is a
     /// `CallDropped`.
-    CallStoppedReading {
-        /// The call.
-        call: CallId,
-        /// The method path.
-        path: String,
-        /// The message's Message-Length, octets.
-        message_len: u32,
-        /// Octets of the message that had arrived.
-        received: u64,
-        /// Its Compressed-Flag octet.
-        flag: u8,
-    },
+    ///
+    /// Its fields are in [`CallStoppedReading`] (boxed).
+    CallStoppedReading(Box<CallStoppedReading>),
     /// A request reached a handler's queue (before any concurrency limit).
     ///
     /// Its fields are in [`HandlerStarted`] (boxed).
     HandlerStarted(Box<HandlerStarted>),
     /// A queued request got a slot under a concurrency limit.
-    HandlerDequeued {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// How long it waited, *simulated* time.
-        #[serde(rename = "queued_us", serialize_with = "micros")]
-        queued: Duration,
-    },
+    ///
+    /// Its fields are in [`HandlerDequeued`] (boxed).
+    HandlerDequeued(Box<HandlerDequeued>),
     /// A handler returned a status (for streams: its last message and
     /// trailers were produced).
     ///
@@ -547,15 +576,9 @@ pub enum EventKind {
     HandlerRejected(Box<HandlerRejected>),
     /// A handler was dropped before it finished: the peer cancelled the
     /// stream, the connection closed, or the host crashed.
-    HandlerDropped {
-        /// The handler run.
-        run: RunId,
-        /// The method path.
-        path: String,
-        /// From start to the drop, *simulated* time.
-        #[serde(rename = "ran_us", serialize_with = "micros")]
-        ran: Duration,
-    },
+    ///
+    /// Its fields are in [`HandlerDropped`] (boxed).
+    HandlerDropped(Box<HandlerDropped>),
     /// A handler panicked; the harness answered INTERNAL.
     ///
     /// Its fields are in [`HandlerPanicked`] (boxed).
@@ -672,9 +695,10 @@ pub enum EventKind {
         /// The receiving host.
         to: HostName,
         /// The first frames that never left, in order, as `(stream, type)`
-        /// (at most 8; JSON: `[[0, "GOAWAY"], …]`).
+        /// (at most 8; JSON: `[[0, "GOAWAY"], …]`; a boxed slice, 16
+        /// bytes where a `Vec` takes 24).
         #[serde(serialize_with = "stream_frames")]
-        frames: Vec<(u32, FrameType)>,
+        frames: Box<[(u32, FrameType)]>,
         /// How many more never left.
         more: u32,
         /// Why.
@@ -704,8 +728,9 @@ pub enum EventKind {
         to: HostName,
         /// Byte offset in the sender's stream.
         offset: u64,
-        /// What was wrong, naming the RFC 9113 section.
-        reason: String,
+        /// What was wrong, naming the RFC 9113 section (a `Box<str>`: 16
+        /// bytes, where a `String` takes 24).
+        reason: Box<str>,
     },
     /// A server host with a keepalive policy
     /// ([`Sim::keepalive_policy`](crate::Sim::keepalive_policy)) judged a
@@ -888,7 +913,8 @@ impl EventKind {
     /// `(0, run)`, `(1, call)`, `(2, connection)`, else `(3, 0)`.
     pub(crate) fn id_key(&self) -> (u8, u32) {
         match self {
-            Self::HandlerDequeued { run, .. } | Self::HandlerDropped { run, .. } => (0, run.0),
+            Self::HandlerDequeued(e) => (0, e.run.0),
+            Self::HandlerDropped(e) => (0, e.run.0),
             Self::HandlerStarted(e) => (0, e.run.0),
             Self::HandlerFinished(e) => (0, e.run.0),
             Self::HandlerPanicked(e) => (0, e.run.0),
@@ -896,10 +922,10 @@ impl EventKind {
             Self::FaultFired(e) => (0, e.run.0),
             Self::GrpcTimeoutInvalid(e) => (0, e.run.0),
             Self::CallStarted(e) => (1, e.call.0),
+            Self::CallStoppedReading(e) => (1, e.call.0),
             Self::CallSeenOnWire { call, .. }
             | Self::CallEnded { call, .. }
-            | Self::CallDropped { call, .. }
-            | Self::CallStoppedReading { call, .. } => (1, call.0),
+            | Self::CallDropped { call, .. } => (1, call.0),
             Self::FrameReplaced(e) => (2, e.conn),
             Self::Frame { conn, .. }
             | Self::ConnClosed { conn, .. }
@@ -913,6 +939,12 @@ impl EventKind {
 
 pub(crate) fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// [`Event::at`]'s nanoseconds as the microseconds [`micros`] writes for
+/// the same `Duration` (truncated).
+fn nanos_as_micros<S: serde::Serializer>(ns: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(ns / 1_000)
 }
 
 /// A connection as the text writes it: `c1`.
@@ -951,16 +983,50 @@ mod size_tests {
     use super::*;
 
     /// One `Event` is stored per recorded frame and the log holds 100,000s:
-    /// its inline size is the log's floor per frame. The frame variant sets
-    /// it (56 bytes of `EventKind`: three ids, type, flags, a 24-byte
-    /// detail, its fate one pointer; without it the enum is 48); every
-    /// variant larger is boxed (`payloads`), so a field that grows a
-    /// variant past it fails here rather than making every event larger.
+    /// its inline size is the log's floor per frame. The frame variant
+    /// sets it: 40 bytes of `EventKind` (three ids, type, flags, a 16-byte
+    /// detail, its fate one pointer, the noise flag), the enum's tag kept
+    /// in the niche of that `bool`, which only works while every other
+    /// variant fits in the 32 bytes beside it. Variants larger are boxed
+    /// (`payloads`) or hold `Box<str>`/`Box<[_]>` for `String`/`Vec`, so a
+    /// field that grows one past 32 bytes fails here rather than making
+    /// every event 8 bytes larger. The time is 8 bytes (nanoseconds), the
+    /// host 4: 52, padded to 56.
     #[test]
-    fn an_event_stays_within_80_bytes() {
-        assert_eq!(std::mem::size_of::<EventKind>(), 56);
-        assert_eq!(std::mem::size_of::<Event>(), 80);
+    fn an_event_stays_within_56_bytes() {
+        assert_eq!(std::mem::size_of::<EventKind>(), 40);
+        assert_eq!(std::mem::size_of::<Event>(), 56);
         assert_eq!(std::mem::size_of::<HostName>(), 4);
         assert_eq!(std::mem::size_of::<FrameFate>(), 8);
+    }
+
+    /// The time reads back to the nanosecond, serializes as the
+    /// microseconds a `Duration` did, and saturates past `u64` nanoseconds
+    /// (about 584 years) instead of panicking.
+    #[test]
+    fn an_event_keeps_its_time_in_nanoseconds_and_saturates() {
+        let at = Duration::new(12, 345_678_901);
+        let e = Event::new(at, "store", EventKind::HostCrashed);
+        assert_eq!(e.at(), at);
+        assert_eq!(
+            format!("{e:?}"),
+            r#"Event { at: 12.345678901s, host: "store", kind: HostCrashed }"#
+        );
+        let json = serde_json::to_value(&e).expect("serializes");
+        assert_eq!(
+            json["at_us"], 12_345_678,
+            "truncated like Duration::as_micros"
+        );
+        let far = Event::new(Duration::MAX, "store", EventKind::HostCrashed);
+        assert_eq!(far.at(), Duration::from_nanos(u64::MAX));
+        let just_past = Duration::from_nanos(u64::MAX) + Duration::from_nanos(1);
+        assert_eq!(
+            Event::new(just_past, "store", EventKind::HostCrashed).at(),
+            Duration::from_nanos(u64::MAX)
+        );
+        assert_eq!(
+            serde_json::to_value(&far).expect("serializes")["at_us"],
+            u64::MAX / 1_000
+        );
     }
 }

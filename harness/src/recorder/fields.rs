@@ -4,18 +4,19 @@
 //! also gives these types their `Display`).
 //!
 //! Kept small on purpose: one is stored per recorded frame. Everything but a
-//! HEADERS block's fields, a SETTINGS list and GOAWAY debug data is
-//! `Copy` and inline; a block is shared ([`HeaderFields`]), the other two
-//! are boxed, and empty ones do not allocate.
+//! HEADERS block's fields, a SETTINGS list and a GOAWAY is `Copy` and
+//! inline; a block is shared ([`HeaderFields`]), the other two are boxed
+//! behind one thin pointer each ([`SettingValues`], [`GoAway`]), and an
+//! empty SETTINGS list does not allocate.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
-use crate::wire::{BlockKind, ErrorCode, SettingId};
+pub use super::header_fields::HeaderFields;
+use crate::wire::{ErrorCode, SettingId};
 
 /// The flags of a recorded frame that a trace needs (RFC 9113 §6): `END_STREAM`
 /// (DATA, HEADERS), `END_HEADERS` (HEADERS, PUSH_PROMISE, CONTINUATION) and
@@ -153,8 +154,9 @@ pub enum FrameDetail {
     /// empty for an ACK. JSON: `{"settings": [{"id": "INITIAL_WINDOW_SIZE",
     /// "value": 1048576}, …]}` (ids by their RFC name without `SETTINGS_`).
     Settings {
-        /// `(identifier, value)` pairs.
-        values: Box<[(SettingId, u32)]>,
+        /// `(identifier, value)` pairs (one thin pointer, none for an
+        /// empty list; it derefs to `[(SettingId, u32)]`).
+        values: SettingValues,
     },
     /// PING (§6.7); whether it is the ACK is in the flags. JSON:
     /// `{"payload": "0000000000000001"}` (hex).
@@ -162,17 +164,12 @@ pub enum FrameDetail {
         /// The 8 opaque octets.
         payload: [u8; 8],
     },
-    /// GOAWAY (§6.8). JSON: `{"last_stream_id": 1, "error_code":
-    /// "ENHANCE_YOUR_CALM", "debug": "too_many_pings"}` (`debug` as UTF-8,
-    /// invalid sequences replaced by U+FFFD).
-    GoAway {
-        /// Highest peer-initiated stream the sender may have processed.
-        last_stream_id: u32,
-        /// Why the connection is going away.
-        code: ErrorCode,
-        /// Additional debug data (`too_many_pings`); may be empty.
-        debug: DebugData,
-    },
+    /// GOAWAY (§6.8), its fields boxed ([`GoAway`]: a connection sends one
+    /// or two, and inline they would make every frame's detail larger).
+    /// JSON: `{"last_stream_id": 1, "error_code": "ENHANCE_YOUR_CALM",
+    /// "debug": "too_many_pings"}` (`debug` as UTF-8, invalid sequences
+    /// replaced by U+FFFD).
+    GoAway(Box<GoAway>),
     /// WINDOW_UPDATE (§6.9). JSON: `{"increment": 65535}`.
     WindowUpdate {
         /// Window size increment, octets.
@@ -202,20 +199,16 @@ impl Serialize for FrameDetail {
                 map.serialize_entry("compressed_flag", compressed_flag)?;
             }
             Self::Headers(block) => {
-                map.serialize_entry("block", &block.0.kind.to_string())?;
-                map.serialize_entry("fields", &Fields(&block.0.fields))?;
+                map.serialize_entry("block", &block.kind().to_string())?;
+                map.serialize_entry("fields", &block.serialize_fields())?;
             }
             Self::RstStream { code } => map.serialize_entry("error_code", &code.to_string())?,
             Self::Settings { values } => map.serialize_entry("settings", &Settings(values))?,
             Self::Ping { payload } => map.serialize_entry("payload", &hex(payload))?,
-            Self::GoAway {
-                last_stream_id,
-                code,
-                debug,
-            } => {
-                map.serialize_entry("last_stream_id", last_stream_id)?;
-                map.serialize_entry("error_code", &code.to_string())?;
-                map.serialize_entry("debug", &String::from_utf8_lossy(debug))?;
+            Self::GoAway(goaway) => {
+                map.serialize_entry("last_stream_id", &goaway.last_stream_id)?;
+                map.serialize_entry("error_code", &goaway.code.to_string())?;
+                map.serialize_entry("debug", &String::from_utf8_lossy(&goaway.debug))?;
             }
             Self::WindowUpdate { increment } => map.serialize_entry("increment", increment)?,
             Self::PushPromise { promised_stream } => {
@@ -227,10 +220,90 @@ impl Serialize for FrameDetail {
     }
 }
 
+/// The fields of a recorded GOAWAY (RFC 9113 §6.8), boxed in
+/// [`FrameDetail::GoAway`].
+///
+/// ```
+/// use grpc_chaos::recorder::event::{FrameDetail, GoAway};
+/// use grpc_chaos::wire::ErrorCode;
+/// let detail = FrameDetail::GoAway(Box::new(GoAway {
+///     last_stream_id: 1,
+///     code: ErrorCode::EnhanceYourCalm,
+///     debug: b"too_many_pings".into(),
+/// }));
+/// assert!(matches!(&detail, FrameDetail::GoAway(g) if *g.debug == *b"too_many_pings"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoAway {
+    /// Highest peer-initiated stream the sender may have processed.
+    pub last_stream_id: u32,
+    /// Why the connection is going away.
+    pub code: ErrorCode,
+    /// Additional debug data (`too_many_pings`); may be empty.
+    pub debug: DebugData,
+}
+
+/// A SETTINGS frame's parameters (RFC 9113 §6.5) in wire order, duplicates
+/// kept: it derefs to `[(SettingId, u32)]`. Boxed behind one thin pointer
+/// (8 bytes, where a `Box<[_]>` takes 16): the space is paid by every
+/// frame's [`FrameDetail`], and SETTINGS are a few frames a connection.
+/// An empty list (an ACK) does not allocate.
+///
+/// ```
+/// use grpc_chaos::recorder::event::SettingValues;
+/// use grpc_chaos::wire::SettingId;
+/// let values = SettingValues::from(vec![(SettingId::InitialWindowSize, 65_535)]);
+/// assert_eq!(values[0], (SettingId::InitialWindowSize, 65_535));
+/// assert!(SettingValues::default().is_empty());
+/// ```
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct SettingValues(Option<Box<Box<[Setting]>>>);
+
+/// One SETTINGS parameter: its identifier and value.
+type Setting = (SettingId, u32);
+
+impl std::ops::Deref for SettingValues {
+    type Target = [(SettingId, u32)];
+
+    fn deref(&self) -> &[(SettingId, u32)] {
+        self.0.as_deref().map_or(&[], |b| b)
+    }
+}
+
+impl std::fmt::Debug for SettingValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl From<&[(SettingId, u32)]> for SettingValues {
+    fn from(values: &[(SettingId, u32)]) -> Self {
+        Self((!values.is_empty()).then(|| Box::new(values.into())))
+    }
+}
+
+impl From<Vec<(SettingId, u32)>> for SettingValues {
+    fn from(values: Vec<(SettingId, u32)>) -> Self {
+        Self((!values.is_empty()).then(|| Box::new(values.into_boxed_slice())))
+    }
+}
+
+impl<const N: usize> From<[(SettingId, u32); N]> for SettingValues {
+    fn from(values: [(SettingId, u32); N]) -> Self {
+        Self::from(&values[..])
+    }
+}
+
+impl PartialEq<[(SettingId, u32)]> for SettingValues {
+    fn eq(&self, other: &[(SettingId, u32)]) -> bool {
+        **self == *other
+    }
+}
+
 /// A GOAWAY's debug data (RFC 9113 §6.8), as octets: it derefs to `[u8]`.
-/// Boxed behind one thin pointer (8 bytes, where a `Box<[u8]>` takes 16):
-/// GOAWAY is rare, and the space is paid by every frame's
-/// [`FrameDetail`]. Empty data does not allocate.
+/// Boxed behind one thin pointer (8 bytes, where a `Box<[u8]>` takes 16;
+/// it sits in the boxed [`GoAway`], so the size is the box's, not every
+/// frame's). Empty data does not allocate.
 ///
 /// ```
 /// use grpc_chaos::recorder::event::DebugData;
@@ -318,18 +391,10 @@ impl Serialize for Settings<'_> {
     }
 }
 
-struct Fields<'a>(&'a [(FieldName, Box<str>)]);
-
-impl Serialize for Fields<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|(name, value)| (&**name, &**value)))
-    }
-}
-
 /// A field's name as decoded; the names every gRPC stack sends are kept as
 /// `&'static str`, so a recorded block allocates only for its values and
 /// for names of the user's own.
-type FieldName = Cow<'static, str>;
+pub(super) type FieldName = Cow<'static, str>;
 
 /// A header field the trace's rows know by name: the pseudo-headers that
 /// say what a block is (RFC 9113 §8.3) and the gRPC fields of
@@ -488,140 +553,11 @@ pub fn binary_len(value: &str) -> Option<usize> {
 }
 
 /// `name` without an allocation when it is a name every stack sends.
-fn intern(name: &str) -> FieldName {
+pub(super) fn intern(name: &str) -> FieldName {
     ShownHeader::from_name(name)
         .map(ShownHeader::name)
         .or_else(|| RESERVED.iter().copied().find(|n| *n == name))
         .map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed)
-}
-
-/// Every field of one field block, in wire order, names and values as
-/// decoded (`date` masked with [`DATE_MASK`](crate::wire::DATE_MASK),
-/// `grpc-message` as sent, `-bin` values as the base64 sent). The JSON
-/// export carries every field; a render shows the ones that matter (see
-/// [`RenderOptions`](crate::trace::RenderOptions)).
-///
-/// Shared, not copied: the block is behind an [`Arc`], so a `HeaderFields`
-/// is one pointer and a clone is a reference count. The wire tap hands the
-/// same block to every frame of a connection direction that carries the
-/// same fields (a server's response headers and `grpc-status: 0` trailers
-/// are identical call after call), so the log holds each distinct block of
-/// a connection once. Equality compares the fields, never the sharing.
-#[derive(Clone, PartialEq, Eq)]
-pub struct HeaderFields(Arc<Block>);
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Block {
-    kind: BlockKind,
-    fields: Box<[(FieldName, Box<str>)]>,
-}
-
-/// `HeaderFields { kind: Request, fields: [..] }`, as before it was shared.
-impl std::fmt::Debug for HeaderFields {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HeaderFields")
-            .field("kind", &self.0.kind)
-            .field("fields", &self.0.fields)
-            .finish()
-    }
-}
-
-impl HeaderFields {
-    /// A block of `kind` with `fields` in wire order; a name is a
-    /// [`ShownHeader`] or a string (`"authorization"`).
-    ///
-    /// ```
-    /// use grpc_chaos::recorder::event::{HeaderFields, ShownHeader};
-    /// use grpc_chaos::wire::BlockKind;
-    /// let block = HeaderFields::new(
-    ///     BlockKind::Request,
-    ///     [(ShownHeader::Method, "POST"), (ShownHeader::Path, "/tt.v1.Store/Save")],
-    /// );
-    /// assert_eq!(block.get(ShownHeader::Path), Some("/tt.v1.Store/Save"));
-    /// let with_metadata = HeaderFields::new(BlockKind::Request, [("tenant", "blue")]);
-    /// assert_eq!(with_metadata.field("tenant"), Some("blue"));
-    /// ```
-    pub fn new<N: AsRef<str>, V: Into<Box<str>>>(
-        kind: BlockKind,
-        fields: impl IntoIterator<Item = (N, V)>,
-    ) -> Self {
-        Self(Arc::new(Block {
-            kind,
-            fields: fields
-                .into_iter()
-                .map(|(n, v)| (intern(n.as_ref()), v.into()))
-                .collect(),
-        }))
-    }
-
-    /// Whether `self` holds exactly `fields` (names and values, in order)
-    /// as a block of `kind`: how the wire tap finds a block it can share
-    /// without building a new one.
-    pub(crate) fn holds<'a>(
-        &self,
-        kind: BlockKind,
-        mut fields: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
-    ) -> bool {
-        self.0.kind == kind
-            && self.0.fields.len() == fields.len()
-            && self
-                .0
-                .fields
-                .iter()
-                .all(|(n, v)| fields.next() == Some((&**n, &**v)))
-    }
-
-    /// Whether `self` and `other` are the same shared block (not only equal
-    /// fields): for a measure of the log that counts a block once.
-    pub fn shares_block_with(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-    /// Request, response, trailers or trailers-only.
-    pub fn kind(&self) -> BlockKind {
-        self.0.kind
-    }
-
-    /// Changes what the block counts as (an injected block decoded on its
-    /// own cannot know it follows response headers).
-    pub(crate) fn set_kind(&mut self, kind: BlockKind) {
-        Arc::make_mut(&mut self.0).kind = kind;
-    }
-
-    /// The first value of `field`, as sent.
-    pub fn get(&self, field: ShownHeader) -> Option<&str> {
-        self.field(field.name())
-    }
-
-    /// The first value of the field named `name` (compared as sent), any
-    /// field.
-    pub fn field(&self, name: &str) -> Option<&str> {
-        self.all().find(|(n, _)| *n == name).map(|(_, v)| v)
-    }
-
-    /// The [`ShownHeader`] fields in wire order.
-    pub fn iter(&self) -> impl Iterator<Item = (ShownHeader, &str)> + '_ {
-        self.all()
-            .filter_map(|(n, v)| Some((ShownHeader::from_name(n)?, v)))
-    }
-
-    /// Every field in wire order, `(name, value)`.
-    pub fn all(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.0.fields.iter().map(|(n, v)| (&**n, &**v))
-    }
-
-    /// The application's own metadata ([`is_custom_metadata`]) in wire
-    /// order, `(key, value)`; a `-bin` value as the base64 sent.
-    pub fn metadata(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.all().filter(|(n, _)| is_custom_metadata(n))
-    }
-
-    /// The `:path` of a request block; `None` for responses and trailers.
-    pub fn request_path(&self) -> Option<&str> {
-        match self.0.kind {
-            BlockKind::Request => self.get(ShownHeader::Path),
-            _ => None,
-        }
-    }
 }
 
 /// What a kept-back frame still waited for when the run ended
@@ -708,6 +644,7 @@ pub enum KeepaliveVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::BlockKind;
 
     #[test]
     fn details_serialize_as_typed_fields() {
@@ -728,11 +665,11 @@ mod tests {
         );
         assert_eq!(json(&FrameDetail::Empty), "{}");
         assert_eq!(
-            json(&FrameDetail::GoAway {
+            json(&FrameDetail::GoAway(Box::new(GoAway {
                 last_stream_id: 3,
                 code: ErrorCode::EnhanceYourCalm,
                 debug: b"too_many_pings".to_vec().into(),
-            }),
+            }))),
             r#"{"last_stream_id":3,"error_code":"ENHANCE_YOUR_CALM","debug":"too_many_pings"}"#
         );
         assert_eq!(
@@ -780,15 +717,33 @@ mod tests {
         assert_eq!(format!("{:?}", FrameFlags::NONE), "FrameFlags(NONE)");
     }
 
-    /// One is stored per recorded frame: the detail stays within three
-    /// words (a header block is one shared pointer, GOAWAY's debug data a
-    /// thin one), the flags one byte.
+    /// One is stored per recorded frame: the detail stays within two
+    /// words (a header block is one shared pointer, a SETTINGS list and a
+    /// GOAWAY a thin one each; a PING's 8 octets and a tag), the flags one
+    /// byte.
     #[test]
     fn frame_fields_stay_small() {
-        assert!(std::mem::size_of::<FrameDetail>() <= 24);
+        assert_eq!(std::mem::size_of::<FrameDetail>(), 16);
         assert_eq!(std::mem::size_of::<HeaderFields>(), 8);
+        assert_eq!(std::mem::size_of::<SettingValues>(), 8);
         assert_eq!(std::mem::size_of::<DebugData>(), 8);
         assert_eq!(std::mem::size_of::<FrameFlags>(), 1);
+    }
+
+    /// An ACK's empty list allocates nothing; a list reads back in wire
+    /// order with its duplicates.
+    #[test]
+    fn setting_values_keep_wire_order_and_an_empty_list_is_null() {
+        assert!(SettingValues::from(Vec::new()).0.is_none());
+        assert!(SettingValues::from(&[][..]).0.is_none());
+        let values = [
+            (SettingId::MaxConcurrentStreams, 0),
+            (SettingId::InitialWindowSize, 7),
+            (SettingId::MaxConcurrentStreams, 1),
+        ];
+        let kept = SettingValues::from(values);
+        assert_eq!(&*kept, &values[..]);
+        assert_eq!(format!("{kept:?}"), format!("{:?}", &values[..]));
     }
 
     #[test]

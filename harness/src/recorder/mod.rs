@@ -5,6 +5,7 @@ mod capture;
 pub mod event;
 pub(crate) mod fields;
 mod frame_fate;
+pub(crate) mod header_fields;
 mod host_name;
 mod payloads;
 
@@ -79,7 +80,7 @@ impl Recorder {
             return;
         }
         let host = host.into();
-        self.state().events.push(Event { at, host, kind });
+        self.state().events.push(Event::new(at, host, kind));
     }
 
     /// Runs `f`, the driver stopping or starting a host (a crash, a
@@ -138,7 +139,7 @@ impl Recorder {
     /// end after the frames it produced ([`after_its_frames`]).
     pub(crate) fn events(&self) -> Vec<Event> {
         let mut events = self.state().events.clone();
-        events.sort_by_key(|e| e.at);
+        events.sort_by_key(|e| e.at());
         after_its_frames(&mut events);
         events
     }
@@ -149,7 +150,7 @@ impl Recorder {
     /// was ~4% of its wall time.)
     pub(crate) fn take_events(&self) -> Vec<Event> {
         let mut events = std::mem::take(&mut self.state().events);
-        events.sort_by_key(|e| e.at);
+        events.sort_by_key(|e| e.at());
         after_its_frames(&mut events);
         events
     }
@@ -175,10 +176,10 @@ fn after_its_frames(events: &mut [Event]) {
         ) {
             continue;
         }
-        let (at, host) = (events[i].at, &events[i].host);
+        let (at, host) = (events[i].at(), &events[i].host);
         let last = events[i + 1..]
             .iter()
-            .take_while(|e| e.at == at)
+            .take_while(|e| e.at() == at)
             .enumerate()
             .filter(|(_, e)| &e.host == host && matches!(e.kind, EventKind::Frame { .. }))
             .map(|(k, _)| i + 1 + k)
@@ -207,11 +208,11 @@ mod tests {
     use std::time::Duration;
 
     fn dropped(run: u32) -> EventKind {
-        EventKind::HandlerDropped {
+        EventKind::HandlerDropped(Box::new(crate::recorder::event::HandlerDropped {
             run: RunId(run),
             path: "/p.S/M".into(),
             ran: Duration::ZERO,
-        }
+        }))
     }
 
     /// A handler's end comes after the frames its host wrote at that
@@ -265,7 +266,7 @@ mod tests {
                     EventKind::Frame { .. } => "frame",
                     _ => "other",
                 };
-                (e.at.as_millis(), what)
+                (e.at().as_millis(), what)
             })
             .collect::<Vec<_>>()
             .into_iter()
@@ -298,7 +299,7 @@ mod tests {
             .events()
             .iter()
             .map(|e| match &e.kind {
-                EventKind::HandlerDropped { run, .. } => run.to_string(),
+                EventKind::HandlerDropped(dropped) => dropped.run.to_string(),
                 EventKind::HostCrashed => "crash".into(),
                 _ => "other".into(),
             })

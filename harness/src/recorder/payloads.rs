@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::event::{
     BalancerChange, CallId, FrameDetail, FrameFlags, HostName, KeepaliveVerdict, LayerSide,
-    Outcome, RunId, WaitingFor,
+    OpenRun, Outcome, RunId, WaitingFor,
 };
 use crate::wire::FrameType;
 
@@ -52,6 +52,67 @@ pub struct CallStarted {
     /// The handler run on this host the call was made from, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<RunId>,
+}
+
+/// The fields of [`EventKind::CallStoppedReading`](super::event::EventKind::CallStoppedReading),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large (a rare event: tonic's decoder refused a
+/// message header).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallStoppedReading {
+    /// The call.
+    pub call: CallId,
+    /// The method path.
+    pub path: String,
+    /// The message's Message-Length, octets.
+    pub message_len: u32,
+    /// Octets of the message that had arrived.
+    pub received: u64,
+    /// Its Compressed-Flag octet.
+    pub flag: u8,
+}
+
+/// The fields of [`EventKind::HandlerDequeued`](super::event::EventKind::HandlerDequeued),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandlerDequeued {
+    /// The handler run.
+    pub run: RunId,
+    /// The method path.
+    pub path: String,
+    /// How long it waited, *simulated* time.
+    #[serde(rename = "queued_us", serialize_with = "super::event::micros")]
+    pub queued: Duration,
+}
+
+/// The fields of [`EventKind::HandlerDropped`](super::event::EventKind::HandlerDropped),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandlerDropped {
+    /// The handler run.
+    pub run: RunId,
+    /// The method path.
+    pub path: String,
+    /// From start to the drop, *simulated* time.
+    #[serde(rename = "ran_us", serialize_with = "super::event::micros")]
+    pub ran: Duration,
+}
+
+/// The fields of [`EventKind::ShutdownStillDraining`](super::event::EventKind::ShutdownStillDraining),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large (recorded at most once per server, at the end
+/// of the run).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShutdownStillDraining {
+    /// When the shutdown started, *simulated* time since the start.
+    #[serde(rename = "since_us", serialize_with = "super::event::micros")]
+    pub since: Duration,
+    /// Connections the server still had open.
+    pub open_conns: u32,
+    /// The handler runs on the host still running.
+    pub waiting_on: Vec<OpenRun>,
 }
 
 /// The fields of [`EventKind::HandlerStarted`](super::event::EventKind::HandlerStarted),

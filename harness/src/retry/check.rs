@@ -144,7 +144,7 @@ impl Trace {
                             format!(
                                 "{}: attempt {attempt} ended at {} and the layer retried, but the channel's retry tokens were then at {} of {} (throttled at or below half)",
                                 call.label(),
-                                fmt_duration(e.at),
+                                fmt_duration(e.at()),
                                 t.tokens(),
                                 policy.max_tokens()
                             ),

@@ -401,11 +401,13 @@ fn report_still_draining(shared: &Shared, ended: Duration) {
         shared.recorder.push_at(
             ended,
             &host,
-            EventKind::ShutdownStillDraining {
-                since: draining.since,
-                open_conns: draining.open_conns,
-                waiting_on,
-            },
+            EventKind::ShutdownStillDraining(Box::new(
+                crate::recorder::event::ShutdownStillDraining {
+                    since: draining.since,
+                    open_conns: draining.open_conns,
+                    waiting_on,
+                },
+            )),
         );
     }
 }

@@ -76,7 +76,7 @@ pub(crate) fn data_run(shown: &[&Event]) -> Option<DataRun> {
     (frames > 1).then(|| DataRun {
         frames,
         bytes,
-        last: shown[frames - 1].at,
+        last: shown[frames - 1].at(),
     })
 }
 
@@ -122,10 +122,10 @@ mod tests {
                 },
             ),
         };
-        Event {
-            at: Duration::from_millis(at_ms),
-            host: from.into(),
-            kind: EventKind::Frame {
+        Event::new(
+            Duration::from_millis(at_ms),
+            from,
+            EventKind::Frame {
                 conn: 1,
                 to: to.into(),
                 stream,
@@ -135,7 +135,7 @@ mod tests {
                 fate: fate.into(),
                 noise: false,
             },
-        }
+        )
     }
 
     fn trace() -> Trace {

@@ -93,7 +93,7 @@ enum Lines {
 
 impl Lines {
     fn write(&self, d: &mut Diagram, trace: &Trace, e: &Event, row: &Row) {
-        let text = format!("{} {}", fmt_duration(e.at), row.text);
+        let text = format!("{} {}", fmt_duration(e.at()), row.text);
         match (self, &e.kind) {
             (Lines::Call, EventKind::CallStarted(started)) => {
                 if let Some(c) = trace.call(started.call) {
@@ -207,7 +207,7 @@ impl CallTree {
                 EventKind::HandlerFinished(finished) => self.runs.contains(&finished.run),
                 EventKind::HandlerPanicked(panicked) => self.runs.contains(&panicked.run),
                 EventKind::FaultFired(fired) => self.runs.contains(&fired.run),
-                EventKind::HandlerDropped { run, .. } => self.runs.contains(run),
+                EventKind::HandlerDropped(dropped) => self.runs.contains(&dropped.run),
                 EventKind::HostCrashed
                 | EventKind::HostRestarted
                 | EventKind::HostPaused
@@ -215,7 +215,7 @@ impl CallTree {
                 | EventKind::Partitioned { .. }
                 | EventKind::ShutdownStarted { .. } => {
                     let e = &events[i];
-                    self.hosts.contains(e.host.as_str()) && e.at >= from && e.at <= until
+                    self.hosts.contains(e.host.as_str()) && e.at() >= from && e.at() <= until
                 }
                 _ => false,
             })

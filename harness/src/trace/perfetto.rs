@@ -282,7 +282,7 @@ fn instant(pid: u32, e: &Event, row: &Row) -> Value {
     };
     // The row's style class as the category: `frame dropped`, `fault`.
     json!({"ph": "i", "s": "t", "name": row.text, "cat": row.kind.class(), "pid": pid, "tid": tid,
-        "ts": us(e.at.as_nanos()), "args": {"where": row.place}})
+        "ts": us(e.at().as_nanos()), "args": {"where": row.place}})
 }
 
 /// *Simulated* ns as trace-event µs: a whole number when it is one (the

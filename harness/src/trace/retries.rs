@@ -141,7 +141,7 @@ impl Trace {
                     // host: the layer records the attempt right before it.
                     let started = self.events[i + 1..]
                         .iter()
-                        .take_while(|n| n.at == e.at)
+                        .take_while(|n| n.at() == e.at())
                         .find_map(|n| match &n.kind {
                             EventKind::CallStarted(s) if n.host == e.host && s.path == *path => {
                                 Some((s.call, s.timeout))
@@ -165,7 +165,7 @@ impl Trace {
                         previous_seen: started
                             .and_then(|s| runs.get(&s.0))
                             .and_then(|r| previous.get(r).copied()),
-                        started: e.at,
+                        started: e.at(),
                         claimed_delay: *delay,
                         timeout: started.and_then(|s| s.1),
                         decision: None,
@@ -191,7 +191,7 @@ impl Trace {
                         .find(|a| a.attempt == *attempt)
                     {
                         a.decision = Some(DecisionRecord {
-                            at: e.at,
+                            at: e.at(),
                             outcome: outcome.clone(),
                             code: *code,
                             committed: *committed,

@@ -125,7 +125,7 @@ impl Context {
                 }
                 EventKind::CallStarted(started) => {
                     if let Some(t) = started.timeout {
-                        cx.deadlines.insert(started.call, e.at + t);
+                        cx.deadlines.insert(started.call, e.at() + t);
                     }
                 }
                 _ => {}
@@ -155,7 +155,7 @@ pub(crate) fn rows(events: &[Event], options: &RenderOptions, ended: Duration) -
     let mut passed = deadlines_passed(events, &cx, ended).into_iter().peekable();
     let mut out = Vec::with_capacity(chosen.len());
     for row in rows_in(&cx, events, &chosen, options.fold_data) {
-        let at = events[row.event].at;
+        let at = events[row.event].at();
         while let Some((_, mut deadline)) = passed.next_if(|(when, _)| *when < at) {
             deadline.event = row.event;
             out.push(deadline);
@@ -194,7 +194,7 @@ fn rows_in(cx: &Context, events: &[Event], chosen: &[usize], fold_data: bool) ->
             }
         }
         let row = Row {
-            ms: fmt_ms(e.at),
+            ms: fmt_ms(e.at()),
             place: one_line(place),
             text: one_line(text),
             kind: kind(e),
@@ -224,10 +224,11 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
                     started.push((s.call, &e.host, &s.path, t, i));
                 }
             }
-            EventKind::CallEnded { call, .. }
-            | EventKind::CallDropped { call, .. }
-            | EventKind::CallStoppedReading { call, .. } => {
-                ends.insert(*call, e.at);
+            EventKind::CallEnded { call, .. } | EventKind::CallDropped { call, .. } => {
+                ends.insert(*call, e.at());
+            }
+            EventKind::CallStoppedReading(stopped) => {
+                ends.insert(stopped.call, e.at());
             }
             _ => {}
         }
@@ -455,11 +456,12 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 count(*open_conns, "connection")
             ),
         ),
-        EventKind::ShutdownStillDraining {
-            since,
-            open_conns,
-            waiting_on,
-        } => {
+        EventKind::ShutdownStillDraining(draining) => {
+            let event::ShutdownStillDraining {
+                since,
+                open_conns,
+                waiting_on,
+            } = &**draining;
             let mut text = format!(
                 "shutdown still draining at the end of the run (started at {}): {} open",
                 fmt_duration(*since),
@@ -630,7 +632,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             outcome,
         } => {
             let mut text = format!("{call} call {path} ended {}", status(outcome));
-            if let Some(over) = cx.overrun(*call, e.at) {
+            if let Some(over) = cx.overrun(*call, e.at()) {
                 let _ = write!(text, ", {} past its deadline", fmt_duration(over));
             }
             if cx.wire.contains_key(call) {
@@ -643,7 +645,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             (host, text)
         }
         EventKind::CallDropped { call, path } if cx.wire.contains_key(call) => {
-            let seen = match cx.deadlines.get(call).and_then(|d| d.checked_sub(e.at)) {
+            let seen = match cx.deadlines.get(call).and_then(|d| d.checked_sub(e.at())) {
                 Some(early) => format!(
                     "it reset the stream {} before the grpc-timeout it sent ran out, and tonic's \
                      timer for that timeout starts as the request is sent, so it had not fired",
@@ -661,19 +663,22 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
         }
         // Its words are on the call's start row.
         EventKind::CallSeenOnWire { .. } => (host, String::new()),
-        EventKind::CallStoppedReading {
-            call,
-            path,
-            message_len,
-            received,
-            flag,
-        } => (
-            host,
-            format!(
-                "{call} call {path} {}",
-                words::stopped_reading(*message_len, *received, *flag)
-            ),
-        ),
+        EventKind::CallStoppedReading(stopped) => {
+            let event::CallStoppedReading {
+                call,
+                path,
+                message_len,
+                received,
+                flag,
+            } = &**stopped;
+            (
+                host,
+                format!(
+                    "{call} call {path} {}",
+                    words::stopped_reading(*message_len, *received, *flag)
+                ),
+            )
+        }
         EventKind::HandlerStarted(handler_started) => {
             let event::HandlerStarted {
                 run,
@@ -719,13 +724,16 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 ),
             )
         }
-        EventKind::HandlerDequeued { run, path, queued } => (
-            host,
-            format!(
-                "{run} handler {path} got a slot after {}",
-                fmt_duration(*queued)
-            ),
-        ),
+        EventKind::HandlerDequeued(dequeued) => {
+            let event::HandlerDequeued { run, path, queued } = &**dequeued;
+            (
+                host,
+                format!(
+                    "{run} handler {path} got a slot after {}",
+                    fmt_duration(*queued)
+                ),
+            )
+        }
         EventKind::HandlerFinished(handler_finished) => {
             let event::HandlerFinished {
                 run,
@@ -757,10 +765,13 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 ),
             )
         }
-        EventKind::HandlerDropped { run, path, ran } => (
-            host,
-            format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
-        ),
+        EventKind::HandlerDropped(dropped) => {
+            let event::HandlerDropped { run, path, ran } = &**dropped;
+            (
+                host,
+                format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
+            )
+        }
         EventKind::HandlerPanicked(handler_panicked) => {
             let event::HandlerPanicked { run, path, message } = &**handler_panicked;
             (
@@ -1237,15 +1248,15 @@ mod tests {
 
     #[test]
     fn a_multi_line_or_bidi_log_message_stays_one_row() {
-        let log = Event {
-            at: Duration::from_millis(3),
-            host: "store".into(),
-            kind: EventKind::Log(Box::new(crate::recorder::event::Log {
+        let log = Event::new(
+            Duration::from_millis(3),
+            "store",
+            EventKind::Log(Box::new(crate::recorder::event::Log {
                 level: "INFO",
                 target: "app".into(),
                 message: "first\nsecond\t\u{202E}gnp.exe\0\u{200F}\u{2028}".into(),
             })),
-        };
+        );
         let trace = Trace::new(1, vec!["store".into()], vec![log], Duration::from_millis(4));
         let render = trace.render();
         assert_eq!(render.lines().count(), 2, "{render}");

@@ -354,7 +354,7 @@ fn replay(trace: &Trace) -> Vec<Stall> {
                     if let Some(dir) = dirs.get_mut(&peer) {
                         dir.held.push(Held {
                             stream: *stream,
-                            written: e.at,
+                            written: e.at(),
                             released: *left,
                         });
                     }
@@ -365,7 +365,7 @@ fn replay(trace: &Trace) -> Vec<Stall> {
             // replaced frame counts as the frame sent: the flow control of
             // what arrived instead is not followed.
             Fate::Passed | Fate::Injected | Fate::ReadAtReceiver | Fate::Replaced { .. } => {
-                left.map(|l| l.max(e.at))
+                left.map(|l| l.max(e.at()))
             }
         };
         // The order of steps at one instant: the trace's. `seq` only
@@ -376,16 +376,16 @@ fn replay(trace: &Trace) -> Vec<Stall> {
         match detail {
             FrameDetail::Data { len, .. } => {
                 let (len, end) = (i64::from(*len), flags.end_stream());
-                steps.push((e.at, seq, me, Step::Data { stream, len, end }));
+                steps.push((e.at(), seq, me, Step::Data { stream, len, end }));
             }
             FrameDetail::Headers(_) if flags.end_stream() => {
-                steps.push((e.at, seq, me, Step::Closed { stream }));
+                steps.push((e.at(), seq, me, Step::Closed { stream }));
             }
             FrameDetail::Headers(_) => {
-                steps.push((e.at, seq, me, Step::Opened { stream }));
+                steps.push((e.at(), seq, me, Step::Opened { stream }));
             }
             FrameDetail::RstStream { .. } => {
-                steps.push((e.at, seq, me, Step::Closed { stream }));
+                steps.push((e.at(), seq, me, Step::Closed { stream }));
                 if let Some(at) = left_at {
                     steps.push((at, seq + 1, peer, Step::Closed { stream }));
                 }
@@ -468,7 +468,7 @@ fn release_times(trace: &Trace) -> HashMap<DirKey, VecDeque<Duration>> {
         if let EventKind::FrameReleased { conn, .. } = &e.kind {
             out.entry((*conn, e.host.to_string()))
                 .or_default()
-                .push_back(e.at);
+                .push_back(e.at());
         }
     }
     out
@@ -669,10 +669,10 @@ mod tests {
             fate: Fate,
         ) -> Self {
             let to = if from == S { C } else { S };
-            self.events.push(Event {
-                at: ms(at),
-                host: from.into(),
-                kind: EventKind::Frame {
+            self.events.push(Event::new(
+                ms(at),
+                from,
+                EventKind::Frame {
                     conn: 1,
                     to: to.into(),
                     stream,
@@ -682,7 +682,7 @@ mod tests {
                     fate: fate.into(),
                     noise: false,
                 },
-            });
+            ));
             self
         }
 
@@ -708,22 +708,22 @@ mod tests {
             since: u64,
         ) -> Self {
             let to = if from == S { C } else { S };
-            self.events.push(Event {
-                at: ms(at),
-                host: from.into(),
-                kind: EventKind::FrameReleased {
+            self.events.push(Event::new(
+                ms(at),
+                from,
+                EventKind::FrameReleased {
                     conn: 1,
                     to: to.into(),
                     stream,
                     frame,
                     kept: ms(at - since),
                 },
-            });
+            ));
             self
         }
 
         fn trace(mut self, ended: u64) -> Trace {
-            self.events.sort_by_key(|e| e.at);
+            self.events.sort_by_key(|e| e.at());
             Trace::new(0, vec![C.into(), S.into()], self.events, ms(ended))
         }
     }

@@ -215,7 +215,7 @@ fn item(words: &Words, events: &[Event], i: usize) -> Item {
     let (place, text) = words.describe(&events[i]);
     Item {
         event: Some(i),
-        at: Some(events[i].at),
+        at: Some(events[i].at()),
         place,
         text,
     }
@@ -281,7 +281,7 @@ fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
             }
             Item {
                 event,
-                at: event.map(|i| events[i].at),
+                at: event.map(|i| events[i].at()),
                 place: event
                     .map(|i| events[i].host.to_string())
                     .unwrap_or_default(),
@@ -388,7 +388,7 @@ fn stalls(trace: &Trace, events: &[Event]) -> Vec<Item> {
         .into_iter()
         .map(|stall| {
             let event = events.iter().position(|e| {
-                e.at == stall.since
+                e.at() == stall.since
                     && e.host == stall.sender
                     && matches!(&e.kind, EventKind::Frame { conn, stream, detail: FrameDetail::Data { .. }, .. }
                         if *conn == stall.conn && *stream == stall.stream)
@@ -424,7 +424,7 @@ fn overruns(trace: &Trace, events: &[Event]) -> Vec<Item> {
             };
             Item {
                 event,
-                at: event.map(|i| events[i].at),
+                at: event.map(|i| events[i].at()),
                 place: call.host.clone(),
                 text: format!(
                     "{} call {} to {} {state} {} past its deadline (grpc-timeout={})",

@@ -227,7 +227,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     target: target.to_string(),
                     replica: None,
                     path: path.clone(),
-                    started: e.at,
+                    started: e.at(),
                     timeout: *timeout,
                     parent: *parent,
                     parent_inferred: false,
@@ -239,7 +239,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
             EventKind::CallEnded { call, outcome, .. } => {
                 if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
                     c.end = CallEnd::Status((**outcome).clone());
-                    c.ended_at = Some(e.at);
+                    c.ended_at = Some(e.at());
                 }
             }
             EventKind::CallRouted { call, replica } => {
@@ -247,24 +247,19 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     c.replica = Some(replica.to_string());
                 }
             }
-            EventKind::CallStoppedReading {
-                call,
-                message_len,
-                flag,
-                ..
-            } => {
-                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+            EventKind::CallStoppedReading(stopped) => {
+                if let Some(c) = call_ix.get(&stopped.call).map(|&i| &mut calls[i]) {
                     c.end = CallEnd::StoppedReading {
-                        message_len: *message_len,
-                        flag: *flag,
+                        message_len: stopped.message_len,
+                        flag: stopped.flag,
                     };
-                    c.ended_at = Some(e.at);
+                    c.ended_at = Some(e.at());
                 }
             }
             EventKind::CallDropped { call, .. } => {
                 if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
                     c.end = CallEnd::Dropped;
-                    c.ended_at = Some(e.at);
+                    c.ended_at = Some(e.at());
                 }
             }
             EventKind::HandlerStarted(handler_started) => {
@@ -283,7 +278,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     path: path.clone(),
                     from: from.to_string(),
                     call: *call,
-                    started: e.at,
+                    started: e.at(),
                     dequeued: None,
                     timeout: *timeout,
                     nth: *nth,
@@ -291,9 +286,9 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     ended_at: None,
                 });
             }
-            EventKind::HandlerDequeued { run, .. } => {
-                if let Some(r) = run_ix.get(run).map(|&i| &mut runs[i]) {
-                    r.dequeued = Some(e.at);
+            EventKind::HandlerDequeued(dequeued) => {
+                if let Some(r) = run_ix.get(&dequeued.run).map(|&i| &mut runs[i]) {
+                    r.dequeued = Some(e.at());
                 }
             }
             EventKind::HandlerFinished(handler_finished) => {
@@ -304,7 +299,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     &mut runs,
                     &run_ix,
                     *run,
-                    e.at,
+                    e.at(),
                     RunEnd::Finished {
                         code,
                         message: message.clone(),
@@ -319,10 +314,10 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     outcome: outcome.clone(),
                     why,
                 };
-                end_run(&mut runs, &run_ix, *run, e.at, end);
+                end_run(&mut runs, &run_ix, *run, e.at(), end);
             }
-            EventKind::HandlerDropped { run, .. } => {
-                end_run(&mut runs, &run_ix, *run, e.at, RunEnd::Dropped);
+            EventKind::HandlerDropped(dropped) => {
+                end_run(&mut runs, &run_ix, dropped.run, e.at(), RunEnd::Dropped);
             }
             EventKind::HandlerPanicked(handler_panicked) => {
                 let event::HandlerPanicked { run, message, .. } = &**handler_panicked;
@@ -330,7 +325,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     &mut runs,
                     &run_ix,
                     *run,
-                    e.at,
+                    e.at(),
                     RunEnd::Panicked(message.clone()),
                 );
             }

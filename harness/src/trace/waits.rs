@@ -68,7 +68,7 @@ pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
 fn in_the_way(events: &[Event], host: &str, target: &str, since: Duration) -> Vec<String> {
     let mut out = Vec::new();
     let down = events.iter().rev().find_map(|e| match e.kind {
-        EventKind::HostCrashed if e.host == target => Some(Some(e.at)),
+        EventKind::HostCrashed if e.host == target => Some(Some(e.at())),
         EventKind::HostRestarted if e.host == target => Some(None),
         _ => None,
     });
@@ -85,13 +85,13 @@ fn in_the_way(events: &[Event], host: &str, target: &str, since: Duration) -> Ve
         .rev()
         .find_map(|e| match &e.kind {
             EventKind::ConnectStarted { to, attempt } if e.host == host && to == target => {
-                Some(Some((*attempt, e.at, None)))
+                Some(Some((*attempt, e.at(), None)))
             }
             EventKind::ConnectWaiting {
                 to,
                 attempt,
                 paused,
-            } if e.host == host && to == target => Some(Some((*attempt, e.at, Some(*paused)))),
+            } if e.host == host && to == target => Some(Some((*attempt, e.at(), Some(*paused)))),
             EventKind::Connected { to, .. }
             | EventKind::ConnectFailed { to, .. }
             | EventKind::ConnectAbandoned { to, .. }
@@ -116,7 +116,7 @@ fn in_the_way(events: &[Event], host: &str, target: &str, since: Duration) -> Ve
     }
     let dropped = events
         .iter()
-        .filter(|e| e.at >= since && e.host == host)
+        .filter(|e| e.at() >= since && e.host == host)
         .filter(
             |e| matches!(&e.kind, EventKind::Frame { to, fate, .. } if *fate == Fate::Dropped && to == target),
         )

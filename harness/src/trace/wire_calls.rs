@@ -65,7 +65,7 @@ pub(super) fn complete(events: Vec<Event>) -> Vec<Event> {
                             call: *call,
                             caller: e.host.to_string(),
                             path: path.clone(),
-                            started: e.at,
+                            started: e.at(),
                             timeout: *timeout,
                         },
                     );
@@ -84,14 +84,10 @@ pub(super) fn complete(events: Vec<Event>) -> Vec<Event> {
                 .map(|kind| (open.remove(&(*conn, *stream)), kind)),
             _ => None,
         };
-        let at = e.at;
+        let at = e.at();
         out.push(e);
         if let Some((Some(call), kind)) = end {
-            out.push(Event {
-                at,
-                host: (&call.caller).into(),
-                kind,
-            });
+            out.push(Event::new(at, &call.caller, kind));
         }
     }
     out
@@ -107,7 +103,7 @@ fn ends(call: &Open, e: &Event, detail: &FrameDetail, fate: &Fate) -> Option<Eve
     );
     let ended = |outcome| EventKind::CallEnded {
         call: call.call,
-        path: call.path.clone(),
+        path: call.path.clone().into(),
         outcome: Box::new(outcome),
     };
     match detail {
@@ -145,7 +141,7 @@ fn ends(call: &Open, e: &Event, detail: &FrameDetail, fate: &Fate) -> Option<Eve
             // grpc-timeout). A reset before it is the call dropped.
             let at_deadline = call
                 .timeout
-                .is_some_and(|t| e.at >= call.started + t && *code == ErrorCode::Cancel);
+                .is_some_and(|t| e.at() >= call.started + t && *code == ErrorCode::Cancel);
             Some(if at_deadline {
                 ended(Outcome {
                     code: "CANCELLED",

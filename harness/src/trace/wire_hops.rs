@@ -51,7 +51,7 @@ impl Trace {
                     block
                         .request_path()
                         .filter(|path| path.starts_with('/'))
-                        .map(|path| (path.to_owned(), e.at))
+                        .map(|path| (path.to_owned(), e.at()))
                 }
                 _ => None,
             })

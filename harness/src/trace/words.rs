@@ -10,8 +10,8 @@ use std::fmt::{self, Write as _};
 
 use super::{MaskMetadata, RenderOptions};
 use crate::recorder::event::{
-    binary_len, is_custom_metadata, FrameDetail, FrameFlags, HeaderFields, KeepaliveVerdict,
-    LinkHold, Outcome, ShownHeader, UndeliveredCause, WaitingFor,
+    binary_len, is_custom_metadata, FrameDetail, FrameFlags, GoAway, HeaderFields,
+    KeepaliveVerdict, LinkHold, Outcome, ShownHeader, UndeliveredCause, WaitingFor,
 };
 use crate::recorder::fields::hex;
 use crate::units::fmt_duration;
@@ -140,11 +140,12 @@ impl fmt::Display for FrameDetail {
                 Ok(())
             }
             Self::Ping { payload } => f.write_str(&hex(payload)),
-            Self::GoAway {
-                last_stream_id,
-                code,
-                debug,
-            } => {
+            Self::GoAway(goaway) => {
+                let GoAway {
+                    last_stream_id,
+                    code,
+                    debug,
+                } = &**goaway;
                 write!(f, "{code} last-stream-id={last_stream_id}")?;
                 if !debug.is_empty() {
                     write!(f, " {}", quoted(&String::from_utf8_lossy(debug)))?;
@@ -432,6 +433,7 @@ fn fmt_gap(d: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recorder::event::SettingValues;
     use crate::wire::{ErrorCode, SettingId};
 
     fn text(frame: FrameType, flags: FrameFlags, detail: FrameDetail) -> String {
@@ -457,7 +459,7 @@ mod tests {
                 FrameType::Settings,
                 FrameFlags::ACK,
                 FrameDetail::Settings {
-                    values: Box::new([])
+                    values: SettingValues::default()
                 }
             ),
             "ack"
@@ -488,11 +490,11 @@ mod tests {
             text(
                 FrameType::GoAway,
                 none,
-                FrameDetail::GoAway {
+                FrameDetail::GoAway(Box::new(GoAway {
                     last_stream_id: 1,
                     code: ErrorCode::EnhanceYourCalm,
                     debug: b"too_many_pings".to_vec().into(),
-                }
+                }))
             ),
             "ENHANCE_YOUR_CALM last-stream-id=1 \"too_many_pings\""
         );
@@ -562,11 +564,11 @@ mod tests {
             capped(&odd),
             format!("a{}… {} bytes more", "é".repeat(127), 2_000_001 - 255)
         );
-        let goaway = FrameDetail::GoAway {
+        let goaway = FrameDetail::GoAway(Box::new(GoAway {
             last_stream_id: 0,
             code: ErrorCode::NoError,
             debug: vec![b'x'; 10_000].into(),
-        };
+        }));
         assert!(goaway.to_string().ends_with("… 9744 bytes more"));
         // At the limit, nothing is cut.
         let exact = "b".repeat(PEER_STRING_LIMIT);

@@ -72,7 +72,7 @@ pub(super) fn resets(trace: &Trace, from: &str) -> Vec<(Duration, u32, ErrorCode
                 stream,
                 detail: FrameDetail::RstStream { code },
                 ..
-            } => Some((e.at, *stream, *code)),
+            } => Some((e.at(), *stream, *code)),
             _ => None,
         })
         .collect()

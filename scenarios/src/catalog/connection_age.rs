@@ -78,7 +78,7 @@ fn judge(trace: &Trace) -> Report {
                 frame: FrameType::GoAway,
                 detail,
                 ..
-            } => Some((e.at, *conn, detail.to_string())),
+            } => Some((e.at(), *conn, detail.to_string())),
             _ => None,
         })
         .collect();

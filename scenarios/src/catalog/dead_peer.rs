@@ -81,7 +81,7 @@ pub(super) fn first_ping(trace: &Trace, from: &str, conn: u32) -> Option<Duratio
             frame: FrameType::Ping,
             flags,
             ..
-        } if *c == conn && !flags.ack() => Some(e.at),
+        } if *c == conn && !flags.ack() => Some(e.at()),
         _ => None,
     })
 }

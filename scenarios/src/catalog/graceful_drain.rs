@@ -84,7 +84,7 @@ fn judge(trace: &Trace) -> Report {
         *codes.entry(code).or_default() += 1;
     }
     let returned = trace.events_on("store").find_map(|e| match e.kind {
-        EventKind::ServeReturned { drained } => Some((e.at, drained)),
+        EventKind::ServeReturned { drained } => Some((e.at(), drained)),
         _ => None,
     });
     let last_finish = in_flight.iter().filter_map(|r| r.ended_at).max();

@@ -83,8 +83,8 @@ fn judge(trace: &Trace) -> Report {
             (first.is_some(), "the server never sent GOAWAY".into()),
             (
                 first.is_some_and(|c| {
-                    matches!(&c.detail, FrameDetail::GoAway { code: ErrorCode::EnhanceYourCalm, debug, .. }
-                        if **debug == *TOO_MANY_PINGS)
+                    matches!(&c.detail, FrameDetail::GoAway(g)
+                        if g.code == ErrorCode::EnhanceYourCalm && *g.debug == *TOO_MANY_PINGS)
                 }),
                 format!(
                     "GOAWAY was {:?}, not ENHANCE_YOUR_CALM too_many_pings",

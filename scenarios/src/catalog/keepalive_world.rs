@@ -68,11 +68,11 @@ pub(super) fn cuts(trace: &Trace) -> Vec<Cut> {
         .filter_map(|e| match &e.kind {
             EventKind::Frame {
                 conn,
-                detail: detail @ FrameDetail::GoAway { .. },
+                detail: detail @ FrameDetail::GoAway(_),
                 fate,
                 ..
             } if *fate == Fate::Injected => Some(Cut {
-                at: e.at,
+                at: e.at(),
                 conn: *conn,
                 detail: detail.clone(),
                 pings: ping_verdicts(trace, *conn).len(),

@@ -64,7 +64,7 @@ fn judge(trace: &Trace) -> Report {
     let code = player.map_or("none", |o| o.code);
     let spec = player.map_or("none", |o| o.spec_code);
     let reset = trace.events().iter().find_map(|e| match &e.kind {
-        EventKind::PolicyReset(r) if r.to == "player" && r.policy == "AWS NLB" => Some(e.at),
+        EventKind::PolicyReset(r) if r.to == "player" && r.policy == "AWS NLB" => Some(e.at()),
         _ => None,
     });
     let saves = trace.attempts("store", SAVE);

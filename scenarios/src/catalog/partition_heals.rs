@@ -83,7 +83,7 @@ fn judge(trace: &Trace) -> Report {
     let redialled = calls.iter().find(|c| ok(c) && c.started >= CUT);
     let released_at_repair = trace
         .events_on("store")
-        .filter(|e| matches!(e.kind, EventKind::FrameReleased { .. }) && e.at == HEAL)
+        .filter(|e| matches!(e.kind, EventKind::FrameReleased { .. }) && e.at() == HEAL)
         .count();
     let held = trace
         .events()
@@ -96,7 +96,7 @@ fn judge(trace: &Trace) -> Report {
             waited: true,
             took,
             ..
-        } => Some((e.at, conn, took)),
+        } => Some((e.at(), conn, took)),
         _ => None,
     });
     let connections = trace

@@ -37,7 +37,7 @@ fn simulate(seed: u64) -> grpc_chaos::Result<Trace> {
 fn noticed(trace: &Trace, replica: &str) -> Option<Duration> {
     trace.events_on("player").find_map(|e| match &e.kind {
         EventKind::Balancer(b) if b.change == BalancerChange::Closed && b.replica == replica => {
-            Some(e.at)
+            Some(e.at())
         }
         _ => None,
     })

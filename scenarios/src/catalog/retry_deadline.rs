@@ -54,7 +54,7 @@ fn judge(trace: &Trace) -> Report {
     // The player logs the code it got when it gives up.
     let gave_up = trace.events_on("player").find_map(|e| match &e.kind {
         grpc_chaos::EventKind::Log(log) if log.message.starts_with("player gave up") => {
-            Some((e.at, log.message.clone()))
+            Some((e.at(), log.message.clone()))
         }
         _ => None,
     });

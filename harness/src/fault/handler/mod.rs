@@ -272,11 +272,13 @@ pub(crate) trait Acting {
         let queued = self.now().saturating_sub(queued_at);
         if !queued.is_zero() {
             let (run, path) = self.run_path();
-            self.record(EventKind::HandlerDequeued {
-                run,
-                path: path.to_owned(),
-                queued,
-            });
+            self.record(EventKind::HandlerDequeued(Box::new(
+                crate::recorder::event::HandlerDequeued {
+                    run,
+                    path: path.to_owned(),
+                    queued,
+                },
+            )));
         }
         self.keep_permit(permit);
     }

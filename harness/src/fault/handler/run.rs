@@ -241,11 +241,13 @@ impl Drop for RunGuard {
         }
         let ran = self.now().saturating_sub(self.started);
         let path = std::mem::take(&mut self.path);
-        self.push(EventKind::HandlerDropped {
-            run: self.run,
-            path,
-            ran,
-        });
+        self.push(EventKind::HandlerDropped(Box::new(
+            crate::recorder::event::HandlerDropped {
+                run: self.run,
+                path,
+                ran,
+            },
+        )));
     }
 }
 

@@ -204,7 +204,7 @@ impl Writer {
 /// The recorded frames: when, which, and what the faults did.
 fn frames(events: &[Event]) -> Vec<(Duration, FrameType, Fate)> {
     let frame = |e: &Event| match &e.kind {
-        EventKind::Frame { frame, fate, .. } => Some((e.at, *frame, fate.get())),
+        EventKind::Frame { frame, fate, .. } => Some((e.at(), *frame, fate.get())),
         _ => None,
     };
     events.iter().filter_map(frame).collect()
@@ -222,14 +222,14 @@ fn injected(events: &[Event]) -> Vec<(Duration, FrameType)> {
 /// each was kept.
 fn releases(events: &[Event]) -> Vec<(Duration, FrameType, Duration)> {
     let release = |e: &Event| match &e.kind {
-        EventKind::FrameReleased { frame, kept, .. } => Some((e.at, *frame, *kept)),
+        EventKind::FrameReleased { frame, kept, .. } => Some((e.at(), *frame, *kept)),
         _ => None,
     };
     events.iter().filter_map(release).collect()
 }
 
 fn closed_at(events: &[Event]) -> Vec<Duration> {
-    let closed = |e: &Event| matches!(e.kind, EventKind::ConnClosed { .. }).then_some(e.at);
+    let closed = |e: &Event| matches!(e.kind, EventKind::ConnClosed { .. }).then_some(e.at());
     events.iter().filter_map(closed).collect()
 }
 
@@ -434,5 +434,5 @@ async fn shutdown_waits_until_the_queue_is_out() {
     assert_eq!(log.left, [(ms(0), C2S_WINDOW_UPDATE), (ms(30), rest)]);
     assert_eq!(log.shutdown, Some(ms(30)));
     assert_eq!(closed_at(&events), [ms(30)]);
-    assert_eq!(events.last().map(|e| e.at), Some(ms(30)));
+    assert_eq!(events.last().map(|e| e.at()), Some(ms(30)));
 }

@@ -308,7 +308,7 @@ impl DirectionTap {
                     conn: self.conn,
                     to: self.to,
                     offset: *offset,
-                    reason: reason.clone(),
+                    reason: reason.clone().into(),
                 });
                 // Passed through untouched: the receiver's HTTP/2 stack
                 // decides what a protocol error means.
@@ -690,7 +690,7 @@ impl DirectionTap {
                     conn: self.conn,
                     to: self.to,
                     offset: *offset,
-                    reason: reason.clone(),
+                    reason: reason.clone().into(),
                 });
             }
         }

@@ -51,7 +51,7 @@ fn protocol_errors(tap: &DirectionTap) -> Vec<String> {
         .events()
         .into_iter()
         .filter_map(|e| match e.kind {
-            EventKind::ProtocolError { reason, .. } => Some(reason),
+            EventKind::ProtocolError { reason, .. } => Some(reason.into()),
             _ => None,
         })
         .collect()

@@ -127,7 +127,7 @@ impl RawRead {
                 conn: self.conn,
                 to: (&self.me).into(),
                 offset: *offset,
-                reason: reason.clone(),
+                reason: reason.clone().into(),
             },
         };
         self.env.recorder.push(&self.peer, kind);

@@ -4,7 +4,8 @@
 
 use std::collections::VecDeque;
 
-use crate::recorder::event::{FrameDetail, FrameFlags, HeaderFields};
+use crate::recorder::event::{FrameDetail, FrameFlags, GoAway, HeaderFields};
+use crate::recorder::header_fields::Likeness;
 use crate::wire::{Detail, Frame, FrameType, HeaderBlock};
 
 /// Stream WINDOW_UPDATEs below this many octets are noise the default render
@@ -24,8 +25,11 @@ pub(crate) struct Summary {
 /// frame that carries the same fields shares the block already in the log
 /// ([`HeaderFields`] is shared) instead of holding a copy: a server sends
 /// the same response headers and `grpc-status: 0` trailers call after call.
-/// Which frames share a block changes no output: blocks compare, render
-/// and serialize by their fields.
+/// A block that differs from one of these in a single short value (the
+/// harness's call id, new on every request) shares that one's field list
+/// and keeps only the value ([`HeaderFields::with_value`]). Which frames
+/// share a block or a list changes no output: blocks compare, render and
+/// serialize by their fields.
 #[derive(Default)]
 pub(crate) struct Blocks(VecDeque<HeaderFields>);
 
@@ -35,14 +39,40 @@ const BLOCKS_KEPT: usize = 8;
 
 impl Blocks {
     /// The recorded form of `block`: one already recorded with the same
-    /// fields, else a new one (remembered from now on).
+    /// fields, else one that shares the list of a block that differs in
+    /// one value, else a new one (remembered from now on).
     fn share(&mut self, block: &HeaderBlock) -> HeaderFields {
         let fields = || block.all().iter().map(|(n, v)| (n.as_str(), v.as_str()));
-        let found = self.0.iter().position(|b| b.holds(block.kind, fields()));
-        if let Some(hit) = found.and_then(|i| self.0.remove(i)) {
-            // Most recent first: the next frame most likely repeats it.
-            self.0.push_front(hit.clone());
-            return hit;
+        let mut near = None;
+        for (i, b) in self.0.iter().enumerate() {
+            match b.likeness(block.kind, fields()) {
+                Likeness::Same => {
+                    let hit = b.clone();
+                    // Most recent first: the next frame most likely repeats it.
+                    self.0.remove(i);
+                    self.0.push_front(hit.clone());
+                    return hit;
+                }
+                Likeness::OneValue(field) if near.is_none() => near = Some((i, field)),
+                _ => {}
+            }
+        }
+        let shared = near.and_then(|(i, field)| {
+            let value = &block.all()[field].1;
+            Some((i, self.0[i].with_value(field, value)?))
+        });
+        if let Some((i, new)) = shared {
+            // It takes the place of a block with a value of its own for the
+            // same field (the previous call's id, not sent again), so the
+            // requests of one method take two places, not all eight; a
+            // block of the list's own values stays (`grpc-status: 0`
+            // trailers come back after an error's).
+            if self.0[i].own_field() == new.own_field() {
+                self.0.remove(i);
+            }
+            self.0.push_front(new.clone());
+            self.0.truncate(BLOCKS_KEPT);
+            return new;
         }
         let new = HeaderFields::new(block.kind, fields());
         self.0.push_front(new.clone());
@@ -100,11 +130,11 @@ pub(crate) fn summarize(frame: &Frame, blocks: &mut Blocks) -> Summary {
             debug,
         } => (
             flags,
-            FrameDetail::GoAway {
+            FrameDetail::GoAway(Box::new(GoAway {
                 last_stream_id: *last_stream_id,
                 code: *code,
                 debug: debug.as_slice().into(),
-            },
+            })),
             false,
         ),
         Detail::WindowUpdate { increment } => (
@@ -146,23 +176,79 @@ mod tests {
     use super::*;
     use crate::wire::{Direction, Event};
 
+    /// The first HEADERS frame `fields` encode into, decoded (a literal
+    /// block, so nothing depends on an HPACK table).
+    fn headers_frame(direction: Direction, fields: &[(&str, &str)]) -> Option<Frame> {
+        let hpack = crate::wire::encode::hpack_literal(fields);
+        let bytes = crate::wire::encode::headers(1, &hpack, true, true);
+        let mut events = Vec::new();
+        let mut decoder = crate::wire::Decoder::new(direction);
+        if direction == Direction::ClientToServer {
+            decoder.feed(crate::wire::frame::PREFACE, &mut events);
+        }
+        decoder.feed(&crate::wire::encode::settings(&[]), &mut events);
+        decoder.feed(&bytes, &mut events);
+        events.into_iter().find_map(|e| match e {
+            Event::Frame(f) if f.ty == FrameType::Headers => Some(f),
+            _ => None,
+        })
+    }
+
+    /// Requests that differ only in the harness's call id share one field
+    /// list, each keeping its own id; a request that differs in two values
+    /// gets a list of its own; every block reads back what was sent.
+    #[test]
+    fn requests_that_differ_in_their_call_id_share_one_list() {
+        let mut blocks = Blocks::default();
+        let request = |id: &str, path: &str| {
+            let fields = [
+                (":method", "POST"),
+                (":path", path),
+                ("content-type", "application/grpc"),
+                (crate::recorder::CALL_ID_HEADER, id),
+            ];
+            headers_frame(Direction::ClientToServer, &fields)
+        };
+        let mut recorded = Vec::new();
+        for (id, path) in [
+            ("1", "/a.B/C"),
+            ("2", "/a.B/C"),
+            ("3", "/a.B/C"),
+            ("4", "/a.B/D"),
+        ] {
+            let Some(frame) = request(id, path) else {
+                panic!("request {id} decodes");
+            };
+            let FrameDetail::Headers(h) = summarize(&frame, &mut blocks).detail else {
+                panic!("a header block");
+            };
+            assert_eq!(h.field(crate::recorder::CALL_ID_HEADER), Some(id));
+            assert_eq!(h.request_path(), Some(path));
+            recorded.push(h);
+        }
+        let [one, two, three, four] = &recorded[..] else {
+            panic!("four blocks");
+        };
+        assert!(two.shares_fields_with(one) && three.shares_fields_with(one));
+        assert!(!two.shares_block_with(one) && !three.shares_block_with(two));
+        assert!(!four.shares_fields_with(one), "path and id differ");
+        // Remembered: the first request, the last that shares its list
+        // (it took the second's place), and the fourth.
+        assert_eq!(blocks.0.len(), 3);
+        assert!(blocks.0[0].shares_block_with(four) && blocks.0[1].shares_block_with(three));
+        let names: Vec<&str> = three.all().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            [":method", ":path", "content-type", "x-grpc-chaos-call"]
+        );
+    }
+
     /// The same fields on two frames are one block in the log; other fields
     /// are another.
     #[test]
     fn a_repeated_block_is_shared_and_a_different_one_is_not() {
         let mut blocks = Blocks::default();
-        let block = |fields: &[(&str, &str)]| {
-            let hpack = crate::wire::encode::hpack_literal(fields);
-            let bytes = crate::wire::encode::headers(1, &hpack, true, true);
-            let mut events = Vec::new();
-            let mut decoder = crate::wire::Decoder::new(Direction::ServerToClient);
-            decoder.feed(&crate::wire::encode::settings(&[]), &mut events);
-            decoder.feed(&bytes, &mut events);
-            events.into_iter().find_map(|e| match e {
-                Event::Frame(f) if f.ty == FrameType::Headers => Some(f),
-                _ => None,
-            })
-        };
+        let block = |fields: &[(&str, &str)]| headers_frame(Direction::ServerToClient, fields);
         let trailers = [("grpc-status", "0")];
         let (Some(a), Some(b), Some(c)) = (
             block(&trailers),

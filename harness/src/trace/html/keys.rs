@@ -109,7 +109,7 @@ fn stream_calls(trace: &Trace) -> BTreeMap<(u32, u32), CallId> {
             if let Some(path) = block.request_path().filter(|_| *stream != 0) {
                 sent.entry((e.host.as_str(), to.as_str(), path))
                     .or_default()
-                    .push((e.at, *conn, *stream, false));
+                    .push((e.at(), *conn, *stream, false));
             }
         }
     }
@@ -162,11 +162,11 @@ fn event_keys(e: &Event, owners: &Owners) -> BTreeSet<String> {
         EventKind::HandlerFinished(finished) => runs.push(finished.run),
         EventKind::HandlerPanicked(panicked) => runs.push(panicked.run),
         EventKind::FaultFired(fired) => runs.push(fired.run),
-        EventKind::HandlerDequeued { run, .. }
-        | EventKind::HandlerDropped { run, .. }
-        | EventKind::RetryArrived { run, .. } => runs.push(*run),
-        EventKind::ShutdownStillDraining { waiting_on, .. } => {
-            runs.extend(waiting_on.iter().map(|r| r.run));
+        EventKind::HandlerDequeued(dequeued) => runs.push(dequeued.run),
+        EventKind::HandlerDropped(dropped) => runs.push(dropped.run),
+        EventKind::RetryArrived { run, .. } => runs.push(*run),
+        EventKind::ShutdownStillDraining(draining) => {
+            runs.extend(draining.waiting_on.iter().map(|r| r.run));
         }
         EventKind::Frame {
             conn: c, stream, ..

@@ -2,7 +2,7 @@ use crate::recorder::event;
 use std::time::Duration;
 
 use crate::recorder::event::{
-    CallId, Event, EventKind, Fate, FrameDetail, FrameFlags, Outcome, RunId,
+    CallId, Event, EventKind, Fate, FrameDetail, FrameFlags, GoAway, Outcome, RunId, SettingValues,
 };
 use crate::trace::{RenderOptions, Trace};
 use crate::wire::{ErrorCode, FrameType};
@@ -60,11 +60,7 @@ fn ms(n: u64) -> Duration {
 }
 
 fn event(at: u64, host: &str, kind: EventKind) -> Event {
-    Event {
-        at: ms(at),
-        host: host.into(),
-        kind,
-    }
+    Event::new(ms(at), host, kind)
 }
 
 fn frame(
@@ -133,7 +129,7 @@ fn hostile_trace() -> Trace {
             1,
             (FrameType::Settings, FrameFlags::ACK),
             FrameDetail::Settings {
-                values: Box::new([]),
+                values: SettingValues::default(),
             },
             Fate::Passed,
             true,
@@ -158,11 +154,11 @@ fn hostile_trace() -> Trace {
         frame(
             2,
             (FrameType::GoAway, FrameFlags::NONE),
-            FrameDetail::GoAway {
+            FrameDetail::GoAway(Box::new(GoAway {
                 last_stream_id: 0,
                 code: ErrorCode::NoError,
                 debug: HOSTILE.as_bytes().into(),
-            },
+            })),
             Fate::Injected,
             false,
         ),
@@ -171,7 +167,7 @@ fn hostile_trace() -> Trace {
             HOST,
             EventKind::CallEnded {
                 call: CallId(1),
-                path,
+                path: path.into(),
                 outcome: Box::new(Outcome {
                     code: "CANCELLED",
                     message: HOSTILE.into(),
@@ -497,7 +493,7 @@ fn frame_sequences_draw_at_most_400_rows_a_connection_and_1200_a_page() {
             events.push(e);
         }
     }
-    events.sort_by_key(|e| e.at);
+    events.sort_by_key(|e| e.at());
     let trace = Trace::new(1, vec![HOST.into(), "store".into()], events, ms(500));
     let page = trace.render_html();
     let arrows = |conn: u32| {

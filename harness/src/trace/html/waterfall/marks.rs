@@ -45,9 +45,9 @@ pub(super) fn marks(page: &mut Page, view: &View<'_>, host: &str, y: f64, scale:
             _ if kind(e) == RowKind::Fault => "mark fault",
             _ => continue,
         };
-        let x = scale.x(e.at);
+        let x = scale.x(e.at());
         let (place, what) = words.describe(e);
-        let title = format!("{} {place} {what}", fmt_ms(e.at));
+        let title = format!("{} {place} {what}", fmt_ms(e.at()));
         match view.row_of(i) {
             Some(row) => {
                 page.markup("<a href=\"#t")
@@ -131,15 +131,15 @@ pub(super) fn downtime(
     for e in trace.events() {
         match e.kind {
             EventKind::HostCrashed => {
-                since.entry((&e.host, true)).or_insert(e.at);
+                since.entry((&e.host, true)).or_insert(e.at());
             }
             EventKind::HostPaused => {
-                since.entry((&e.host, false)).or_insert(e.at);
+                since.entry((&e.host, false)).or_insert(e.at());
             }
             EventKind::HostRestarted | EventKind::HostResumed => {
                 let down = matches!(e.kind, EventKind::HostRestarted);
                 if let Some(from) = since.remove(&(e.host.as_str(), down)) {
-                    spans.push((&e.host, down, from, Some(e.at)));
+                    spans.push((&e.host, down, from, Some(e.at())));
                 }
             }
             _ => {}
