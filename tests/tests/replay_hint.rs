@@ -27,17 +27,29 @@ fn failing_probe() {
     );
 }
 
-fn probe(env: &[(&str, &str)]) -> String {
+/// Runs the ignored test `name` of this binary again, with `env` set and
+/// every variable the probes read otherwise removed; its output.
+fn rerun(name: &str, env: &[(&str, &str)]) -> String {
     let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
-    cmd.args(["--ignored", "--exact", "failing_probe", "--nocapture"])
-        .env_remove("CHAOS_SEED")
-        .env_remove("CHAOS_JITTER_US")
+    cmd.args(["--ignored", "--exact", name, "--nocapture"])
         .env("GRPC_CHAOS_ARTIFACTS", "0");
+    for var in [
+        "CHAOS_SEED",
+        "CHAOS_JITTER_US",
+        "PROBE_BUILDER_JITTER",
+        "PROBE_BUILDER_SEED",
+    ] {
+        cmd.env_remove(var);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
     let out = cmd.output().expect("the test binary runs again");
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn probe(env: &[(&str, &str)]) -> String {
+    rerun("failing_probe", env)
 }
 
 #[test]
@@ -83,18 +95,7 @@ fn jitter_probe() {
 }
 
 fn jitter_probe_with(env: &[(&str, &str)]) -> String {
-    let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
-    cmd.args(["--ignored", "--exact", "jitter_probe", "--nocapture"])
-        .env_remove("CHAOS_SEED")
-        .env_remove("CHAOS_JITTER_US")
-        .env_remove("PROBE_BUILDER_JITTER")
-        .env_remove("PROBE_BUILDER_SEED")
-        .env("GRPC_CHAOS_ARTIFACTS", "0");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("the test binary runs again");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    rerun("jitter_probe", env)
 }
 
 #[test]
