@@ -736,53 +736,34 @@ mod tests {
             Self(drive)
         }
 
-        /// One frame at `at` (simulated); the effects of its call.
-        #[allow(clippy::too_many_arguments)]
-        fn frame(
+        /// A frame passed by the frame faults, at 0 ms.
+        fn passed(
             &mut self,
-            at: Duration,
             direction: Direction,
             frame: FrameType,
             flags: FrameFlags,
             stream: u32,
-            detail: FrameDetail,
-            fate: Fate,
         ) -> &Effects {
+            let detail = FrameDetail::Empty;
+            let at = Duration::ZERO;
             self.0
-                .frame(at, direction, frame, flags, stream, &detail, fate)
+                .frame(at, direction, frame, flags, stream, &detail, Fate::Passed)
         }
 
         fn client(&mut self, frame: FrameType, flags: FrameFlags, stream: u32) -> &Effects {
-            let detail = FrameDetail::Empty;
-            self.frame(
-                Duration::ZERO,
-                Direction::ClientToServer,
-                frame,
-                flags,
-                stream,
-                detail,
-                Fate::Passed,
-            )
+            self.passed(Direction::ClientToServer, frame, flags, stream)
         }
 
         fn server(&mut self, frame: FrameType, flags: FrameFlags, stream: u32) -> &Effects {
-            let detail = FrameDetail::Empty;
-            self.frame(
-                Duration::ZERO,
-                Direction::ServerToClient,
-                frame,
-                flags,
-                stream,
-                detail,
-                Fate::Passed,
-            )
+            self.passed(Direction::ServerToClient, frame, flags, stream)
         }
 
         /// A PING (`ack` false) or its ACK, with [`OPAQUE`].
         fn ping(&mut self, at: Duration, direction: Direction, ack: bool, fate: Fate) -> &Effects {
             let flags = FrameFlags::NONE.with(FrameFlags::ACK, ack);
             let detail = FrameDetail::Ping { payload: OPAQUE };
-            self.frame(at, direction, FrameType::Ping, flags, 0, detail, fate)
+            self.0
+                .frame(at, direction, FrameType::Ping, flags, 0, &detail, fate)
         }
 
         /// The client's PING at `at`, then the server's ACK: the ACK's
@@ -928,13 +909,13 @@ mod tests {
         wire.client(FrameType::Data, NO, 7);
         let detail = FrameDetail::Empty;
         let lost = (Direction::ClientToServer, FrameType::Headers, NO, 9);
-        wire.frame(
+        wire.0.frame(
             secs(5),
             lost.0,
             lost.1,
             lost.2,
             lost.3,
-            detail,
+            &detail,
             Fate::Dropped,
         );
         wire.server(FrameType::Headers, ES, 7);

@@ -45,22 +45,8 @@ impl Wire {
             FrameType::Ping => FrameDetail::Ping { payload: [7; 8] },
             _ => FrameDetail::Empty,
         };
-        self.view(at, direction, frame, flags, stream, &detail, Fate::Passed)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn view(
-        &mut self,
-        at: Duration,
-        direction: Direction,
-        frame: FrameType,
-        flags: FrameFlags,
-        stream: u32,
-        detail: &FrameDetail,
-        fate: Fate,
-    ) -> &Effects {
         self.0
-            .frame(at, direction, frame, flags, stream, detail, fate)
+            .frame(at, direction, frame, flags, stream, &detail, Fate::Passed)
     }
 
     fn timer(&mut self, at: Duration) -> &Effects {
@@ -212,7 +198,7 @@ fn the_idle_timeout_closes_after_the_last_frame_that_counts() {
     assert_eq!(fx.timer, TimerChange::Set(secs(70)));
     let fx = wire.frame(secs(20), UP, FrameType::Ping, NO, 0);
     assert_eq!(fx.timer, TimerChange::Set(secs(70)));
-    let lost = wire.view(
+    let lost = wire.0.frame(
         secs(30),
         DOWN,
         FrameType::Data,

@@ -51,20 +51,20 @@ fn removes(fate: Fate) -> bool {
 
 /// The recorded fate of a preface SETTINGS whose fate is `fate`, given the
 /// frames a rule put in its place (`arrived`, when it replaced it) and the
-/// first frame queued right behind it (`behind`): with [`WITHOUT`] when the
-/// frame is taken out and no SETTINGS stands in its place. A replacement
-/// that starts with another frame is flagged on that frame instead
-/// ([`in_place`]).
+/// first frame queued right behind it (`behind`, asked for only when the
+/// frame is taken out with nothing in its place): with [`WITHOUT`] when no
+/// SETTINGS stands in its place. A replacement that starts with another
+/// frame is flagged on that frame instead ([`in_place`]).
 pub(super) fn fate(
     fate: Fate,
     arrived: Option<&[(Frame, Option<String>)]>,
-    behind: Option<&Frame>,
+    behind: impl FnOnce() -> Option<Frame>,
 ) -> FrameFate {
     if !removes(fate) || arrived.is_some_and(|a| !a.is_empty()) {
         return fate.into();
     }
-    match behind {
-        Some(first) if is_settings(first) => fate.into(),
+    match behind() {
+        Some(first) if is_settings(&first) => fate.into(),
         _ => FrameFate::fate_breaking(fate, WITHOUT),
     }
 }
@@ -72,7 +72,7 @@ pub(super) fn fate(
 impl DirectionTap {
     /// [`fate`] of a preface SETTINGS: what is queued right behind it is
     /// the first of the injections it set off into this direction
-    /// (`fired`) and the frames policies sent behind it (`asked`). Decoded
+    /// (`fired`) and the frames policies sent behind it (`asked`), decoded
     /// only for a SETTINGS taken out of its place.
     pub(super) fn preface_fate(
         &self,
@@ -81,11 +81,7 @@ impl DirectionTap {
         fired: &[Injection],
         asked: Option<&Asked>,
     ) -> FrameFate {
-        let behind = match removes(fate) && arrived.is_none_or(<[_]>::is_empty) {
-            true => self.first_behind(fired, asked),
-            false => None,
-        };
-        self::fate(fate, arrived, behind.as_ref())
+        self::fate(fate, arrived, || self.first_behind(fired, asked))
     }
 
     /// The first frame queued right behind the frame being handled: from
@@ -107,7 +103,7 @@ impl DirectionTap {
 /// breaks, `broken` being the rule its own decode found, if any: both,
 /// when it is not a SETTINGS without ACK.
 pub(super) fn in_place(first: &Frame, broken: Option<String>) -> Option<String> {
-    if matches!(first.detail, Detail::Settings { ack: false, .. }) {
+    if is_settings(first) {
         return broken;
     }
     Some(match broken {
@@ -176,21 +172,30 @@ mod tests {
             arrived: 0,
         };
         for taken in [Fate::Dropped, Fate::Swallowed, replaced] {
-            assert_eq!(fate(taken, None, None).fate_invalid(), Some(WITHOUT));
-            assert_eq!(fate(taken, Some(&[]), None).fate_invalid(), Some(WITHOUT));
+            assert_eq!(fate(taken, None, || None).fate_invalid(), Some(WITHOUT));
+            assert_eq!(
+                fate(taken, Some(&[]), || None).fate_invalid(),
+                Some(WITHOUT)
+            );
             // Another frame behind it does not stand in for the SETTINGS.
-            assert_eq!(fate(taken, None, Some(&ping)).fate_invalid(), Some(WITHOUT));
+            assert_eq!(
+                fate(taken, None, || Some(ping.clone())).fate_invalid(),
+                Some(WITHOUT)
+            );
             // A SETTINGS behind it (an injection, a proxy's own) does.
-            assert_eq!(fate(taken, None, Some(&settings)).fate_invalid(), None);
+            assert_eq!(
+                fate(taken, None, || Some(settings.clone())).fate_invalid(),
+                None
+            );
         }
         // A replacement with frames: those carry the rule (`in_place`).
         let arrived = [(ping.clone(), None)];
-        assert_eq!(fate(replaced, Some(&arrived), None).fate_invalid(), None);
+        assert_eq!(fate(replaced, Some(&arrived), || None).fate_invalid(), None);
         let delayed = Fate::Delayed {
             until: std::time::Duration::from_millis(5),
         };
-        assert_eq!(fate(delayed, None, None).fate_invalid(), None);
-        assert_eq!(fate(Fate::Passed, None, None).fate_invalid(), None);
+        assert_eq!(fate(delayed, None, || None).fate_invalid(), None);
+        assert_eq!(fate(Fate::Passed, None, || None).fate_invalid(), None);
     }
 
     #[test]
