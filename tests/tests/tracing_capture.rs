@@ -305,4 +305,41 @@ mod own_events {
         );
         Ok(())
     }
+
+    /// A restarted host runs in a new runtime of turmoil's: what it logs
+    /// after the restart, at start-up and in a handler, is still its own.
+    #[test]
+    fn logs_after_a_restart_stay_on_the_host() -> grpc_chaos::Result {
+        let mut sim = Sim::builder().seed(4).build();
+        sim.server("store", |s| {
+            tracing::info!("store starting");
+            s.add_service(Store::with_work(ms(10)).into_server())
+        });
+        sim.client("player", |c| async move {
+            tokio::time::sleep(ms(200)).await;
+            let req = SaveRequest {
+                match_id: "m1".into(),
+                points: 2,
+            };
+            StoreClient::new(c.channel("store")).save(req).await?;
+            tracing::info!("saved after the restart");
+            Ok(())
+        });
+        sim.fault(Fault::crash("store").at(ms(50)));
+        sim.fault(Fault::restart("store").at(ms(100)));
+        let trace = sim.run()?;
+        let info = |host: &str, message: &str| (host.to_owned(), "INFO", message.to_owned());
+        assert_eq!(
+            messages(&trace),
+            [
+                info("store", "store starting"),
+                info("store", "store starting"),
+                info("store", "saved match_id=m1 total=2"),
+                info("player", "saved after the restart"),
+            ],
+            "{}",
+            trace.render()
+        );
+        Ok(())
+    }
 }

@@ -1,21 +1,25 @@
 //! Captures the `tracing` events that user code emits inside a host, with
 //! the host's name and the *simulated* time.
 //!
-//! A [`Subscriber`] of its own rather than a layer on `tracing_subscriber`'s
-//! registry: turmoil opens a `node` span for every host on every step
-//! (`turmoil/src/sim.rs`, `Sim::step`), and the registry stores each one
-//! (a slab slot, its fields, an extension map) to throw it away a moment
-//! later. That was most of what an idle simulated minute cost the harness
-//! above bare turmoil. Here a `node` span is the index of its host's name
-//! in a small table and a push on a stack, both thread-local (a run steps
-//! every host on the thread that called it, so no lock is needed); every
-//! other span is nothing.
+//! A [`Subscriber`] of its own, and one that needs no span to know which
+//! host is running: turmoil gives every host a tokio runtime of its own
+//! (`turmoil/src/rt.rs`) and runs a host's tasks inside it, so the id of
+//! the current runtime names the host. A host's software registers its
+//! runtime when it starts ([`hosted`]), again after every bounce (a new
+//! runtime); the driver names the host it crashes or restarts
+//! ([`DrivingHost`]), when tasks are dropped or built outside any poll.
+//! turmoil's `node` span, opened for every host on every step
+//! (`turmoil/src/sim.rs`, `Sim::step`), is then a callsite the capture never
+//! wants: `Interest::never`, so an idle step costs it nothing (measured in
+//! the bench's idle rows).
 
 use crate::recorder::event;
 use std::cell::RefCell;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::sync::Arc;
 
+use tokio::runtime::{Handle, Id as RuntimeId};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Record};
 use tracing::subscriber::Interest;
@@ -44,32 +48,49 @@ fn is_dependency(target: &str) -> bool {
     })
 }
 
-/// turmoil enters a span named `node` with field `name` while it runs a host.
-const TURMOIL_HOST_SPAN: &str = "node";
-
-/// The id of every span that is not a host's `node` span: it carries
-/// nothing the capture needs (an event's host is the host running).
-const OTHER_SPAN: u64 = u64::MAX;
-
-/// Whether a callsite is one the capture acts on: a host's `node` span, or
-/// anything not from the libraries under test.
-fn wanted(meta: &Metadata<'_>) -> bool {
-    let host_span = meta.is_span() && meta.name() == TURMOIL_HOST_SPAN;
-    host_span || !is_dependency(meta.target())
-}
+/// The id every span gets: no span carries anything the capture needs.
+const ANY_SPAN: u64 = 1;
 
 pub(crate) struct Capture {
     recorder: Arc<Recorder>,
 }
 
-/// The hosts seen in `node` spans on this thread during a run (an index is
-/// a span's id, so it never changes within the run), and the ones entered now
-/// (innermost last): turmoil enters one at a time, and the driver enters
-/// one of its own around a crash.
+/// This thread's hosts during a run: their names, the runtime each one's
+/// software runs in now, and the hosts the driver is crashing or
+/// restarting (innermost last). A run steps every host on the thread that
+/// called it, so no lock is needed.
 #[derive(Default)]
 struct Hosts {
     names: Vec<Box<str>>,
-    entered: Vec<usize>,
+    runtimes: Vec<(RuntimeId, usize)>,
+    driving: Vec<usize>,
+}
+
+impl Hosts {
+    fn index(&mut self, name: &str) -> usize {
+        let names = &mut self.names;
+        names.iter().position(|n| **n == *name).unwrap_or_else(|| {
+            names.push(name.into());
+            names.len() - 1
+        })
+    }
+
+    /// The host whose code runs now: the one the driver names, else the
+    /// one whose runtime is current (none outside any host: the test's own
+    /// code, a thread of its own).
+    fn current(&self) -> Option<&str> {
+        let index = match self.driving.last() {
+            Some(&i) => Some(i),
+            None => {
+                let id = Handle::try_current().ok()?.id();
+                self.runtimes
+                    .iter()
+                    .find(|(r, _)| *r == id)
+                    .map(|&(_, i)| i)
+            }
+        };
+        index.and_then(|i| self.names.get(i)).map(|n| &**n)
+    }
 }
 
 thread_local! {
@@ -82,59 +103,75 @@ fn with_hosts<R>(f: impl FnOnce(&mut Hosts) -> R) -> R {
     HOSTS.with(|hosts| f(&mut hosts.borrow_mut()))
 }
 
+/// `software` as the body of host `name`: its first poll registers the
+/// tokio runtime it runs in as the host's, so what the host's tasks log is
+/// the host's. Wrap every body given to turmoil's `client` and `host`.
+pub(crate) async fn hosted<F: Future>(name: Arc<str>, software: F) -> F::Output {
+    if let Ok(handle) = Handle::try_current() {
+        with_hosts(|hosts| {
+            let i = hosts.index(&name);
+            let id = handle.id();
+            hosts.runtimes.retain(|&(_, h)| h != i);
+            hosts.runtimes.push((id, i));
+        });
+    }
+    software.await
+}
+
+/// While alive, code on this thread is host `name`'s: the driver holds one
+/// while it crashes the host (its tasks' drops run) or restarts it (its
+/// software is built again).
+pub(crate) struct DrivingHost(());
+
+impl DrivingHost {
+    pub(crate) fn enter(name: &str) -> Self {
+        with_hosts(|hosts| {
+            let i = hosts.index(name);
+            hosts.driving.push(i);
+        });
+        Self(())
+    }
+}
+
+impl Drop for DrivingHost {
+    fn drop(&mut self) {
+        with_hosts(|hosts| hosts.driving.pop());
+    }
+}
+
 impl Capture {
     /// A capture for one run. The thread's table starts empty, so it holds
-    /// this run's hosts only and a lookup stays a scan of a few names
-    /// (unless a host is entered now: a run started from inside one).
+    /// this run's hosts only and a lookup stays a scan of a few entries
+    /// (unless a host's code runs now: a run started from inside one).
     pub(crate) fn new(recorder: Arc<Recorder>) -> Self {
         with_hosts(|hosts| {
-            if hosts.entered.is_empty() {
-                hosts.names.clear();
+            if hosts.current().is_none() {
+                *hosts = Hosts::default();
             }
         });
         Self { recorder }
     }
-
-    /// The index of a `node` span's host in the table, from its id.
-    fn host_index(id: &Id) -> Option<usize> {
-        match id.into_u64() {
-            OTHER_SPAN => None,
-            n => usize::try_from(n - 1).ok(),
-        }
-    }
 }
 
 impl Subscriber for Capture {
-    /// Dependencies log at DEBUG/TRACE and open TRACE spans on every frame:
-    /// turn them off at the call site, once, instead of filtering each one.
-    /// A disabled span is transparent, so a user event inside one still
-    /// finds the host running, from turmoil's `node` span, the one
-    /// dependency span kept.
+    /// Dependencies log at DEBUG/TRACE and open TRACE spans on every frame,
+    /// turmoil a `node` span per host per step: turn them off at the call
+    /// site, once, instead of filtering each one. A disabled span is
+    /// transparent; an event's host does not depend on spans.
     fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
-        if wanted(meta) {
-            Interest::always()
-        } else {
+        if is_dependency(meta.target()) {
             Interest::never()
+        } else {
+            Interest::always()
         }
     }
 
     fn enabled(&self, meta: &Metadata<'_>) -> bool {
-        wanted(meta)
+        !is_dependency(meta.target())
     }
 
-    fn new_span(&self, attrs: &Attributes<'_>) -> Id {
-        if attrs.metadata().name() != TURMOIL_HOST_SPAN {
-            return Id::from_u64(OTHER_SPAN);
-        }
-        let index = with_hosts(|hosts| {
-            let mut visitor = NameVisitor { hosts, index: None };
-            attrs.record(&mut visitor);
-            visitor.index
-        });
-        match index {
-            Some(i) => Id::from_u64(i as u64 + 1),
-            None => Id::from_u64(OTHER_SPAN),
-        }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(ANY_SPAN)
     }
 
     fn record(&self, _: &Id, _: &Record<'_>) {}
@@ -147,11 +184,7 @@ impl Subscriber for Capture {
         if is_dependency(target) {
             return;
         }
-        let host = with_hosts(|hosts| {
-            let i = *hosts.entered.last()?;
-            hosts.names.get(i).map(|name| name.to_string())
-        });
-        let Some(host) = host else {
+        let Some(host) = with_hosts(|hosts| hosts.current().map(str::to_owned)) else {
             return; // outside any host: not part of the simulated world
         };
         let mut message = MessageVisitor::default();
@@ -166,21 +199,9 @@ impl Subscriber for Capture {
         );
     }
 
-    fn enter(&self, span: &Id) {
-        if let Some(i) = Self::host_index(span) {
-            with_hosts(|hosts| hosts.entered.push(i));
-        }
-    }
+    fn enter(&self, _: &Id) {}
 
-    fn exit(&self, span: &Id) {
-        if let Some(i) = Self::host_index(span) {
-            with_hosts(|hosts| {
-                if let Some(at) = hosts.entered.iter().rposition(|&e| e == i) {
-                    hosts.entered.remove(at);
-                }
-            });
-        }
-    }
+    fn exit(&self, _: &Id) {}
 }
 
 fn level_name(level: &tracing::Level) -> &'static str {
@@ -190,37 +211,6 @@ fn level_name(level: &tracing::Level) -> &'static str {
         tracing::Level::INFO => "INFO",
         tracing::Level::DEBUG => "DEBUG",
         tracing::Level::TRACE => "TRACE",
-    }
-}
-
-/// Finds (or adds) the host a `node` span names in the table.
-struct NameVisitor<'a> {
-    hosts: &'a mut Hosts,
-    index: Option<usize>,
-}
-
-impl NameVisitor<'_> {
-    fn found(&mut self, name: &str) {
-        let names = &mut self.hosts.names;
-        let i = names.iter().position(|n| **n == *name).unwrap_or_else(|| {
-            names.push(name.into());
-            names.len() - 1
-        });
-        self.index = Some(i);
-    }
-}
-
-impl Visit for NameVisitor<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "name" {
-            self.found(value);
-        }
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "name" {
-            self.found(format!("{value:?}").trim_matches('"'));
-        }
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub(crate) use capture::Capture;
+pub(crate) use capture::{hosted, Capture, DrivingHost};
 use event::{CallId, Event, EventKind, HostName, RunId};
 
 /// Shared, append-only event log. Hosts run one at a time on the test's

@@ -13,7 +13,7 @@ use super::{defaults, Host, ServeHost, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::recorder::event::{EventKind, WaitingFor};
-use crate::recorder::Capture;
+use crate::recorder::{hosted, Capture, DrivingHost};
 use crate::trace::Trace;
 use crate::units::fmt_duration;
 
@@ -112,11 +112,14 @@ impl Sim {
         for (name, body) in clients {
             let host = Host::new(name.as_str().into(), shared.clone());
             let shared = shared.clone();
-            world.client(name.clone(), async move {
+            let me: Arc<str> = name.as_str().into();
+            let turmoil_name = name.clone();
+            let software = async move {
                 let result = body(host).await;
                 shared.client_finished(&name, result.as_ref().err().map(|e| e.to_string()));
                 result
-            });
+            };
+            world.client(turmoil_name, hosted(me, software));
         }
         let outcome = drive(&mut world, &shared, host_faults.clone(), &config);
         // Tearing the world down drops every handler and call still going:
@@ -220,7 +223,7 @@ fn register_server(
                 Ok::<(), Box<dyn std::error::Error>>(())
             }
         };
-        async move {
+        hosted(host.clone(), async move {
             // A server closure that panics or fails is the server's fault,
             // not the client's that happened to be running: name it.
             let message = match AssertUnwindSafe(serve).catch_unwind().await {
@@ -230,7 +233,7 @@ fn register_server(
             };
             shared.server_failed(&host, message.clone());
             Err(message.into())
-        }
+        })
     });
 }
 
@@ -306,7 +309,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             shared.shutdowns.restarted(h);
             rec.push(h, EventKind::HostRestarted);
             hold_held_links(world, shared, h);
-            let _host = tracing::info_span!("node", name = h.as_str()).entered();
+            let _host = DrivingHost::enter(h);
             rec.while_driving_host(|| world.bounce(h.as_str()));
         }
         HostAction::Partition(a, b, reset_after) => {
@@ -383,7 +386,7 @@ fn crash(world: &mut turmoil::Sim<'static>, shared: &Shared, host: &str) {
     shared.recorder.push(host, EventKind::HostCrashed);
     hold_held_links(world, shared, host);
     // Code that runs as the host's tasks are dropped is the host's.
-    let _host = tracing::info_span!("node", name = host).entered();
+    let _host = DrivingHost::enter(host);
     shared.recorder.while_driving_host(|| world.crash(host));
 }
 
