@@ -83,7 +83,7 @@ pub(crate) fn inferred_status(
 ) -> tonic::Status {
     use http::StatusCode as H;
     use tonic::Code;
-    if let Some(status) = trailers.and_then(tonic::Status::from_header_map) {
+    if let Some(status) = trailers.and_then(crate::spec::trailer_status) {
         return status;
     }
     let code = match http {
@@ -126,7 +126,7 @@ impl HttpBody for RecordedBody {
                 Some(Ok(f)) => {
                     if let Some(trailers) = f.trailers_ref() {
                         let status = inferred_status(Some(trailers), *this.http);
-                        if tonic::Status::from_header_map(trailers).is_some() {
+                        if trailers.contains_key("grpc-status") {
                             guard.finish(&status);
                         } else {
                             guard.finish_inferred(&status, *this.http);

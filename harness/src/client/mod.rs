@@ -189,7 +189,7 @@ impl CallGuard {
             self.site.from,
             EventKind::CallEnded {
                 call: self.id,
-                path: self.path.clone().into(),
+                path: std::mem::take(&mut self.path).into(),
                 outcome: Box::new(outcome),
             },
         );

@@ -205,7 +205,7 @@ impl RunGuard {
 
     /// Passes the handler's response on, watching for its status.
     pub(crate) fn wrap(mut self, response: http::Response<Body>) -> http::Response<HandlerBody> {
-        if let Some(status) = Status::from_header_map(response.headers()) {
+        if let Some(status) = crate::spec::trailer_status(response.headers()) {
             self.finish(&status); // trailers-only: the status is in the headers
         }
         response.map(|b| HandlerBody::new(b, self))
@@ -281,7 +281,7 @@ impl HttpBody for HandlerBody {
         match &frame {
             Some(Ok(f)) => {
                 if let Some(trailers) = f.trailers_ref() {
-                    let status = Status::from_header_map(trailers)
+                    let status = crate::spec::trailer_status(trailers)
                         .unwrap_or_else(|| Status::unknown("trailers without grpc-status"));
                     this.guard.finish(&status);
                 }
