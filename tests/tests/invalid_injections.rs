@@ -130,3 +130,47 @@ fn a_setting_out_of_range_is_in_the_trace_as_injected() -> grpc_chaos::Result {
         .contains("c1 s0 SETTINGS ENABLE_PUSH=2 [injected]"));
     Ok(())
 }
+
+/// RFC 9113 §3.4: a server's first frame MUST be its SETTINGS. A PING
+/// injected as the connection opens (the player's connect reaches the
+/// store at 1 ms) goes out before the store's stack wrote anything, so it stands first and the trace says it breaks the
+/// preface; a SETTINGS injected there keeps the preface whole.
+#[test]
+fn a_frame_injected_before_the_preface_settings_says_it_breaks_the_preface() -> grpc_chaos::Result {
+    let first = |inject: grpc_chaos::fault::InjectAt| -> grpc_chaos::Result<Vec<_>> {
+        let mut sim = Sim::builder().seed(1).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.fault(inject.at(ms(1)));
+        sim.client("player", |c| async move {
+            let _ = StoreClient::new(c.channel("store"))
+                .save(SaveRequest::default())
+                .await;
+            Ok(())
+        });
+        let trace = sim.run()?;
+        let rows = injected(&trace);
+        // The injected frame is the store's first row on the connection.
+        let store_first = trace.events().iter().find_map(|e| match &e.kind {
+            EventKind::Frame { frame, fate, .. } if e.host == "store" => {
+                Some((*frame, fate.clone()))
+            }
+            _ => None,
+        });
+        assert!(
+            store_first.is_some_and(|(_, fate)| fate == Fate::Injected),
+            "{}",
+            trace.render()
+        );
+        Ok(rows)
+    };
+    let ping = first(Fault::inject("store", "player").ping(false, [7; 8]))?;
+    assert_eq!(ping.len(), 1, "{ping:?}");
+    assert_eq!(
+        ping[0].3.as_deref(),
+        Some("the first frame, not the preface's SETTINGS (RFC 9113 §3.4)")
+    );
+    let settings = first(Fault::inject("store", "player").settings(&[]))?;
+    assert_eq!(settings.len(), 1, "{settings:?}");
+    assert_eq!(settings[0].3, None);
+    Ok(())
+}

@@ -158,6 +158,9 @@ pub(crate) struct DirectionTap {
     silent: bool,
     /// Frames recorded as written that are not on the wire yet.
     in_flight: ends::InFlight,
+    /// Set once the harness wrote a frame of its own into this direction
+    /// (injected, or sent by a policy): a later one is not the first.
+    wrote_own: std::cell::Cell<bool>,
     /// Bytes each direction put on the wire, shared with the other end.
     written: Arc<Written>,
     /// The header blocks this direction recorded last, shared with the
@@ -202,6 +205,7 @@ impl DirectionTap {
             scratch: policy::Scratch::default(),
             reset_done: false,
             in_flight: ends::InFlight::default(),
+            wrote_own: std::cell::Cell::new(false),
             written,
             blocks: summary::Blocks::default(),
         }
@@ -761,6 +765,11 @@ impl DirectionTap {
         let mut head = None;
         let direction = self.decoder.direction();
         for (frame, broken) in self.decode_alone(bytes) {
+            let broken = match self.before_preface() {
+                Some(rule) => preface::before(&frame, rule, broken),
+                None => broken,
+            };
+            self.wrote_own.set(true);
             if let (Detail::Settings { ack: false, values }, None) = (&frame.detail, &broken) {
                 lock_conn(&self.conn_state)
                     .tap
@@ -787,6 +796,22 @@ impl DirectionTap {
             head = Some((frame.stream_id, frame.ty));
         }
         head
+    }
+
+    /// What a frame the harness writes now would go before, if anything:
+    /// the sender has not written its preface SETTINGS yet (nor the magic,
+    /// from a client) and no frame of the harness's went first.
+    fn before_preface(&self) -> Option<preface::Before> {
+        let magic = match self.decoder.direction() {
+            Direction::ClientToServer => wire::frame::PREFACE.len() as u64,
+            Direction::ServerToClient => 0,
+        };
+        match self.decoder.bytes_fed() {
+            _ if self.wrote_own.get() => None,
+            fed if fed < magic => Some(preface::Before::Magic),
+            fed if fed == magic => Some(preface::Before::Settings),
+            _ => None,
+        }
     }
 
     /// `bytes` (frames the harness writes) decoded on their own, each with

@@ -9,7 +9,10 @@
 //! SETTINGS a rule put there, or one an injection it set off or a
 //! connection policy sent right behind it (a proxy's own SETTINGS, as the
 //! stream limit of `policy/middlebox_streams.rs` sends), keeps the preface
-//! whole. Delaying the SETTINGS keeps it first: no rule is broken.
+//! whole. Delaying the SETTINGS keeps it first: no rule is broken. A
+//! frame the harness writes itself (`Fault::inject`, a policy) before the
+//! sender's SETTINGS must be a SETTINGS too, and nothing may go before a
+//! client's magic.
 
 use super::{policy::Asked, DirectionTap};
 use crate::fault::Injection;
@@ -23,6 +26,32 @@ pub(super) const WITHOUT: &str = "a connection preface without its SETTINGS (RFC
 /// The rule the first frame a rule put in the preface SETTINGS' place
 /// breaks, when it is not a SETTINGS.
 pub(super) const IN_PLACE: &str = "the first frame, not the preface's SETTINGS (RFC 9113 §3.4)";
+
+/// The rule a frame the harness writes (injected, or sent by a policy)
+/// before the client's 24-octet magic breaks: the magic MUST come first.
+pub(super) const BEFORE_MAGIC: &str = "sent before the client's connection preface (RFC 9113 §3.4)";
+
+/// What a frame the harness writes first into a direction goes before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Before {
+    /// The client's magic: any frame breaks the preface.
+    Magic,
+    /// The sender's preface SETTINGS: only a SETTINGS without ACK may
+    /// stand first.
+    Settings,
+}
+
+/// The rule a frame the harness writes first breaks, with `broken` (the
+/// rule its own decode found, if any).
+pub(super) fn before(frame: &Frame, what: Before, broken: Option<String>) -> Option<String> {
+    match what {
+        Before::Settings => in_place(frame, broken),
+        Before::Magic => Some(match broken {
+            Some(own) => format!("{own}; {BEFORE_MAGIC}"),
+            None => BEFORE_MAGIC.to_owned(),
+        }),
+    }
+}
 
 /// Whether `frame`, written into `direction`, is the SETTINGS of its
 /// sender's connection preface: a SETTINGS without ACK that is the first
@@ -196,6 +225,26 @@ mod tests {
         };
         assert_eq!(fate(delayed, None, || None).fate_invalid(), None);
         assert_eq!(fate(Fate::Passed, None, || None).fate_invalid(), None);
+    }
+
+    #[test]
+    fn nothing_the_harness_writes_goes_before_a_clients_magic() {
+        let settings = second(&encode::settings(&[]), 0);
+        let ping = second(&encode::ping(false, [1; 8]), 0);
+        assert_eq!(
+            before(&settings, Before::Magic, None).as_deref(),
+            Some(BEFORE_MAGIC)
+        );
+        assert_eq!(
+            before(&ping, Before::Magic, Some("own".into())),
+            Some(format!("own; {BEFORE_MAGIC}"))
+        );
+        // Before the SETTINGS, a SETTINGS may stand first; a PING may not.
+        assert_eq!(before(&settings, Before::Settings, None), None);
+        assert_eq!(
+            before(&ping, Before::Settings, None).as_deref(),
+            Some(IN_PLACE)
+        );
     }
 
     #[test]
