@@ -38,6 +38,22 @@ fn injected(trace: &Trace) -> Vec<(u32, FrameType, FrameDetail, Option<String>)>
         .collect()
 }
 
+/// One Save from player to store (`work` each) under `fault`.
+fn one_save_under(fault: Fault, work: Duration) -> grpc_chaos::Result<Trace> {
+    let mut sim = Sim::builder().seed(1).build();
+    sim.server("store", move |s| {
+        s.add_service(Store::with_work(work).into_server())
+    });
+    sim.fault(fault);
+    sim.client("player", |c| async move {
+        let _ = StoreClient::new(c.channel("store"))
+            .save(SaveRequest::default())
+            .await;
+        Ok(())
+    });
+    sim.run()
+}
+
 /// RFC 9113 §6.4: RST_STREAM on stream 0 is a connection error. The
 /// player's stack answers GOAWAY(PROTOCOL_ERROR) and its call in flight
 /// (a 100 ms save) fails; the trace shows the frame that caused it, in
@@ -98,22 +114,10 @@ fn an_rst_stream_on_stream_0_is_in_the_trace_as_injected() -> grpc_chaos::Result
 /// the sender. The frame is well formed, so it is recorded as decoded.
 #[test]
 fn a_setting_out_of_range_is_in_the_trace_as_injected() -> grpc_chaos::Result {
-    let mut sim = Sim::builder().seed(1).build();
-    sim.server("store", |s| {
-        s.add_service(Store::with_work(ms(100)).into_server())
-    });
-    sim.fault(
-        Fault::inject("store", "player")
-            .settings(&[(SettingId::EnablePush, 2)])
-            .at(ms(50)),
-    );
-    sim.client("player", |c| async move {
-        let _ = StoreClient::new(c.channel("store"))
-            .save(SaveRequest::default())
-            .await;
-        Ok(())
-    });
-    let trace = sim.run()?;
+    let fault = Fault::inject("store", "player")
+        .settings(&[(SettingId::EnablePush, 2)])
+        .at(ms(50));
+    let trace = one_save_under(fault, ms(100))?;
     assert_eq!(
         injected(&trace),
         [(
@@ -138,26 +142,15 @@ fn a_setting_out_of_range_is_in_the_trace_as_injected() -> grpc_chaos::Result {
 #[test]
 fn a_frame_injected_before_the_preface_settings_says_it_breaks_the_preface() -> grpc_chaos::Result {
     let first = |inject: grpc_chaos::fault::InjectAt| -> grpc_chaos::Result<Vec<_>> {
-        let mut sim = Sim::builder().seed(1).build();
-        sim.server("store", |s| s.add_service(Store::default().into_server()));
-        sim.fault(inject.at(ms(1)));
-        sim.client("player", |c| async move {
-            let _ = StoreClient::new(c.channel("store"))
-                .save(SaveRequest::default())
-                .await;
-            Ok(())
-        });
-        let trace = sim.run()?;
+        let trace = one_save_under(inject.at(ms(1)), Duration::ZERO)?;
         let rows = injected(&trace);
         // The injected frame is the store's first row on the connection.
         let store_first = trace.events().iter().find_map(|e| match &e.kind {
-            EventKind::Frame { frame, fate, .. } if e.host == "store" => {
-                Some((*frame, fate.clone()))
-            }
+            EventKind::Frame { fate, .. } if e.host == "store" => Some(fate.clone()),
             _ => None,
         });
         assert!(
-            store_first.is_some_and(|(_, fate)| fate == Fate::Injected),
+            store_first.is_some_and(|fate| fate == Fate::Injected),
             "{}",
             trace.render()
         );
