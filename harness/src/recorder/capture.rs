@@ -25,7 +25,7 @@ use tracing::span::{Attributes, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event as TracingEvent, Id, Metadata, Subscriber};
 
-use super::event::EventKind;
+use super::event::{EventKind, HostName};
 use super::Recorder;
 
 /// Targets of the libraries under test: their own logs are noise in a trace
@@ -55,41 +55,29 @@ pub(crate) struct Capture {
     recorder: Arc<Recorder>,
 }
 
-/// This thread's hosts during a run: their names, the runtime each one's
-/// software runs in now, and the hosts the driver is crashing or
-/// restarting (innermost last). A run steps every host on the thread that
-/// called it, so no lock is needed.
+/// This thread's hosts during a run: the runtime each one's software runs
+/// in now, and the hosts the driver is crashing or restarting (innermost
+/// last). A run steps every host on the thread that called it, so no lock
+/// is needed.
 #[derive(Default)]
 struct Hosts {
-    names: Vec<Box<str>>,
-    runtimes: Vec<(RuntimeId, usize)>,
-    driving: Vec<usize>,
+    runtimes: Vec<(RuntimeId, HostName)>,
+    driving: Vec<HostName>,
 }
 
 impl Hosts {
-    fn index(&mut self, name: &str) -> usize {
-        let names = &mut self.names;
-        names.iter().position(|n| **n == *name).unwrap_or_else(|| {
-            names.push(name.into());
-            names.len() - 1
-        })
-    }
-
     /// The host whose code runs now: the one the driver names, else the
     /// one whose runtime is current (none outside any host: the test's own
     /// code, a thread of its own).
-    fn current(&self) -> Option<&str> {
-        let index = match self.driving.last() {
-            Some(&i) => Some(i),
-            None => {
-                let id = Handle::try_current().ok()?.id();
-                self.runtimes
-                    .iter()
-                    .find(|(r, _)| *r == id)
-                    .map(|&(_, i)| i)
-            }
-        };
-        index.and_then(|i| self.names.get(i)).map(|n| &**n)
+    fn current(&self) -> Option<HostName> {
+        if let Some(&host) = self.driving.last() {
+            return Some(host);
+        }
+        let id = Handle::try_current().ok()?.id();
+        self.runtimes
+            .iter()
+            .find(|(r, _)| *r == id)
+            .map(|&(_, host)| host)
     }
 }
 
@@ -108,11 +96,10 @@ fn with_hosts<R>(f: impl FnOnce(&mut Hosts) -> R) -> R {
 /// the host's. Wrap every body given to turmoil's `client` and `host`.
 pub(crate) async fn hosted<F: Future>(name: Arc<str>, software: F) -> F::Output {
     if let Ok(handle) = Handle::try_current() {
+        let host = HostName::from(&name);
         with_hosts(|hosts| {
-            let i = hosts.index(&name);
-            let id = handle.id();
-            hosts.runtimes.retain(|&(_, h)| h != i);
-            hosts.runtimes.push((id, i));
+            hosts.runtimes.retain(|&(_, h)| h != host);
+            hosts.runtimes.push((handle.id(), host));
         });
     }
     software.await
@@ -125,10 +112,7 @@ pub(crate) struct DrivingHost(());
 
 impl DrivingHost {
     pub(crate) fn enter(name: &str) -> Self {
-        with_hosts(|hosts| {
-            let i = hosts.index(name);
-            hosts.driving.push(i);
-        });
+        with_hosts(|hosts| hosts.driving.push(HostName::new(name)));
         Self(())
     }
 }
@@ -184,13 +168,13 @@ impl Subscriber for Capture {
         if is_dependency(target) {
             return;
         }
-        let Some(host) = with_hosts(|hosts| hosts.current().map(str::to_owned)) else {
+        let Some(host) = with_hosts(|hosts| hosts.current()) else {
             return; // outside any host: not part of the simulated world
         };
         let mut message = MessageVisitor::default();
         event.record(&mut message);
         self.recorder.push(
-            &host,
+            host,
             EventKind::Log(Box::new(event::Log {
                 level: level_name(meta.level()),
                 target: target.to_owned(),

@@ -110,16 +110,15 @@ impl Sim {
             register_server(&mut world, &shared, name, setup);
         }
         for (name, body) in clients {
-            let host = Host::new(name.as_str().into(), shared.clone());
-            let shared = shared.clone();
             let me: Arc<str> = name.as_str().into();
-            let turmoil_name = name.clone();
+            let host = Host::new(me.clone(), shared.clone());
+            let (shared, finished) = (shared.clone(), me.clone());
             let software = async move {
                 let result = body(host).await;
-                shared.client_finished(&name, result.as_ref().err().map(|e| e.to_string()));
+                shared.client_finished(&finished, result.as_ref().err().map(|e| e.to_string()));
                 result
             };
-            world.client(turmoil_name, hosted(me, software));
+            world.client(name, hosted(me, software));
         }
         let outcome = drive(&mut world, &shared, host_faults.clone(), &config);
         // Tearing the world down drops every handler and call still going:

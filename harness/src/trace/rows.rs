@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use super::{words, RenderOptions};
 use crate::recorder::event::{
-    CallId, ConnectFailure, Event, EventKind, Fate, FrameDetail, FrameFlags, LayerSide, Outcome,
-    RunId,
+    CallId, ConnectFailure, Event, EventKind, Fate, FrameDetail, FrameFate, FrameFlags, LayerSide,
+    Outcome, RunId,
 };
 use crate::units::fmt_duration;
 use crate::wire::FrameType;
@@ -798,17 +798,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 fate.invalid(),
                 &cx.headers,
             );
-            match fate.policy() {
-                // A connection policy's own frame, not a fault's injection:
-                // the row names who wrote it.
-                Some(policy) => {
-                    let _ = write!(text, " [sent by {policy}]");
-                }
-                None => push_fate(&mut text, fate, to),
-            }
-            if let Some(rule) = fate.fate_invalid() {
-                push_fate_invalid(&mut text, rule);
-            }
+            push_fate(&mut text, fate, to);
             (format!("{host}→{to}"), text)
         }
         EventKind::FrameReplaced(frame_replaced) => {
@@ -1111,60 +1101,60 @@ fn frame_head(
 }
 
 /// What the frame faults, the links and the policies did to a frame, as
-/// the suffix of its row (`[dropped]`, `[held until 50ms]`); nothing when
-/// it passed. `to` is the receiving host.
-fn push_fate(text: &mut String, fate: &Fate, to: &str) {
-    match fate {
-        Fate::Passed => {}
-        Fate::Dropped => text.push_str(" [dropped]"),
-        Fate::Held => text.push_str(" [held until released]"),
-        Fate::Delayed { until } => {
-            let _ = write!(text, " [held until {}]", fmt_duration(*until));
-        }
+/// the suffix of its row (`[dropped]`, `[held until 50ms]`, `[sent by
+/// AWS ALB]`), with the rule the fate breaks inside the brackets
+/// (`[dropped, invalid: …]`); nothing when it passed. `to` is the
+/// receiving host.
+fn push_fate(text: &mut String, fate: &FrameFate, to: &str) {
+    let words = match fate.policy() {
+        // A connection policy's own frame, not a fault's injection: the
+        // row names who wrote it.
+        Some(policy) => format!("sent by {policy}"),
+        None => match fate_words(fate, to) {
+            Some(words) => words,
+            None => return,
+        },
+    };
+    let _ = write!(text, " [{words}");
+    if let Some(rule) = fate.fate_invalid() {
+        let _ = write!(text, ", invalid: {rule}");
+    }
+    text.push(']');
+}
+
+/// What `fate` says inside a row's brackets; `None` when the frame passed.
+fn fate_words(fate: &Fate, to: &str) -> Option<String> {
+    let words = match fate {
+        Fate::Passed => return None,
+        Fate::Dropped => "dropped".to_owned(),
+        Fate::Held => "held until released".to_owned(),
+        Fate::Delayed { until } => format!("held until {}", fmt_duration(*until)),
         Fate::Behind { until } => {
-            let _ = write!(
-                text,
-                " [behind a kept-back frame, until {}]",
-                fmt_duration(*until)
-            );
+            format!("behind a kept-back frame, until {}", fmt_duration(*until))
         }
-        Fate::BehindHeld => text.push_str(" [behind a held frame]"),
-        Fate::Injected => text.push_str(" [injected]"),
-        Fate::Partitioned => text.push_str(" [held: partitioned until repair]"),
-        Fate::Paused => text.push_str(" [held: paused until resume]"),
-        Fate::Lost => text.push_str(" [lost in the black hole]"),
-        Fate::LostBehind => text.push_str(" [lost behind a frame the black hole dropped]"),
-        Fate::ReadAtReceiver => {
-            let _ = write!(text, " [raw peer: recorded when {to} read it]");
-        }
+        Fate::BehindHeld => "behind a held frame".to_owned(),
+        Fate::Injected => "injected".to_owned(),
+        Fate::Partitioned => "held: partitioned until repair".to_owned(),
+        Fate::Paused => "held: paused until resume".to_owned(),
+        Fate::Lost => "lost in the black hole".to_owned(),
+        Fate::LostBehind => "lost behind a frame the black hole dropped".to_owned(),
+        Fate::ReadAtReceiver => format!("raw peer: recorded when {to} read it"),
         Fate::Replaced {
             differing,
             first_differing,
             arrived,
         } => {
-            let _ = write!(text, " [replaced: {}", count(*differing, "octet"));
-            text.push_str(if *differing == 1 {
-                " differs"
-            } else {
-                " differ"
-            });
+            let verb = if *differing == 1 { "differs" } else { "differ" };
+            let mut words = format!("replaced: {} {verb}", count(*differing, "octet"));
             if let Some(at) = first_differing {
-                let _ = write!(text, ", first at octet {at}");
+                let _ = write!(words, ", first at octet {at}");
             }
-            let _ = write!(text, "; {} arrived instead]", count(*arrived, "octet"));
+            let _ = write!(words, "; {} arrived instead", count(*arrived, "octet"));
+            words
         }
-        Fate::Swallowed => text.push_str(" [swallowed by a connection policy]"),
-    }
-}
-
-/// The rule a frame's fate breaks, inside the fate's brackets:
-/// `[dropped]` becomes `[dropped, invalid: <rule>]`. Only a fate that says
-/// something (in brackets) breaks a rule.
-fn push_fate_invalid(text: &mut String, rule: &str) {
-    if text.ends_with(']') {
-        text.pop();
-        let _ = write!(text, ", invalid: {rule}]");
-    }
+        Fate::Swallowed => "swallowed by a connection policy".to_owned(),
+    };
+    Some(words)
 }
 
 /// `OK`, `UNAVAILABLE "msg"`, or `DEADLINE_EXCEEDED (tonic said CANCELLED
