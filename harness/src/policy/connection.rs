@@ -225,8 +225,9 @@ pub struct Effects {
     pub(crate) timer: TimerChange,
     /// Events to record at the server host, after the frame's own.
     pub(crate) records: Vec<EventKind>,
-    /// The policy's name, for a close.
-    pub(crate) name: String,
+    /// The policy's name, for a close (shared with the tap's entry: set
+    /// before each call without a copy).
+    pub(crate) name: std::sync::Arc<str>,
     /// Octets that go on the wire instead of the frame
     /// [`ConnectionPolicy::on_frame`] is looking at ([`Effects::rewrite`]).
     pub(crate) rewrite: Option<Bytes>,
@@ -301,7 +302,7 @@ impl Effects {
     /// shown to the policy.
     pub fn close(&mut self, reason: impl Into<String>) {
         self.close = Some(Close::Policy {
-            policy: self.name.clone(),
+            policy: self.name.to_string(),
             reason: reason.into(),
         });
     }
@@ -322,7 +323,7 @@ impl Effects {
     /// shown to any policy.
     pub fn reset(&mut self, reason: impl Into<String>) {
         self.reset = Some(PolicyReset {
-            policy: self.name.clone(),
+            policy: self.name.to_string(),
             reason: reason.into(),
         });
     }

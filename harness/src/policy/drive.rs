@@ -30,7 +30,7 @@ impl<P: ConnectionPolicy> Drive<P> {
         };
         let policy = make(&info);
         let fx = Effects {
-            name: policy.name(),
+            name: policy.name().into(),
             ..Effects::default()
         };
         Self { policy, fx, len: 0 }

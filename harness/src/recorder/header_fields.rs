@@ -407,40 +407,39 @@ mod tests {
     #[test]
     fn likeness_finds_the_one_differing_value() {
         let first = HeaderFields::new(BlockKind::Request, request("1"));
-        let fields = |id: &str| request(id);
         let like = |b: &HeaderFields, kind, f: &[(&'static str, String)]| {
             b.likeness(kind, f.iter().map(|(n, v)| (*n, v.as_str())))
         };
         assert_eq!(
-            like(&first, BlockKind::Request, &fields("1")),
+            like(&first, BlockKind::Request, &request("1")),
             Likeness::Same
         );
         assert_eq!(
-            like(&first, BlockKind::Request, &fields("2")),
+            like(&first, BlockKind::Request, &request("2")),
             Likeness::OneValue(2)
         );
         assert_eq!(
-            like(&first, BlockKind::Trailers, &fields("1")),
+            like(&first, BlockKind::Trailers, &request("1")),
             Likeness::Other
         );
-        let mut two = fields("2");
+        let mut two = request("2");
         two[3].1 = "other".into();
         assert_eq!(like(&first, BlockKind::Request, &two), Likeness::Other);
-        let mut renamed = fields("1");
+        let mut renamed = request("1");
         renamed[3].0 = "tf";
         assert_eq!(like(&first, BlockKind::Request, &renamed), Likeness::Other);
         assert_eq!(
-            like(&first, BlockKind::Request, &fields("1")[..3]),
+            like(&first, BlockKind::Request, &request("1")[..3]),
             Likeness::Other
         );
         // Against a block with a value of its own: its fields as read.
         let second = first.with_value(2, "2").expect("fits");
         assert_eq!(
-            like(&second, BlockKind::Request, &fields("2")),
+            like(&second, BlockKind::Request, &request("2")),
             Likeness::Same
         );
         assert_eq!(
-            like(&second, BlockKind::Request, &fields("1")),
+            like(&second, BlockKind::Request, &request("1")),
             Likeness::OneValue(2)
         );
     }

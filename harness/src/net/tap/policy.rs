@@ -282,8 +282,7 @@ impl DirectionTap {
                 break;
             };
             fx.begin(view.now());
-            fx.name.clear();
-            fx.name.push_str(&entry.name);
+            fx.name = entry.name.clone();
             entry.policy.on_frame(view, &mut fx);
             asked.timer_earlier |= apply_timer(entry, fx.timer);
             if after.is_some() {
@@ -418,14 +417,18 @@ impl DirectionTap {
         scratch.events.append(&mut fx.records);
         let mut swallow = fx.swallow;
         if swallow && !alters[side(direction)] {
-            asked.refused.get_or_insert((fx.name.clone(), direction));
+            asked
+                .refused
+                .get_or_insert((fx.name.to_string(), direction));
             swallow = false;
         }
         if let Some(bytes) = fx.rewrite.take() {
             if alters[side(direction)] {
                 asked.rewrite.get_or_insert(bytes);
             } else {
-                asked.refused.get_or_insert((fx.name.clone(), direction));
+                asked
+                    .refused
+                    .get_or_insert((fx.name.to_string(), direction));
             }
         }
         for send in fx.sends.drain(..) {
@@ -439,7 +442,7 @@ impl DirectionTap {
             } else {
                 asked
                     .refused
-                    .get_or_insert((fx.name.clone(), send.direction));
+                    .get_or_insert((fx.name.to_string(), send.direction));
             }
         }
         if let Some(reset) = fx.reset.take() {
@@ -598,8 +601,7 @@ impl DirectionTap {
             }
             entry.timer = None;
             fx.begin(now);
-            fx.name.clear();
-            fx.name.push_str(&entry.name);
+            fx.name = entry.name.clone();
             entry.policy.on_timer(&mut fx);
             apply_timer(entry, fx.timer);
             // There is no frame to swallow or rewrite.
