@@ -62,7 +62,10 @@ pub struct Trace {
     hosts: Vec<String>,
     // Shared, not copied, by clones: the failure-artifact keeper holds a
     // clone of every run's trace (see `artifacts`).
-    events: Arc<[Event]>,
+    /// An `Arc<Vec>`, not an `Arc<[Event]>`: the recorder's vector is
+    /// kept as it is (turning it into a slice would copy the whole log once
+    /// more, at the run's end, while both copies are live).
+    events: Arc<Vec<Event>>,
     calls: Arc<[Call]>,
     runs: Arc<[HandlerRun]>,
     /// `CHAOS_JITTER_US` when the run's jitter came from it.
@@ -102,7 +105,7 @@ impl Trace {
             seed,
             ended,
             hosts,
-            events: events.into(),
+            events: Arc::new(events),
             calls: calls.into(),
             runs: runs.into(),
             jitter_env: None,

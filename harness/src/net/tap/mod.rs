@@ -259,6 +259,10 @@ impl DirectionTap {
         if self.cut {
             self.pending.extend_from_slice(&chunk);
         }
+        // Read once per chunk, not per frame: reading the simulated clock
+        // costs a lookup in turmoil's world, and the clock cannot move
+        // while this (synchronous) call runs.
+        let now = self.env.recorder.now();
         let mut rest: &[u8] = &chunk;
         // An event at a time: a SETTINGS ACK moves the frame-size limit
         // for the frames right behind it (RFC 9113 §6.5.3).
@@ -271,7 +275,7 @@ impl DirectionTap {
                     break;
                 }
                 // Watching, `pending` stays empty and the emits are no-ops.
-                self.on_event(event, out);
+                self.on_event(event, now, out);
             }
             self.events = events;
             self.events.clear();
@@ -296,13 +300,13 @@ impl DirectionTap {
         }
     }
 
-    fn on_event(&mut self, event: &wire::Event, out: &mut VecDeque<Out>) {
+    fn on_event(&mut self, event: &wire::Event, now: Duration, out: &mut VecDeque<Out>) {
         match event {
             wire::Event::Preface { .. } => {
                 let end = event.offset() + event.wire_len().unwrap_or(0);
                 self.emit(end, None, None, None, out);
             }
-            wire::Event::Frame(frame) => self.on_frame(frame, out),
+            wire::Event::Frame(frame) => self.on_frame(frame, now, out),
             wire::Event::Malformed {
                 offset,
                 len,
@@ -322,10 +326,8 @@ impl DirectionTap {
         }
     }
 
-    fn on_frame(&mut self, frame: &Frame, out: &mut VecDeque<Out>) {
-        // `now` is read once: reading the simulated clock costs a lookup
-        // in the world, and this runs for every frame.
-        let now = self.env.recorder.now();
+    /// `now`: the simulated instant the sender wrote the frame's chunk.
+    fn on_frame(&mut self, frame: &Frame, now: Duration, out: &mut VecDeque<Out>) {
         let mut scratch = std::mem::take(&mut self.scratch);
         let summary = summary::summarize(frame, &mut self.blocks);
         let ack = summary.flags.ack();

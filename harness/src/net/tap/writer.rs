@@ -82,18 +82,21 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
             tap.record_undelivered();
             return;
         }
-        let now = env.recorder.now();
+        // Read only when something below needs it: with nothing queued,
+        // due or timed (a watch-only direction between writes), it is not
+        // read at all.
+        let now = std::cell::LazyCell::new(|| env.recorder.now());
         // Made before `blocked` is computed: a release in between wakes it.
         let released = env.frames.next_release();
         let opened = env.links.next_opening();
         // While a kept-back frame waits, bytes written behind it queue up
         // (TCP keeps order) until the send buffer is full; then the sender
         // feels the back pressure.
-        let blocked = queue.front().is_some_and(|o| !tap.is_due(o, now))
+        let blocked = queue.front().is_some_and(|o| !tap.is_due(o, *now))
             && queue.iter().map(|o| o.bytes.len()).sum::<usize>() >= SEND_BUFFER;
         let on_hold = queue.front().is_some_and(|o| o.hold.is_some());
         // The front waits for a link to open (a repair, a resume).
-        let on_link = queue.front().is_some_and(|o| !tap.is_due(o, now));
+        let on_link = queue.front().is_some_and(|o| !tap.is_due(o, *now));
         let reset_due = tap.reset_due(&queue);
         if !open && queue.is_empty() {
             // The host's HTTP/2 stack shut its end down or dropped it: a
@@ -117,13 +120,13 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
         let next_release = queue
             .front()
             .and_then(|o| o.release)
-            .map(|t| t.saturating_sub(now));
+            .map(|t| t.saturating_sub(*now));
         let next_injection = injections
             .front()
             .and_then(Injection::at)
-            .map(|at| at.saturating_sub(now));
+            .map(|at| at.saturating_sub(*now));
         // A connection policy's timer (server → client writer only).
-        let policy_timer = tap.policy_timer().map(|at| at.saturating_sub(now));
+        let policy_timer = tap.policy_timer().map(|at| at.saturating_sub(*now));
         tokio::select! {
             biased;
             () = sleep(next_injection), if !tap.closing() => {
@@ -134,7 +137,7 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
             () = posted.notified() => tap.take_posted(&mut queue),
             () = sleep(policy_timer), if !tap.closing() => tap.on_policy_timer(&mut queue),
             () = was_reset => {}
-            () = sleep(reset_due.map(|(_, at)| at.saturating_sub(now))) => {
+            () = sleep(reset_due.map(|(_, at)| at.saturating_sub(*now))) => {
                 if let Some((since, _)) = reset_due {
                     tap.reset_conn(since, &mut queue);
                     return;
