@@ -66,9 +66,16 @@
 //! time of the process (`getrusage(RUSAGE_SELF)`, user + system). turmoil
 //! runs every host on the calling thread and the bench starts no other, so
 //! CPU time is the work done, without the time the (shared) machine gave
-//! to other processes; the ratios are taken on it. Every figure is the
-//! fastest of `BENCH_REPEAT` runs (default 3), harness and anchors
-//! alternating, so a burst of load does not land on one side only.
+//! to other processes; the ratios are taken on it. A part runs
+//! `BENCH_REPEAT` rounds (default 3), each round the harness and its
+//! anchors back to back, so a burst of load does not land on one side
+//! only. The figures printed are each side's fastest round; each ratio is
+//! given twice: *best*, the ratio of those fastest rounds, and *median*,
+//! the median over the rounds of the ratio within each round. On a shared
+//! virtual machine the same work's CPU time varies from round to round
+//! (other guests share the cores and caches), and the two bests can come
+//! from rounds with different luck; the median of paired ratios is the
+//! steadier of the two.
 //!
 //! **Memory.** The bench binary's global allocator counts the bytes live on
 //! the heap (requested sizes, as `GlobalAlloc` sees them) and the highest
@@ -285,13 +292,13 @@ fn main() {
     let parts = Parts::from_env();
 
     println!(
-        "grpc-chaos sim_speed: best of {repeat} interleaved runs each \
+        "grpc-chaos sim_speed: {repeat} rounds, harness and anchors interleaved \
          (CPU: getrusage, user + system; peak: heap bytes counted by the allocator)"
     );
     println!();
     println!(
-        "{:<46} {:>12} {:>12} {:>8}",
-        "measure", "grpc-chaos", "anchor", "ratio"
+        "{:<46} {:>12} {:>12} {:>8} {:>8}",
+        "measure", "grpc-chaos", "anchor", "best", "median"
     );
     if parts.run("idle") {
         idle_rows(idle, repeat);
@@ -308,38 +315,49 @@ fn main() {
     );
     println!("       calls rows   = anchor / grpc-chaos, calls per CPU s (overhead factor)");
     println!("       streams rows = grpc-chaos / bare turmoil, CPU s and peak heap");
+    println!("       best   = the ratio of each side's fastest round (figures above)");
+    println!("       median = the median over the rounds of each round's own ratio");
 }
 
 fn idle_rows(idle: Duration, repeat: u64) {
     for tick in IDLE_TICKS {
-        let [harness, anchor, same_hosts] = best_of(repeat, || {
+        let rounds = Rounds::run(repeat, || {
             [
                 isolated(|| harness_idle(tick, idle)),
                 turmoil_idle(tick, idle, 1),
                 turmoil_idle(tick, idle, 2),
             ]
         });
+        let [harness, anchor, same_hosts] = rounds.best();
         let label = format!(
             "idle {}s story, tick {}ms: sim s / CPU s",
             idle.as_secs(),
             tick.as_millis()
         );
         // harness / anchor: 1.00x means as fast as bare turmoil.
-        row(&label, &harness, &anchor, harness.rate() / anchor.rate());
+        let vs = |a: usize| move |r: &[Figure; 3]| r[0].rate() / r[a].rate();
+        row(
+            &label,
+            harness,
+            anchor,
+            harness.rate() / anchor.rate(),
+            rounds.median(vs(1)),
+        );
         row(
             "  (anchor with the story's 2 hosts + 1 client)",
-            &harness,
-            &same_hosts,
+            harness,
+            same_hosts,
             harness.rate() / same_hosts.rate(),
+            rounds.median(vs(2)),
         );
-        detail("  grpc-chaos", &harness, "sim s");
-        detail("  bare turmoil, 1 host + 1 client", &anchor, "sim s");
-        detail("  bare turmoil, 2 hosts + 1 client", &same_hosts, "sim s");
+        detail("  grpc-chaos", harness, "sim s");
+        detail("  bare turmoil, 1 host + 1 client", anchor, "sim s");
+        detail("  bare turmoil, 2 hosts + 1 client", same_hosts, "sim s");
     }
 }
 
 fn unary_rows(calls: u64, repeat: u64) {
-    let [harness, untapped, anchor, bare] = best_of(repeat, || {
+    let rounds = Rounds::run(repeat, || {
         [
             isolated(|| harness_calls(calls, true)),
             isolated(|| harness_calls(calls, false)),
@@ -347,64 +365,70 @@ fn unary_rows(calls: u64, repeat: u64) {
             turmoil_calls(calls),
         ]
     });
+    let [harness, untapped, anchor, bare] = rounds.best();
     // anchor / harness: how many times slower a call is in the harness.
-    row(
-        &format!("{calls} unary Store/Load: calls / CPU s"),
-        &harness,
-        &anchor,
-        anchor.rate() / harness.rate(),
-    );
-    row(
-        "  (same, wire tap off, vs the same anchor)",
-        &untapped,
-        &anchor,
-        anchor.rate() / untapped.rate(),
-    );
-    row(
-        "  (tonic on bare turmoil, same tick + latency)",
-        &harness,
-        &bare,
-        bare.rate() / harness.rate(),
-    );
-    row(
-        "  (wire tap off, vs tonic on bare turmoil)",
-        &untapped,
-        &bare,
-        bare.rate() / untapped.rate(),
-    );
-    detail("  grpc-chaos (tick 1ms)", &harness, "calls");
-    detail("  grpc-chaos, wire_tap(false)", &untapped, "calls");
-    detail("  tonic over tokio::io::duplex", &anchor, "calls");
-    detail("  tonic on bare turmoil (tick 1ms)", &bare, "calls");
+    let slower = |h: usize, a: usize| move |r: &[Figure; 4]| r[a].rate() / r[h].rate();
+    let rows = [
+        (format!("{calls} unary Store/Load: calls / CPU s"), 0, 2),
+        (
+            "  (same, wire tap off, vs the same anchor)".to_owned(),
+            1,
+            2,
+        ),
+        (
+            "  (tonic on bare turmoil, same tick + latency)".to_owned(),
+            0,
+            3,
+        ),
+        (
+            "  (wire tap off, vs tonic on bare turmoil)".to_owned(),
+            1,
+            3,
+        ),
+    ];
+    let best = [harness, untapped, anchor, bare];
+    for (label, h, a) in rows {
+        let ratio = best[a].rate() / best[h].rate();
+        row(&label, best[h], best[a], ratio, rounds.median(slower(h, a)));
+    }
+    detail("  grpc-chaos (tick 1ms)", harness, "calls");
+    detail("  grpc-chaos, wire_tap(false)", untapped, "calls");
+    detail("  tonic over tokio::io::duplex", anchor, "calls");
+    detail("  tonic on bare turmoil (tick 1ms)", bare, "calls");
     // The log's size does not depend on the machine: one more run.
     let trace = harness_calls_trace(calls.min(1_000));
     log_size("  event log, unary (1000 calls max)", trace);
 }
 
 fn stream_rows(streams: u64, secs: u64, repeat: u64) {
-    let [harness, bare] = best_of(repeat, || {
+    let rounds = Rounds::run(repeat, || {
         [
             isolated(|| harness_streams(streams, secs).0),
             turmoil_streams(streams, secs),
         ]
     });
+    let [harness, bare] = rounds.best();
     let label = format!("{streams} streams x {secs} sim s: CPU s");
+    let cpu = |f: &Figure| f.cpu.as_secs_f64();
     println!(
-        "{label:<46} {:>12.3} {:>12.3} {:>7.2}x",
-        harness.cpu.as_secs_f64(),
-        bare.cpu.as_secs_f64(),
-        harness.cpu.as_secs_f64() / bare.cpu.as_secs_f64()
+        "{label:<46} {:>12.3} {:>12.3} {:>7.2}x {:>7.2}x",
+        cpu(harness),
+        cpu(bare),
+        cpu(harness) / cpu(bare),
+        rounds.median(|r| cpu(&r[0]) / cpu(&r[1])),
     );
     let mb = |f: &Figure| f.peak_heap as f64 / 1e6;
+    let heap = |r: &[Figure; 2]| r[0].peak_heap as f64 / r[1].peak_heap as f64;
     println!(
-        "{:<46} {:>12.1} {:>12.1} {:>7.2}x",
+        "{:<46} {:>12.1} {:>12.1} {:>7.2}x {:>7.2}x",
         "  peak heap, MB",
-        mb(&harness),
-        mb(&bare),
-        harness.peak_heap as f64 / bare.peak_heap as f64
+        mb(harness),
+        mb(bare),
+        harness.peak_heap as f64 / bare.peak_heap as f64,
+        rounds.median(heap),
     );
-    detail("  grpc-chaos", &harness, "messages");
-    detail("  tonic on bare turmoil", &bare, "messages");
+    detail("  grpc-chaos", harness, "messages");
+    detail("  tonic on bare turmoil", bare, "messages");
     let (_, trace) = harness_streams(streams, secs);
     log_size("  event log, streams", trace);
 }
@@ -513,25 +537,49 @@ fn isolated<T: Send>(run: impl FnOnce() -> T + Send) -> T {
     })
 }
 
-/// Runs `measure` `repeat` times and keeps, for each of its figures, the
-/// run with the least CPU time. Harness and anchor alternate within a
-/// round, so a burst of load on this (shared) machine does not land on one
-/// side only.
-fn best_of<const N: usize>(repeat: u64, mut measure: impl FnMut() -> [Figure; N]) -> [Figure; N] {
-    let mut best = measure();
-    for _ in 1..repeat {
-        for (best, next) in best.iter_mut().zip(measure()) {
-            if next.cpu < best.cpu {
-                *best = next;
-            }
+/// Every round of a part: the figures of each round, harness and anchors
+/// run back to back.
+struct Rounds<const N: usize>(Vec<[Figure; N]>);
+
+impl<const N: usize> Rounds<N> {
+    /// Runs `measure` `repeat` times. Harness and anchors alternate within
+    /// a round, so a burst of load on this (shared) machine does not land
+    /// on one side only.
+    fn run(repeat: u64, mut measure: impl FnMut() -> [Figure; N]) -> Self {
+        Self((0..repeat.max(1)).map(|_| measure()).collect())
+    }
+
+    /// For each slot, the round with the least CPU time.
+    fn best(&self) -> [&Figure; N] {
+        std::array::from_fn(|slot| {
+            self.0
+                .iter()
+                .map(|round| &round[slot])
+                .min_by_key(|f| f.cpu)
+                .unwrap_or_else(|| unreachable!("Rounds::run makes at least one round"))
+        })
+    }
+
+    /// `ratio` of each round's own figures, the median over the rounds
+    /// (the mean of the middle two for an even count). A burst of load
+    /// inflates both sides of the round it lands on, so this moves less
+    /// than a ratio of two bests, which may come from different rounds.
+    fn median(&self, ratio: impl Fn(&[Figure; N]) -> f64) -> f64 {
+        let mut all: Vec<f64> = self.0.iter().map(ratio).collect();
+        all.sort_by(f64::total_cmp);
+        let mid = all.len() / 2;
+        match all.len() % 2 {
+            0 => (all[mid - 1] + all[mid]) / 2.0,
+            _ => all[mid],
         }
     }
-    best
 }
 
-fn row(label: &str, harness: &Figure, anchor: &Figure, ratio: f64) {
+/// One ratio row: the rates of the best runs, the ratio of those bests,
+/// and the median of the rounds' own ratios.
+fn row(label: &str, harness: &Figure, anchor: &Figure, best: f64, median: f64) {
     println!(
-        "{label:<46} {:>12.0} {:>12.0} {ratio:>7.2}x",
+        "{label:<46} {:>12.0} {:>12.0} {best:>7.2}x {median:>7.2}x",
         harness.rate(),
         anchor.rate()
     );
@@ -800,7 +848,10 @@ fn turmoil_calls(calls: u64) -> Figure {
     let meter = Meter::start();
     sim.run()
         .unwrap_or_else(|e| panic!("tonic on bare turmoil failed: {e}"));
-    let figure = meter.figure(calls as f64, String::new());
+    // The same simulated time as the harness's calls means the same
+    // number of turmoil steps: the ratio is per call, not per tick.
+    let note = format!(" ({:.1} sim s)", sim.elapsed().as_secs_f64());
+    let figure = meter.figure(calls as f64, note);
     assert_eq!(done.get(), calls, "every call should have been made");
     figure
 }
