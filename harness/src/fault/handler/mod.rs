@@ -59,6 +59,11 @@ impl HandlerEnv {
     /// act in). A rule counts as fired when it acts, not here: one behind
     /// a fault that answers the request never reaches it.
     pub(crate) fn handler_rules(&self, host: &str, path: &str, inside: bool) -> Vec<HandlerRule> {
+        if self.rules.is_empty() {
+            // The usual case: no clock read (a lookup in turmoil's world)
+            // on every request.
+            return Vec::new();
+        }
         let now = self.recorder.now();
         self.rules
             .iter()
@@ -153,7 +158,10 @@ impl<S> HandlerService<S> {
             .map_or_else(|| HostName::new("?"), |p| p.peer);
         let run = recorder.next_run();
         let nth = recorder.count_request(self.host, &path);
-        recorder.push(
+        // One clock read for the arrival's events and the run's start.
+        let now = recorder.now();
+        recorder.push_at(
+            now,
             self.host,
             EventKind::HandlerStarted(Box::new(event::HandlerStarted {
                 run,
@@ -168,7 +176,8 @@ impl<S> HandlerService<S> {
         // server makes of it (its own timer sits outside this layer).
         if let Some(raw) = req.headers().get("grpc-timeout") {
             if timeout.is_none() {
-                recorder.push(
+                recorder.push_at(
+                    now,
                     self.host,
                     EventKind::GrpcTimeoutInvalid(Box::new(event::GrpcTimeoutInvalid {
                         run,
@@ -185,7 +194,8 @@ impl<S> HandlerService<S> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok())
         {
-            recorder.push(
+            recorder.push_at(
+                now,
                 self.host,
                 EventKind::RetryArrived {
                     run,
@@ -197,7 +207,7 @@ impl<S> HandlerService<S> {
         req.extensions_mut()
             .insert(Arrival(tokio::time::Instant::now()));
         req.extensions_mut().insert(RunTag(run));
-        RunGuard::new(self.env.clone(), self.host, run, path, side)
+        RunGuard::new(self.env.clone(), self.host, run, path, side, now)
     }
 }
 

@@ -93,8 +93,8 @@ impl RunGuard {
         run: RunId,
         path: String,
         side: Option<LayerSide>,
+        started: Duration,
     ) -> Self {
-        let started = env.recorder.now();
         Self {
             env,
             host,
@@ -126,6 +126,11 @@ impl RunGuard {
         self.env.recorder.push(self.host, kind);
     }
 
+    /// [`RunGuard::push`] at `at`, a clock reading the caller already has.
+    fn push_at(&self, at: Duration, kind: EventKind) {
+        self.env.recorder.push_at(at, self.host, kind);
+    }
+
     pub(crate) fn panicked(&self, message: String) {
         eprintln!(
             "grpc-chaos: handler {} on host `{}` panicked: {message} (CHAOS_SEED={})",
@@ -148,15 +153,17 @@ impl RunGuard {
             return;
         }
         self.permit = None;
-        let ran = self.now().saturating_sub(self.started);
+        let now = self.now();
+        let ran = now.saturating_sub(self.started);
         let why = self.seen.as_ref().and_then(|seen| {
             let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
             super::seen::rejected_because(status, &seen)
         });
         if let Some(why) = why {
             let (spec, rule) = crate::spec::classify_server(status.code(), status.message());
-            self.push(EventKind::HandlerRejected(Box::new(
-                event::HandlerRejected {
+            self.push_at(
+                now,
+                EventKind::HandlerRejected(Box::new(event::HandlerRejected {
                     run: self.run,
                     path: self.path.clone(),
                     outcome: event::Outcome {
@@ -167,19 +174,20 @@ impl RunGuard {
                     },
                     why,
                     ran,
-                },
-            )));
+                })),
+            );
             return;
         }
-        self.push(EventKind::HandlerFinished(Box::new(
-            event::HandlerFinished {
+        self.push_at(
+            now,
+            EventKind::HandlerFinished(Box::new(event::HandlerFinished {
                 run: self.run,
                 path: self.path.clone(),
                 code: crate::spec::code_name(status.code()),
                 message: status.message().to_owned(),
                 ran,
-            },
-        )));
+            })),
+        );
     }
 
     /// Answers with `status` as a trailers-only response.

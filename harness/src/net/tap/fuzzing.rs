@@ -320,7 +320,7 @@ impl TapFuzz {
         let now = self.env.recorder.now();
         for s in 0..2 {
             let (tap, queue) = (&mut self.taps[s], &mut self.queues[s]);
-            while queue.front().is_some_and(|o| tap.is_due(o, now)) {
+            while queue.front().is_some_and(|o| tap.is_due(o, || now)) {
                 let Some(item) = queue.pop_front() else { break };
                 if let Some(kept) = &item.kept {
                     tap.record_release(kept);

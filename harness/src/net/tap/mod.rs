@@ -930,9 +930,10 @@ impl DirectionTap {
     /// Whether `item` may leave now: its time has come, its named hold,
     /// if any, was released, and the link does not hold bytes (a frame
     /// kept back by a rule that comes due during a partition waits for the
-    /// repair too).
-    pub(crate) fn is_due(&self, item: &Out, now: Duration) -> bool {
-        item.release.is_none_or(|t| t <= now)
+    /// repair too). `now` reads the simulated clock; it is called only for
+    /// an item with a release time (reading it is a lookup in the world).
+    pub(crate) fn is_due(&self, item: &Out, now: impl FnOnce() -> Duration) -> bool {
+        item.release.is_none_or(|t| t <= now())
             && item
                 .hold
                 .as_ref()

@@ -243,13 +243,13 @@ fn a_named_hold_keeps_frames_and_what_follows_until_released() {
     let out = send(&mut player, bytes.into_bytes());
     let now = player.env().recorder.now();
     let held = out.iter().position(|o| o.hold.is_some()).expect("held");
-    assert!(!player.is_due(&out[held], now));
+    assert!(!player.is_due(&out[held], || now));
     assert!(out.iter().skip(held).all(|o| o.kept.is_some()));
     let fates: Vec<Fate> = frames(&player).into_iter().map(|(_, _, f)| f).collect();
     assert_eq!(fates, [Fate::Passed, Fate::Held, Fate::BehindHeld]);
     let released = player.env().frames.release("release(\"pings\")", "pings");
     assert_eq!(released.ok().flatten(), Some("player"));
-    assert!(player.is_due(&out[held], now));
+    assert!(player.is_due(&out[held], || now));
     // Released: the hold is over for later frames.
     send(&mut player, Wire::bare().ping(false, [2; 8]).into_bytes());
     assert_eq!(frames(&player).last().map(|f| f.2), Some(Fate::Passed));

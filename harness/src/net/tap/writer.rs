@@ -92,11 +92,11 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
         // While a kept-back frame waits, bytes written behind it queue up
         // (TCP keeps order) until the send buffer is full; then the sender
         // feels the back pressure.
-        let blocked = queue.front().is_some_and(|o| !tap.is_due(o, *now))
+        let blocked = queue.front().is_some_and(|o| !tap.is_due(o, || *now))
             && queue.iter().map(|o| o.bytes.len()).sum::<usize>() >= SEND_BUFFER;
         let on_hold = queue.front().is_some_and(|o| o.hold.is_some());
         // The front waits for a link to open (a repair, a resume).
-        let on_link = queue.front().is_some_and(|o| !tap.is_due(o, *now));
+        let on_link = queue.front().is_some_and(|o| !tap.is_due(o, || *now));
         let reset_due = tap.reset_due(&queue);
         if !open && queue.is_empty() {
             // The host's HTTP/2 stack shut its end down or dropped it: a
@@ -170,8 +170,7 @@ async fn write_due<W: AsyncWrite + Unpin>(
     queue: &mut VecDeque<Out>,
 ) -> std::io::Result<()> {
     while let Some(front) = queue.front() {
-        let now = tap.env().recorder.now();
-        if !tap.is_due(front, now) {
+        if !tap.is_due(front, || tap.env().recorder.now()) {
             break;
         }
         let Some(item) = queue.pop_front() else { break };
