@@ -70,12 +70,31 @@
 //! `BENCH_REPEAT` rounds (default 3), each round the harness and its
 //! anchors back to back, so a burst of load does not land on one side
 //! only. The figures printed are each side's fastest round; each ratio is
-//! given twice: *best*, the ratio of those fastest rounds, and *median*,
-//! the median over the rounds of the ratio within each round. On a shared
-//! virtual machine the same work's CPU time varies from round to round
-//! (other guests share the cores and caches), and the two bests can come
-//! from rounds with different luck; the median of paired ratios is the
-//! steadier of the two.
+//! given twice: *best*, the ratio of those fastest rounds, and *rounds*,
+//! the ratio within each round: its median over the rounds, lowest and
+//! highest. On a shared virtual machine the same work's CPU time varies
+//! from round to round (other guests share the cores and caches), and the
+//! two bests can come from rounds with different luck; the median of the
+//! paired ratios is the steadier figure, and the range says how far the
+//! rounds disagreed. `BENCH_REPEAT=15` or more narrows it.
+//!
+//! **Instructions.** For a figure no other guest can move, count
+//! instructions instead: each measured run of the calls and streams parts
+//! is a function of its own (`measured_calls_tapped`, `_untapped`,
+//! `_duplex`, `_bare`, `measured_streams_tapped`, `_untapped`, `_bare`),
+//! so callgrind can count each one apart, in one process:
+//!
+//! ```text
+//! BENCH_ONLY=unary,streams BENCH_REPEAT=1 BENCH_CALLS=2000 BENCH_STREAMS=200 \
+//!   valgrind --tool=callgrind --collect-atstart=no \
+//!   --toggle-collect='sim_speed::measured_*' --callgrind-out-file=cg.out \
+//!   target/release/deps/sim_speed-<hash> --bench
+//! callgrind_annotate --inclusive=yes cg.out | grep 'sim_speed::measured_'
+//! ```
+//!
+//! The counts are the same from run to run (about 50 times slower to
+//! get); their ratios leave out what instructions do not show (cache
+//! misses, page faults, system calls).
 //!
 //! **Memory.** The bench binary's global allocator counts the bytes live on
 //! the heap (requested sizes, as `GlobalAlloc` sees them) and the highest
@@ -297,8 +316,8 @@ fn main() {
     );
     println!();
     println!(
-        "{:<46} {:>12} {:>12} {:>8} {:>8}",
-        "measure", "grpc-chaos", "anchor", "best", "median"
+        "{:<46} {:>12} {:>12} {:>8}  rounds: median (low-high)",
+        "measure", "grpc-chaos", "anchor", "best"
     );
     if parts.run("idle") {
         idle_rows(idle, repeat);
@@ -316,7 +335,7 @@ fn main() {
     println!("       calls rows   = anchor / grpc-chaos, calls per CPU s (overhead factor)");
     println!("       streams rows = grpc-chaos / bare turmoil, CPU s and peak heap");
     println!("       best   = the ratio of each side's fastest round (figures above)");
-    println!("       median = the median over the rounds of each round's own ratio");
+    println!("       rounds = each round's own ratio: the median, the lowest and the highest");
 }
 
 fn idle_rows(idle: Duration, repeat: u64) {
@@ -341,14 +360,14 @@ fn idle_rows(idle: Duration, repeat: u64) {
             harness,
             anchor,
             harness.rate() / anchor.rate(),
-            rounds.median(vs(1)),
+            rounds.paired(vs(1)),
         );
         row(
             "  (anchor with the story's 2 hosts + 1 client)",
             harness,
             same_hosts,
             harness.rate() / same_hosts.rate(),
-            rounds.median(vs(2)),
+            rounds.paired(vs(2)),
         );
         detail("  grpc-chaos", harness, "sim s");
         detail("  bare turmoil, 1 host + 1 client", anchor, "sim s");
@@ -359,10 +378,10 @@ fn idle_rows(idle: Duration, repeat: u64) {
 fn unary_rows(calls: u64, repeat: u64) {
     let rounds = Rounds::run(repeat, || {
         [
-            isolated(|| harness_calls(calls, true)),
-            isolated(|| harness_calls(calls, false)),
-            duplex_calls(calls),
-            turmoil_calls(calls),
+            isolated(|| measured_calls_tapped(calls)),
+            isolated(|| measured_calls_untapped(calls)),
+            measured_calls_duplex(calls),
+            measured_calls_bare(calls),
         ]
     });
     let [harness, untapped, anchor, bare] = rounds.best();
@@ -389,7 +408,7 @@ fn unary_rows(calls: u64, repeat: u64) {
     let best = [harness, untapped, anchor, bare];
     for (label, h, a) in rows {
         let ratio = best[a].rate() / best[h].rate();
-        row(&label, best[h], best[a], ratio, rounds.median(slower(h, a)));
+        row(&label, best[h], best[a], ratio, rounds.paired(slower(h, a)));
     }
     detail("  grpc-chaos (tick 1ms)", harness, "calls");
     detail("  grpc-chaos, wire_tap(false)", untapped, "calls");
@@ -403,33 +422,40 @@ fn unary_rows(calls: u64, repeat: u64) {
 fn stream_rows(streams: u64, secs: u64, repeat: u64) {
     let rounds = Rounds::run(repeat, || {
         [
-            isolated(|| harness_streams(streams, secs).0),
-            turmoil_streams(streams, secs),
+            isolated(|| measured_streams_tapped(streams, secs)),
+            isolated(|| measured_streams_untapped(streams, secs)),
+            measured_streams_bare(streams, secs),
         ]
     });
-    let [harness, bare] = rounds.best();
-    let label = format!("{streams} streams x {secs} sim s: CPU s");
+    let [harness, untapped, bare] = rounds.best();
     let cpu = |f: &Figure| f.cpu.as_secs_f64();
-    println!(
-        "{label:<46} {:>12.3} {:>12.3} {:>7.2}x {:>7.2}x",
-        cpu(harness),
-        cpu(bare),
-        cpu(harness) / cpu(bare),
-        rounds.median(|r| cpu(&r[0]) / cpu(&r[1])),
-    );
     let mb = |f: &Figure| f.peak_heap as f64 / 1e6;
-    let heap = |r: &[Figure; 2]| r[0].peak_heap as f64 / r[1].peak_heap as f64;
-    println!(
-        "{:<46} {:>12.1} {:>12.1} {:>7.2}x {:>7.2}x",
-        "  peak heap, MB",
-        mb(harness),
-        mb(bare),
-        harness.peak_heap as f64 / bare.peak_heap as f64,
-        rounds.median(heap),
-    );
+    let heap = |f: &Figure| f.peak_heap as f64;
+    let lines = [
+        (
+            format!("{streams} streams x {secs} sim s: CPU s"),
+            0,
+            cpu as fn(&Figure) -> f64,
+            cpu as fn(&Figure) -> f64,
+        ),
+        ("  (same, wire tap off)".to_owned(), 1, cpu, cpu),
+        ("  peak heap, MB".to_owned(), 0, mb, heap),
+        ("  (same, wire tap off)".to_owned(), 1, mb, heap),
+    ];
+    let best = [harness, untapped];
+    for (label, h, shown, ratio) in lines {
+        println!(
+            "{label:<46} {:>12.3} {:>12.3} {:>7.2}x  {}",
+            shown(best[h]),
+            shown(bare),
+            ratio(best[h]) / ratio(bare),
+            rounds.paired(|r| ratio(&r[h]) / ratio(&r[2])),
+        );
+    }
     detail("  grpc-chaos", harness, "messages");
+    detail("  grpc-chaos, wire_tap(false)", untapped, "messages");
     detail("  tonic on bare turmoil", bare, "messages");
-    let (_, trace) = harness_streams(streams, secs);
+    let (_, trace) = harness_streams(streams, secs, true);
     log_size("  event log, streams", trace);
 }
 
@@ -560,26 +586,49 @@ impl<const N: usize> Rounds<N> {
         })
     }
 
-    /// `ratio` of each round's own figures, the median over the rounds
-    /// (the mean of the middle two for an even count). A burst of load
-    /// inflates both sides of the round it lands on, so this moves less
-    /// than a ratio of two bests, which may come from different rounds.
-    fn median(&self, ratio: impl Fn(&[Figure; N]) -> f64) -> f64 {
+    /// `ratio` of each round's own figures over the rounds: their median
+    /// (the mean of the middle two for an even count), lowest and highest.
+    /// A burst of load inflates both sides of the round it lands on, so
+    /// the median moves less than a ratio of two bests, which may come
+    /// from different rounds; the range says how much the rounds agreed.
+    fn paired(&self, ratio: impl Fn(&[Figure; N]) -> f64) -> Paired {
         let mut all: Vec<f64> = self.0.iter().map(ratio).collect();
         all.sort_by(f64::total_cmp);
         let mid = all.len() / 2;
-        match all.len() % 2 {
+        let median = match all.len() % 2 {
             0 => (all[mid - 1] + all[mid]) / 2.0,
             _ => all[mid],
+        };
+        Paired {
+            median,
+            low: all[0],
+            high: all[all.len() - 1],
         }
     }
 }
 
+/// The rounds' own ratios of one row ([`Rounds::paired`]).
+struct Paired {
+    median: f64,
+    low: f64,
+    high: f64,
+}
+
+impl std::fmt::Display for Paired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:>5.2}x ({:.2}-{:.2})",
+            self.median, self.low, self.high
+        )
+    }
+}
+
 /// One ratio row: the rates of the best runs, the ratio of those bests,
-/// and the median of the rounds' own ratios.
-fn row(label: &str, harness: &Figure, anchor: &Figure, best: f64, median: f64) {
+/// and the rounds' own ratios.
+fn row(label: &str, harness: &Figure, anchor: &Figure, best: f64, rounds: Paired) {
     println!(
-        "{label:<46} {:>12.0} {:>12.0} {best:>7.2}x {median:>7.2}x",
+        "{label:<46} {:>12.0} {:>12.0} {best:>7.2}x  {rounds}",
         harness.rate(),
         anchor.rate()
     );
@@ -696,6 +745,44 @@ fn turmoil_idle(tick: Duration, idle: Duration, hosts: usize) -> Figure {
 
 /// `calls` sequential `Store/Load` calls through the recorded channel, with
 /// the wire tap on or off.
+/// The measured runs of the calls and streams parts, one function each and
+/// never inlined, so that under callgrind each one's instructions show
+/// apart (module docs, "Instructions").
+#[inline(never)]
+fn measured_calls_tapped(calls: u64) -> Figure {
+    harness_calls(calls, true)
+}
+
+#[inline(never)]
+fn measured_calls_untapped(calls: u64) -> Figure {
+    harness_calls(calls, false)
+}
+
+#[inline(never)]
+fn measured_calls_duplex(calls: u64) -> Figure {
+    duplex_calls(calls)
+}
+
+#[inline(never)]
+fn measured_calls_bare(calls: u64) -> Figure {
+    turmoil_calls(calls)
+}
+
+#[inline(never)]
+fn measured_streams_tapped(streams: u64, secs: u64) -> Figure {
+    harness_streams(streams, secs, true).0
+}
+
+#[inline(never)]
+fn measured_streams_untapped(streams: u64, secs: u64) -> Figure {
+    harness_streams(streams, secs, false).0
+}
+
+#[inline(never)]
+fn measured_streams_bare(streams: u64, secs: u64) -> Figure {
+    turmoil_streams(streams, secs)
+}
+
 fn harness_calls(calls: u64, wire_tap: bool) -> Figure {
     harness_calls_run(calls, wire_tap).0
 }
@@ -945,11 +1032,12 @@ where
 
 /// The streams case in the harness, everything recording; the figure's
 /// amount is the scores received.
-fn harness_streams(streams: u64, secs: u64) -> (Figure, grpc_chaos::Trace) {
+fn harness_streams(streams: u64, secs: u64, wire_tap: bool) -> (Figure, grpc_chaos::Trace) {
     let received = Rc::new(Cell::new(0u64));
     let mut sim = Sim::builder()
         .seed(SEED)
         .duration(Duration::from_secs(secs + 60))
+        .wire_tap(wire_tap)
         .build();
     sim.server("feed", |s| s.add_service(ScoreboardServer::new(Feed)));
     let out = received.clone();
