@@ -7,6 +7,7 @@ pub(crate) mod fields;
 mod frame_fate;
 pub(crate) mod header_fields;
 mod host_name;
+mod order;
 mod payloads;
 
 use std::collections::HashMap;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 pub(crate) use capture::{hosted, Capture, DrivingHost};
 use event::{CallId, Event, EventKind, HostName, RunId};
+use order::after_its_frames;
 
 /// Shared, append-only event log. Hosts run one at a time on the test's
 /// thread, so the lock is never contended; it exists because tonic needs
@@ -157,40 +159,6 @@ impl Recorder {
         }
         after_its_frames(&mut events);
         events
-    }
-}
-
-/// Puts each handler's end (`HandlerFinished`, `HandlerRejected`) after the
-/// frames its host wrote at the same instant. The handler layer records the
-/// end when the response's last part leaves the handler (its trailers, or
-/// its trailers-only headers); hyper hands it to h2, and the wire tap
-/// records the frames when the connection task writes them, later in the
-/// same tick. A render that said "finished" before the HEADERS and DATA
-/// the handler produced would put the effect before its cause. Frames of
-/// other streams written at that instant move ahead of it too (the tap
-/// does not know which stream a run is on); nothing moves across instants.
-fn after_its_frames(events: &mut [Event]) {
-    // From the last event back, so that two ends at one instant keep
-    // their order: the later one has already moved when the earlier moves
-    // to just before it.
-    for i in (0..events.len()).rev() {
-        if !matches!(
-            events[i].kind,
-            EventKind::HandlerFinished(_) | EventKind::HandlerRejected(_)
-        ) {
-            continue;
-        }
-        let (at, host) = (events[i].at(), &events[i].host);
-        let last = events[i + 1..]
-            .iter()
-            .take_while(|e| e.at() == at)
-            .enumerate()
-            .filter(|(_, e)| &e.host == host && matches!(e.kind, EventKind::Frame { .. }))
-            .map(|(k, _)| i + 1 + k)
-            .last();
-        if let Some(j) = last {
-            events[i..=j].rotate_left(1);
-        }
     }
 }
 
