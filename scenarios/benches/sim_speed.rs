@@ -92,9 +92,10 @@
 //! callgrind_annotate --inclusive=yes cg.out | grep 'sim_speed::measured_'
 //! ```
 //!
-//! The counts are the same from run to run (about 50 times slower to
-//! get); their ratios leave out what instructions do not show (cache
-//! misses, page faults, system calls).
+//! The counts do not move with the machine's load, only by about 1% from
+//! process to process (hash seeds, addresses); they take about 50 times
+//! longer to get. Their ratios leave out what instructions do not show
+//! (cache misses, page faults, system calls).
 //!
 //! **Memory.** The bench binary's global allocator counts the bytes live on
 //! the heap (requested sizes, as `GlobalAlloc` sees them) and the highest
