@@ -385,7 +385,8 @@ fn unary_rows(calls: u64, repeat: u64) {
             measured_calls_bare(calls),
         ]
     });
-    let [harness, untapped, anchor, bare] = rounds.best();
+    let best = rounds.best();
+    let [harness, untapped, anchor, bare] = best;
     // anchor / harness: how many times slower a call is in the harness.
     let slower = |h: usize, a: usize| move |r: &[Figure; 4]| r[a].rate() / r[h].rate();
     let rows = [
@@ -406,7 +407,6 @@ fn unary_rows(calls: u64, repeat: u64) {
             3,
         ),
     ];
-    let best = [harness, untapped, anchor, bare];
     for (label, h, a) in rows {
         let ratio = best[a].rate() / best[h].rate();
         row(&label, best[h], best[a], ratio, rounds.paired(slower(h, a)));
