@@ -141,8 +141,7 @@ impl Recorder {
     /// end after the frames it produced ([`after_its_frames`]).
     pub(crate) fn events(&self) -> Vec<Event> {
         let mut events = self.state().events.clone();
-        events.sort_by_key(|e| e.at());
-        after_its_frames(&mut events);
+        in_order(&mut events);
         events
     }
 
@@ -152,14 +151,20 @@ impl Recorder {
     /// was ~4% of its wall time.)
     pub(crate) fn take_events(&self) -> Vec<Event> {
         let mut events = std::mem::take(&mut self.state().events);
-        // Usually in order already (each event is stamped as it is pushed):
-        // a scan instead of the stable sort's scratch copy of half the log.
-        if !events.is_sorted_by_key(|e| e.at()) {
-            events.sort_by_key(|e| e.at());
-        }
-        after_its_frames(&mut events);
+        in_order(&mut events);
         events
     }
+}
+
+/// Puts the log in the order every reader sees: by time, stable for one
+/// instant, each handler's end behind the frames it produced.
+fn in_order(events: &mut [Event]) {
+    // Usually in order already (each event is stamped as it is pushed): a
+    // scan instead of the stable sort's scratch copy of half the log.
+    if !events.is_sorted_by_key(|e| e.at()) {
+        events.sort_by_key(|e| e.at());
+    }
+    after_its_frames(events);
 }
 
 tokio::task_local! {

@@ -48,13 +48,14 @@ fn reorder_instant(instant: &mut [Event]) {
     }
     // The new order, as positions in the old: every event that stays, in
     // order, and right after each anchoring frame the ends it anchors.
-    let mut moving: Vec<usize> = moves.iter().map(|&(_, end)| end).collect();
-    moving.sort_unstable();
-    let mut moving = moving.into_iter().peekable();
+    let mut moving = vec![false; instant.len()];
+    for &(_, end) in &moves {
+        moving[end] = true;
+    }
     let mut behind = moves.iter().peekable();
     let mut order = Vec::with_capacity(instant.len());
-    for p in 0..instant.len() {
-        if moving.next_if_eq(&p).is_some() {
+    for (p, &moves_away) in moving.iter().enumerate() {
+        if moves_away {
             continue;
         }
         order.push(p);

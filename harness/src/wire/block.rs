@@ -195,27 +195,9 @@ fn utf8_lossy(bytes: Vec<u8>) -> String {
 /// replaced.
 #[cfg_attr(not(feature = "unstable-codec"), allow(unreachable_pub))]
 pub fn percent_decode(raw: &[u8]) -> String {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let escaped = match (raw[i], raw.get(i + 1), raw.get(i + 2)) {
-            (b'%', Some(&hi), Some(&lo)) => hex(hi).zip(hex(lo)).map(|(h, l)| h << 4 | l),
-            _ => None,
-        };
-        match escaped {
-            Some(byte) => {
-                out.push(byte);
-                i += 3;
-            }
-            None => {
-                out.push(raw[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex(digit: u8) -> Option<u8> {
-    (digit as char).to_digit(16).map(|d| d as u8)
+    // The crate tonic decodes `grpc-message` with (`spec::trailer_status`
+    // uses it strictly, as tonic does); it too keeps a broken escape.
+    percent_encoding::percent_decode(raw)
+        .decode_utf8_lossy()
+        .into_owned()
 }
