@@ -8,6 +8,7 @@
 use std::fmt;
 
 use super::block::HeaderBlock;
+use std::sync::Arc;
 
 /// Length of the fixed frame header, in octets (RFC 9113 §4.1).
 pub const FRAME_HEADER_LEN: usize = 9;
@@ -257,9 +258,11 @@ pub enum Detail {
         end_headers: bool,
         /// Value of the Pad Length field when `PADDED` is set, octets.
         padded_len: Option<u8>,
-        /// The decoded field block (HEADERS plus its CONTINUATIONs), boxed
-        /// because it is by far the largest detail.
-        block: Box<HeaderBlock>,
+        /// The decoded field block (HEADERS plus its CONTINUATIONs), behind
+        /// a pointer because it is by far the largest detail, shared
+        /// because a block that repeats is decoded once (the same block
+        /// for the same octets while the HPACK table stays as it was).
+        block: Arc<HeaderBlock>,
     },
     /// PRIORITY (RFC 9113 §6.3; deprecated, §5.3.2). Not interpreted.
     Priority,
@@ -285,7 +288,7 @@ pub enum Detail {
         end_headers: bool,
         /// The promised request's field block (kind
         /// [`BlockKind::Request`](super::BlockKind::Request)).
-        block: Box<HeaderBlock>,
+        block: Arc<HeaderBlock>,
     },
     /// PING (RFC 9113 §6.7).
     Ping {

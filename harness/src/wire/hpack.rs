@@ -20,8 +20,19 @@
 //!   contained and reported as a decoding error.
 //! - It removes each decoded field from the front of its buffer, which costs
 //!   the rest of the block per field. [`DRAIN_BUDGET`] bounds that work.
+//!
+//! A block is decoded once per HPACK context state: a block that neither
+//! inserts into the dynamic table nor resizes it (only indexed fields and
+//! literals without indexing, RFC 7541 §6.1, §6.2.2, §6.2.3) leaves the
+//! context as it found it, so the same octets decode to the same fields
+//! until the table next changes. A server sends such blocks call after call
+//! (its response headers and `grpc-status: 0` trailers, once their fields
+//! are in the table); [`FieldDecoder::recall`] hands the earlier result back
+//! instead of decoding them again.
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use super::block::{BlockKind, HeaderBlock};
 
@@ -47,6 +58,24 @@ const DRAIN_BUDGET: usize = 64 << 20;
 /// Buffer capacity kept between blocks, in octets.
 const RETAINED_BUFFER: usize = 64 * 1024;
 
+/// Blocks remembered for [`FieldDecoder::recall`]: a unary call's response
+/// headers and trailers, and a few more.
+const RECALLED: usize = 4;
+
+/// Longest block remembered for [`FieldDecoder::recall`], in octets: the
+/// blocks that repeat are small; a large one is decoded each time rather
+/// than kept and compared.
+const RECALLED_LEN: usize = 512;
+
+/// A block that left the dynamic table as it found it, and what it decoded
+/// to.
+struct Recalled {
+    fragment: Vec<u8>,
+    /// [`FieldDecoder::changes`] when it was decoded.
+    changes: u64,
+    block: Arc<HeaderBlock>,
+}
+
 /// HPACK decoding context for one direction of a connection.
 pub(crate) struct FieldDecoder {
     inner: httlib_hpack::Decoder<'static>,
@@ -57,6 +86,11 @@ pub(crate) struct FieldDecoder {
     /// representations per call as this has capacity, and one at a time is
     /// what lets the fence check each.
     field: Vec<(Vec<u8>, Vec<u8>, u8)>,
+    /// How many decoded blocks changed the dynamic table (an insertion or a
+    /// size update): a remembered block is valid while this has not moved.
+    changes: u64,
+    /// Table-neutral blocks decoded lately, most recent first.
+    recalled: VecDeque<Recalled>,
 }
 
 impl FieldDecoder {
@@ -77,26 +111,66 @@ impl FieldDecoder {
             max_header_list: max_header_list as usize,
             buf: Vec::new(),
             field: Vec::with_capacity(1),
+            changes: 0,
+            recalled: VecDeque::new(),
         }
+    }
+
+    /// What `fragment` decodes to, if it is a block decoded earlier that
+    /// left the dynamic table unchanged, and the table has not changed
+    /// since: decoding it again would give the same fields and leave the
+    /// table as it is. The block's kind is the one it was remembered with.
+    pub(crate) fn recall(&self, fragment: &[u8]) -> Option<&Arc<HeaderBlock>> {
+        self.recalled
+            .iter()
+            .find(|r| r.changes == self.changes && r.fragment == fragment)
+            .map(|r| &r.block)
+    }
+
+    /// Remembers what `fragment` decoded to, for [`FieldDecoder::recall`],
+    /// if it is small. Only for a block that left the table unchanged (what
+    /// [`FieldDecoder::decode`] said of it), decoded since the table last
+    /// changed. Replaces an entry for the same octets.
+    pub(crate) fn remember(&mut self, fragment: &[u8], block: &Arc<HeaderBlock>) {
+        if fragment.len() > RECALLED_LEN {
+            return;
+        }
+        let changes = self.changes;
+        // Entries from before the table's last change can never match again.
+        self.recalled
+            .retain(|r| r.changes == changes && r.fragment != fragment);
+        self.recalled.push_front(Recalled {
+            fragment: fragment.to_vec(),
+            changes,
+            block: block.clone(),
+        });
+        self.recalled.truncate(RECALLED);
     }
 
     /// Decodes one complete field block (HEADERS or PUSH_PROMISE plus its
     /// CONTINUATIONs). On error the HPACK context is no longer in step with
     /// the peer's (RFC 9113 §4.3 makes this a connection error), so callers
     /// must not decode further blocks with it.
+    ///
+    /// Also returns whether the block left the dynamic table unchanged (it
+    /// may then be [remembered](FieldDecoder::remember)).
     pub(crate) fn decode(
         &mut self,
         fragment: &[u8],
         kind: BlockKind,
-    ) -> Result<HeaderBlock, String> {
+    ) -> Result<(HeaderBlock, bool), String> {
         self.buf.clear();
         self.buf.extend_from_slice(fragment);
         self.buf.extend_from_slice(&PADDING);
+        let before = self.changes;
         let result = self.decode_fields(kind);
         if self.buf.capacity() > RETAINED_BUFFER {
             self.buf = Vec::new();
         }
-        result.map_err(|e| format!("HPACK decoding failed: {e}"))
+        let neutral = self.changes == before;
+        result
+            .map(|block| (block, neutral))
+            .map_err(|e| format!("HPACK decoding failed: {e}"))
     }
 
     /// Decodes the representations in `buf` one by one, up to the padding.
@@ -105,6 +179,7 @@ impl FieldDecoder {
         let mut used = 0usize;
         let mut moved = 0usize;
         let mut any_field = false;
+        let mut changed = false;
         while self.buf.len() > PADDING.len() {
             moved += self.buf.len();
             if moved > DRAIN_BUDGET {
@@ -119,7 +194,9 @@ impl FieldDecoder {
                 return Err("dynamic table size update after a field".to_owned());
             }
             any_field |= was_field;
-            for (name, value, _) in self.field.drain(..) {
+            changed |= !was_field;
+            for (name, value, flags) in self.field.drain(..) {
+                changed |= flags & httlib_hpack::Decoder::WITH_INDEXING != 0;
                 // Indexed fields repeat dynamic table entries, so a tiny
                 // block can name a large entry many times: stop copying
                 // once the list exceeds the limit.
@@ -131,6 +208,9 @@ impl FieldDecoder {
                 }
             }
         }
+        // Counted only for a block decoded whole; after an error the context
+        // is discarded.
+        self.changes += u64::from(changed);
         Ok(block)
     }
 

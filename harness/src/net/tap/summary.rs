@@ -3,6 +3,7 @@
 //! words here: the trace's row builder makes them.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::recorder::event::{FrameDetail, FrameFlags, GoAway, HeaderFields};
 use crate::recorder::header_fields::Likeness;
@@ -30,8 +31,19 @@ pub(crate) struct Summary {
 /// and keeps only the value ([`HeaderFields::with_value`]). Which frames
 /// share a block or a list changes no output: blocks compare, render and
 /// serialize by their fields.
+///
+/// The decoder hands back the very block it decoded before when the same
+/// octets come again with the HPACK table unchanged
+/// ([`Detail::Headers`]' block is shared): such a block is found by its
+/// pointer, without comparing fields.
 #[derive(Default)]
-pub(crate) struct Blocks(VecDeque<HeaderFields>);
+pub(crate) struct Blocks(VecDeque<Remembered>);
+
+/// A block recorded lately and the decoded block it was last recorded for.
+struct Remembered {
+    fields: HeaderFields,
+    from: Arc<HeaderBlock>,
+}
 
 /// Blocks a direction remembers: a unary call's request, response headers
 /// and trailers, and a few more (a client's calls to two methods).
@@ -41,43 +53,61 @@ impl Blocks {
     /// The recorded form of `block`: one already recorded with the same
     /// fields, else one that shares the list of a block that differs in
     /// one value, else a new one (remembered from now on).
-    fn share(&mut self, block: &HeaderBlock) -> HeaderFields {
+    fn share(&mut self, block: &Arc<HeaderBlock>) -> HeaderFields {
+        let same = self.0.iter().position(|r| Arc::ptr_eq(&r.from, block));
+        if let Some(hit) = same.and_then(|i| self.hit_at(i, block)) {
+            return hit;
+        }
         let fields = || block.all().iter().map(|(n, v)| (n.as_str(), v.as_str()));
         let mut near = None;
+        let mut same = None;
         for (i, b) in self.0.iter().enumerate() {
-            match b.likeness(block.kind, fields()) {
+            match b.fields.likeness(block.kind, fields()) {
                 Likeness::Same => {
-                    let hit = b.clone();
-                    // Most recent first: the next frame most likely repeats it.
-                    self.0.remove(i);
-                    self.0.push_front(hit.clone());
-                    return hit;
+                    same = Some(i);
+                    break;
                 }
                 Likeness::OneValue(field) if near.is_none() => near = Some((i, field)),
                 _ => {}
             }
         }
+        if let Some(hit) = same.and_then(|i| self.hit_at(i, block)) {
+            return hit;
+        }
         let shared = near.and_then(|(i, field)| {
             let value = &block.all()[field].1;
-            Some((i, self.0[i].with_value(field, value)?))
+            Some((i, self.0[i].fields.with_value(field, value)?))
         });
-        if let Some((i, new)) = shared {
-            // It takes the place of a block with a value of its own for the
-            // same field (the previous call's id, not sent again), so the
-            // requests of one method take two places, not all eight; a
-            // block of the list's own values stays (`grpc-status: 0`
-            // trailers come back after an error's).
-            if self.0[i].own_field() == new.own_field() {
-                self.0.remove(i);
+        let new = match shared {
+            Some((i, new)) => {
+                // It takes the place of a block with a value of its own for
+                // the same field (the previous call's id, not sent again),
+                // so the requests of one method take two places, not all
+                // eight; a block of the list's own values stays
+                // (`grpc-status: 0` trailers come back after an error's).
+                if self.0[i].fields.own_field() == new.own_field() {
+                    self.0.remove(i);
+                }
+                new
             }
-            self.0.push_front(new.clone());
-            self.0.truncate(BLOCKS_KEPT);
-            return new;
-        }
-        let new = HeaderFields::new(block.kind, fields());
-        self.0.push_front(new.clone());
+            None => HeaderFields::new(block.kind, fields()),
+        };
+        self.0.push_front(Remembered {
+            fields: new.clone(),
+            from: block.clone(),
+        });
         self.0.truncate(BLOCKS_KEPT);
         new
+    }
+
+    /// Entry `i`, now recorded for `block`, moved to the front: the next
+    /// frame most likely repeats it.
+    fn hit_at(&mut self, i: usize, block: &Arc<HeaderBlock>) -> Option<HeaderFields> {
+        let mut hit = self.0.remove(i)?;
+        hit.from = block.clone();
+        let fields = hit.fields.clone();
+        self.0.push_front(hit);
+        Some(fields)
     }
 }
 
@@ -235,7 +265,10 @@ mod tests {
         // Remembered: the first request, the last that shares its list
         // (it took the second's place), and the fourth.
         assert_eq!(blocks.0.len(), 3);
-        assert!(blocks.0[0].shares_block_with(four) && blocks.0[1].shares_block_with(three));
+        assert!(
+            blocks.0[0].fields.shares_block_with(four)
+                && blocks.0[1].fields.shares_block_with(three)
+        );
         let names: Vec<&str> = three.all().map(|(n, _)| n).collect();
         assert_eq!(
             names,

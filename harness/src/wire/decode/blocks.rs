@@ -6,6 +6,7 @@ use super::parse::{read_u31, Bad, Head};
 use super::{Decoder, Event};
 use crate::wire::frame::{flags, Detail, FrameType};
 use crate::wire::BlockKind;
+use std::sync::Arc;
 
 /// A field block waiting for END_HEADERS (RFC 9113 §6.10).
 pub(super) struct PendingBlock {
@@ -110,34 +111,51 @@ impl Decoder {
             return Ok(());
         };
         let head = pending.head;
-        let mut block = self
-            .hpack
-            .decode(&pending.fragment, BlockKind::Request)
-            .map_err(|err| {
-                Bad::Fatal(format!(
-                    "{err} in the field block of {} on stream {} at offset {} (RFC 9113 §4.3: COMPRESSION_ERROR)",
-                    head.ty, head.stream_id, head.offset
-                ))
-            })?;
         let end_headers = head.has(flags::END_HEADERS);
+        // Remembered: a block decoded now that left the table unchanged.
+        let recalled = self.hpack.recall(&pending.fragment).cloned();
+        let (mut block, mut remember) = match recalled.clone() {
+            Some(known) => (known, false),
+            None => {
+                let (block, neutral) = self
+                    .hpack
+                    .decode(&pending.fragment, BlockKind::Request)
+                    .map_err(|err| {
+                        Bad::Fatal(format!(
+                            "{err} in the field block of {} on stream {} at offset {} (RFC 9113 §4.3: COMPRESSION_ERROR)",
+                            head.ty, head.stream_id, head.offset
+                        ))
+                    })?;
+                (Arc::new(block), neutral)
+            }
+        };
+        let end_stream = head.has(flags::END_STREAM);
+        if pending.promised.is_none() {
+            let kind =
+                self.streams
+                    .classify(head.stream_id, end_stream, block.grpc_status.is_some());
+            if block.kind != kind {
+                // A recalled block in another place (a response's fields
+                // now as trailers) gets a copy, remembered in its stead.
+                remember |= recalled.is_some();
+                Arc::make_mut(&mut block).kind = kind;
+            }
+        }
+        if remember {
+            self.hpack.remember(&pending.fragment, &block);
+        }
         let detail = match pending.promised {
             Some(promised_stream_id) => Detail::PushPromise {
                 promised_stream_id,
                 end_headers,
-                block: Box::new(block),
+                block,
             },
-            None => {
-                let end_stream = head.has(flags::END_STREAM);
-                block.kind =
-                    self.streams
-                        .classify(head.stream_id, end_stream, block.grpc_status.is_some());
-                Detail::Headers {
-                    end_stream,
-                    end_headers,
-                    padded_len: pending.padded_len,
-                    block: Box::new(block),
-                }
-            }
+            None => Detail::Headers {
+                end_stream,
+                end_headers,
+                padded_len: pending.padded_len,
+                block,
+            },
         };
         self.emit(out, head.frame(detail));
         for cont in pending.continuations {
