@@ -190,8 +190,8 @@ pub(crate) const CODE_NAMES: [&str; 17] = [
 /// invalid base64 makes tonic's panic). The harness reads only the code
 /// and the message, once or twice per call.
 pub(crate) fn trailer_status(headers: &http::HeaderMap) -> Option<Status> {
-    let code = Code::from_bytes(headers.get("grpc-status")?.as_bytes());
-    let Some(message) = headers.get("grpc-message") else {
+    let code = Code::from_bytes(headers.get(&names::GRPC_STATUS)?.as_bytes());
+    let Some(message) = headers.get(&names::GRPC_MESSAGE) else {
         return Some(Status::new(code, ""));
     };
     Some(
@@ -203,6 +203,16 @@ pub(crate) fn trailer_status(headers: &http::HeaderMap) -> Option<Status> {
             ),
         },
     )
+}
+
+/// The gRPC fields the harness looks up on every call (`PROTOCOL-HTTP2.md`),
+/// as names parsed once: a `&str` key is parsed and checked on every lookup.
+pub(crate) mod names {
+    use http::HeaderName;
+
+    pub(crate) static GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
+    pub(crate) static GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+    pub(crate) static GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
 }
 
 /// The gRPC name of a code, as in `doc/statuscodes.md` and service configs

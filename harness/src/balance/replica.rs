@@ -31,7 +31,7 @@ use tonic::body::Body;
 use super::io::{connector, Liveness};
 use super::{BoxError, BoxFuture, Site};
 use crate::recorder::event::{BalancerChange, CallId, EventKind};
-use crate::recorder::CALL_ID_HEADER;
+use crate::recorder::CALL_ID;
 
 type Connected = (tonic::transport::Channel, Arc<Liveness>);
 
@@ -150,7 +150,7 @@ impl tower::Service<http::Request<Body>> for Replica {
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
         let call = req
             .headers()
-            .get(CALL_ID_HEADER)
+            .get(&CALL_ID)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok())
             .map(CallId);

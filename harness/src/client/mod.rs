@@ -16,7 +16,8 @@ pub use future::ResponseFuture;
 
 use crate::deadline::parse_grpc_timeout;
 use crate::recorder::event::{CallId, EventKind, HostName, Outcome};
-use crate::recorder::{Recorder, CALL_ID_HEADER, CURRENT_RUN};
+use crate::recorder::{Recorder, CALL_ID, CURRENT_RUN};
+use crate::spec::names::GRPC_TIMEOUT;
 
 /// A real [`tonic::transport::Channel`] over the simulated network, wrapped
 /// so that every call is recorded: start (path, `grpc-timeout`), end (status
@@ -112,14 +113,14 @@ impl tower::Service<http::Request<Body>> for Channel {
         let path = req.uri().path().to_owned();
         let timeout = req
             .headers()
-            .get("grpc-timeout")
+            .get(&GRPC_TIMEOUT)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_grpc_timeout);
         let mut v = http::HeaderValue::from(id.0);
         // Never indexed (RFC 7541 §6.2.3): every call's id is new, so adding
         // it to the HPACK table would only evict the fields that repeat.
         v.set_sensitive(true);
-        req.headers_mut().insert(CALL_ID_HEADER, v);
+        req.headers_mut().insert(CALL_ID.clone(), v);
         let request_error = request::RequestError::default();
         let req = req.map(|b| Body::new(request::WatchedRequest::new(b, request_error.clone())));
         recorder.push(

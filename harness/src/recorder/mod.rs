@@ -178,6 +178,9 @@ tokio::task_local! {
 /// the handler layer, so the two ends of one call are linked in the trace.
 pub(crate) const CALL_ID_HEADER: &str = "x-grpc-chaos-call";
 
+/// [`CALL_ID_HEADER`] parsed once, for the header maps of every call.
+pub(crate) static CALL_ID: http::HeaderName = http::HeaderName::from_static(CALL_ID_HEADER);
+
 #[cfg(test)]
 mod tests {
     use super::event::{EventKind, RunId};

@@ -219,7 +219,7 @@ impl<B: Body> Body for CountSuccess<B> {
         if let Poll::Ready(Some(Ok(frame))) = &polled {
             let ok = frame
                 .trailers_ref()
-                .and_then(|t| t.get("grpc-status"))
+                .and_then(|t| t.get(&crate::spec::names::GRPC_STATUS))
                 .is_some_and(|v| v.as_bytes() == b"0");
             if ok {
                 if let Some(t) = this.throttler.take() {

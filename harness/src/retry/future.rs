@@ -291,7 +291,7 @@ where
 /// The status of a trailers-only response (`grpc-status` among the headers).
 fn trailers_only_code(headers: &HeaderMap) -> Option<Code> {
     headers
-        .get("grpc-status")
+        .get(&crate::spec::names::GRPC_STATUS)
         .map(|v| Code::from_bytes(v.as_bytes()))
 }
 

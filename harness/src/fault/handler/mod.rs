@@ -39,7 +39,8 @@ use crate::deadline::{parse_grpc_timeout, tonic_reads_grpc_timeout, Arrival};
 use crate::error::Problems;
 use crate::net::PeerInfo;
 use crate::recorder::event::{CallId, EventKind, HostName, LayerSide, RunId};
-use crate::recorder::{Recorder, CALL_ID_HEADER, CURRENT_RUN};
+use crate::recorder::{Recorder, CALL_ID, CURRENT_RUN};
+use crate::spec::names::GRPC_TIMEOUT;
 use crate::units::panic_message;
 
 /// What the handler layer needs of the run, and no more: the recorder,
@@ -147,11 +148,9 @@ impl<S> HandlerService<S> {
     fn start(&self, req: &mut http::Request<Body>, side: Option<LayerSide>) -> RunGuard {
         let recorder = &self.env.recorder;
         let path = req.uri().path().to_owned();
-        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
-        let timeout = header("grpc-timeout").and_then(parse_grpc_timeout);
-        let call = header(CALL_ID_HEADER)
-            .and_then(|v| v.parse().ok())
-            .map(CallId);
+        let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+        let timeout = header(&GRPC_TIMEOUT).and_then(parse_grpc_timeout);
+        let call = header(&CALL_ID).and_then(|v| v.parse().ok()).map(CallId);
         let from = req
             .extensions()
             .get::<PeerInfo>()
@@ -174,7 +173,7 @@ impl<S> HandlerService<S> {
         );
         // A grpc-timeout the spec does not allow: said, with what tonic's
         // server makes of it (its own timer sits outside this layer).
-        if let Some(raw) = req.headers().get("grpc-timeout") {
+        if let Some(raw) = req.headers().get(&GRPC_TIMEOUT) {
             if timeout.is_none() {
                 recorder.push_at(
                     now,
