@@ -204,8 +204,8 @@ impl HandlerRun {
 pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
     let mut calls: Vec<Call> = Vec::new();
     let mut runs: Vec<HandlerRun> = Vec::new();
-    let mut call_ix: HashMap<CallId, usize> = HashMap::new();
-    let mut run_ix: HashMap<RunId, usize> = HashMap::new();
+    let mut call_ix = ById::new(events.len());
+    let mut run_ix = ById::new(events.len());
     let mut on_wire: std::collections::HashSet<CallId> = std::collections::HashSet::new();
     for e in events {
         match &e.kind {
@@ -220,7 +220,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     timeout,
                     parent,
                 } = &**call_started;
-                call_ix.insert(*call, calls.len());
+                call_ix.insert(call.0, calls.len());
                 calls.push(Call {
                     id: *call,
                     host: e.host.to_string(),
@@ -237,18 +237,18 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                 });
             }
             EventKind::CallEnded { call, outcome, .. } => {
-                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+                if let Some(c) = call_ix.get(call.0).map(|i| &mut calls[i]) {
                     c.end = CallEnd::Status((**outcome).clone());
                     c.ended_at = Some(e.at());
                 }
             }
             EventKind::CallRouted { call, replica } => {
-                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+                if let Some(c) = call_ix.get(call.0).map(|i| &mut calls[i]) {
                     c.replica = Some(replica.to_string());
                 }
             }
             EventKind::CallStoppedReading(stopped) => {
-                if let Some(c) = call_ix.get(&stopped.call).map(|&i| &mut calls[i]) {
+                if let Some(c) = call_ix.get(stopped.call.0).map(|i| &mut calls[i]) {
                     c.end = CallEnd::StoppedReading {
                         message_len: stopped.message_len,
                         flag: stopped.flag,
@@ -257,7 +257,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                 }
             }
             EventKind::CallDropped { call, .. } => {
-                if let Some(c) = call_ix.get(call).map(|&i| &mut calls[i]) {
+                if let Some(c) = call_ix.get(call.0).map(|i| &mut calls[i]) {
                     c.end = CallEnd::Dropped;
                     c.ended_at = Some(e.at());
                 }
@@ -271,7 +271,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     timeout,
                     nth,
                 } = &**handler_started;
-                run_ix.insert(*run, runs.len());
+                run_ix.insert(run.0, runs.len());
                 runs.push(HandlerRun {
                     id: *run,
                     host: e.host.to_string(),
@@ -287,7 +287,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                 });
             }
             EventKind::HandlerDequeued(dequeued) => {
-                if let Some(r) = run_ix.get(&dequeued.run).map(|&i| &mut runs[i]) {
+                if let Some(r) = run_ix.get(dequeued.run.0).map(|i| &mut runs[i]) {
                     r.dequeued = Some(e.at());
                 }
             }
@@ -336,16 +336,56 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
     (calls, runs)
 }
 
+/// Positions of calls or runs by their id. The recorder hands ids out in
+/// order from 1, so a vector indexed by id holds them without hashing; an id
+/// beyond what a log of this length can have made goes to a map instead of
+/// growing the vector.
+struct ById {
+    dense: Vec<u32>,
+    /// Largest id kept in `dense`.
+    limit: usize,
+    sparse: HashMap<u32, usize>,
+}
+
+impl ById {
+    /// Not in `dense`.
+    const NONE: u32 = u32::MAX;
+
+    fn new(events: usize) -> Self {
+        Self {
+            dense: Vec::new(),
+            limit: events.saturating_add(1),
+            sparse: HashMap::new(),
+        }
+    }
+
+    fn insert(&mut self, id: u32, at: usize) {
+        let slot = id as usize;
+        match u32::try_from(at) {
+            Ok(at) if slot <= self.limit && at != Self::NONE => {
+                if self.dense.len() <= slot {
+                    self.dense.resize(slot + 1, Self::NONE);
+                }
+                self.dense[slot] = at;
+            }
+            _ => {
+                self.sparse.insert(id, at);
+            }
+        }
+    }
+
+    fn get(&self, id: u32) -> Option<usize> {
+        match self.dense.get(id as usize) {
+            Some(&at) if at != Self::NONE => Some(at as usize),
+            _ => self.sparse.get(&id).copied(),
+        }
+    }
+}
+
 /// The first end of a run wins: a panic is followed by the INTERNAL status
 /// the harness answers with, which must not overwrite it.
-fn end_run(
-    runs: &mut [HandlerRun],
-    ix: &HashMap<RunId, usize>,
-    run: RunId,
-    at: Duration,
-    end: RunEnd,
-) {
-    if let Some(r) = ix.get(&run).map(|&i| &mut runs[i]) {
+fn end_run(runs: &mut [HandlerRun], ix: &ById, run: RunId, at: Duration, end: RunEnd) {
+    if let Some(r) = ix.get(run.0).map(|i| &mut runs[i]) {
         if r.ended_at.is_none() {
             r.end = end;
             r.ended_at = Some(at);
@@ -376,27 +416,121 @@ fn infer_parents(calls: &mut [Call], runs: &[HandlerRun]) {
         .filter(|&i| calls[i].parent.is_none())
         .collect();
     orphans.sort_by_key(|&i| calls[i].started);
-    let mut active: HashMap<&str, std::collections::BTreeSet<usize>> = HashMap::new();
+    // Per host, how many runs are active and the sum of their indices:
+    // when one is, the sum is its index.
+    let mut active: HashMap<&str, (usize, usize)> = HashMap::new();
     let (mut s, mut e) = (0, 0);
     for ci in orphans {
         let t = calls[ci].started;
         while let Some(&(_, ri)) = starts.get(s).filter(|(at, _)| *at <= t) {
-            active.entry(runs[ri].host.as_str()).or_default().insert(ri);
+            let (n, sum) = active.entry(runs[ri].host.as_str()).or_default();
+            (*n, *sum) = (*n + 1, sum.wrapping_add(ri));
             s += 1;
         }
         while let Some(&(_, ri)) = ends.get(e).filter(|(at, _)| *at <= t) {
-            if let Some(set) = active.get_mut(runs[ri].host.as_str()) {
-                set.remove(&ri);
+            if let Some((n, sum)) = active.get_mut(runs[ri].host.as_str()) {
+                (*n, *sum) = (n.saturating_sub(1), sum.wrapping_sub(ri));
             }
             e += 1;
         }
-        let on_host = active.get(calls[ci].host.as_str());
-        if let Some(&only) = on_host
-            .filter(|set| set.len() == 1)
-            .and_then(|set| set.first())
-        {
-            calls[ci].parent = Some(runs[only].id);
+        let only = match active.get(calls[ci].host.as_str()) {
+            Some(&(1, only)) => runs.get(only),
+            _ => None,
+        };
+        if let Some(only) = only {
+            calls[ci].parent = Some(only.id);
             calls[ci].parent_inferred = true;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn run(id: u32, host: &str, started: u64, ended: Option<u64>) -> HandlerRun {
+        HandlerRun {
+            id: RunId(id),
+            host: host.to_owned(),
+            path: "/a.B/C".to_owned(),
+            from: "client".to_owned(),
+            call: None,
+            started: ms(started),
+            dequeued: None,
+            timeout: None,
+            nth: 1,
+            end: RunEnd::Running,
+            ended_at: ended.map(ms),
+        }
+    }
+
+    fn call(id: u32, host: &str, started: u64) -> Call {
+        Call {
+            id: CallId(id),
+            host: host.to_owned(),
+            target: "store".to_owned(),
+            replica: None,
+            path: "/a.B/D".to_owned(),
+            started: ms(started),
+            timeout: None,
+            parent: None,
+            parent_inferred: false,
+            end: CallEnd::Open,
+            ended_at: None,
+            seen_on_wire: false,
+        }
+    }
+
+    /// A call without a recorded parent gets the one run active on its
+    /// host when it started, and none when two or none were.
+    #[test]
+    fn a_parent_is_inferred_only_from_the_one_active_run() {
+        let runs = [
+            run(1, "gw", 0, Some(10)),
+            run(2, "gw", 5, Some(15)),
+            run(3, "gw", 20, Some(20)),
+            run(4, "gw", 30, None),
+            run(5, "other", 0, None),
+        ];
+        let mut calls = [
+            call(1, "gw", 3),
+            call(2, "gw", 7),
+            call(3, "gw", 12),
+            call(4, "gw", 20),
+            call(5, "gw", 25),
+            call(6, "gw", 40),
+            call(7, "lone", 3),
+        ];
+        calls[0].parent = Some(RunId(4));
+        infer_parents(&mut calls, &runs);
+        let parents: Vec<Option<u32>> = calls.iter().map(|c| c.parent.map(|r| r.0)).collect();
+        // Call 1 kept its recorded parent; 2 saw two runs; 4 started as run
+        // 3 started and ended; 5 and 7 saw none.
+        assert_eq!(parents, [Some(4), None, Some(2), None, None, Some(4), None]);
+        let inferred: Vec<bool> = calls.iter().map(|c| c.parent_inferred).collect();
+        assert_eq!(inferred, [false, false, true, false, false, true, false]);
+    }
+
+    /// Ids the recorder makes are found in the vector; one far beyond the
+    /// log's length still is, from the map.
+    #[test]
+    fn positions_are_found_by_id_near_or_far() {
+        let mut ix = ById::new(4);
+        for (id, at) in [(1, 0), (3, 1), (u32::MAX - 1, 2), (2, 3)] {
+            ix.insert(id, at);
+        }
+        let found: Vec<Option<usize>> = [0, 1, 2, 3, 4, u32::MAX - 1, u32::MAX]
+            .into_iter()
+            .map(|id| ix.get(id))
+            .collect();
+        assert_eq!(
+            found,
+            [None, Some(0), Some(3), Some(1), None, Some(2), None]
+        );
+        assert!(ix.dense.len() <= 5, "the far id did not grow the vector");
     }
 }
