@@ -148,8 +148,9 @@ pub(crate) struct DirectionTap {
     /// direction): everything the sender writes from then on is dropped,
     /// and the writer closes the connection once the queue is out.
     closing: Option<Close>,
-    /// The policies' buffers, reused from frame to frame.
-    scratch: policy::Scratch,
+    /// The policies' buffers, reused from frame to frame; only on a
+    /// connection with policies.
+    scratch: Option<Box<policy::Scratch>>,
     /// Set once a policy reset the connection from this tap: take no more
     /// bytes (the writer stops at the reset flag).
     reset_done: bool,
@@ -202,7 +203,7 @@ impl DirectionTap {
             conn_state,
             policed,
             closing: None,
-            scratch: policy::Scratch::default(),
+            scratch: policed.then(Box::default),
             reset_done: false,
             in_flight: ends::InFlight::default(),
             wrote_own: std::cell::Cell::new(false),
@@ -328,7 +329,7 @@ impl DirectionTap {
 
     /// `now`: the simulated instant the sender wrote the frame's chunk.
     fn on_frame(&mut self, frame: &Frame, now: Duration, out: &mut VecDeque<Out>) {
-        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut scratch = self.scratch.take();
         let summary = summary::summarize(frame, &mut self.blocks);
         let ack = summary.flags.ack();
         let info = self.frame_info(frame, ack, now);
@@ -369,7 +370,9 @@ impl DirectionTap {
             (_, None, _) => Fate::Passed,
         });
         view.fate = fate;
-        let mut asked = self.policy_frame(&view, &mut scratch);
+        let mut asked = scratch
+            .as_deref_mut()
+            .and_then(|scratch| self.policy_frame(&view, scratch));
         // A reset asked for at this frame keeps it from its receiver too.
         let swallowed = asked
             .as_ref()
@@ -448,7 +451,9 @@ impl DirectionTap {
         if frame.ty == FrameType::Settings {
             self.track_settings(&frame.detail, fate);
         }
-        self.policy_records(&mut scratch);
+        if let Some(scratch) = scratch.as_deref_mut() {
+            self.policy_records(scratch);
+        }
         self.scratch = scratch;
         match (fate, replacement) {
             (Fate::Dropped | Fate::Swallowed, _) => self.discard(end),

@@ -590,7 +590,8 @@ impl DirectionTap {
         let Some(policies) = state.policies.as_mut() else {
             return;
         };
-        let mut scratch = std::mem::take(&mut self.scratch);
+        // Made with the tap when the connection has policies, as here.
+        let mut scratch = self.scratch.take().unwrap_or_default();
         let mut fx = std::mem::take(&mut scratch.effects);
         let mut asked = Asked::default();
         let alters = policies.alters;
@@ -620,7 +621,7 @@ impl DirectionTap {
             self.wake_other();
         }
         self.policy_records(&mut scratch);
-        self.scratch = scratch;
+        self.scratch = Some(scratch);
         self.policy_act(asked, out);
     }
 

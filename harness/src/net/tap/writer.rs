@@ -64,9 +64,13 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
     let reset = tap.reset_flag();
     let mut queue: VecDeque<Out> = VecDeque::new();
     let mut open = true;
+    // Both kept from turn to turn of the loop, so that each waits in its
+    // `Notify` once instead of being made and dropped for every chunk.
+    // Made before the first check: a reset in between still wakes it (a
+    // reset is final, so it is never remade).
+    let mut was_reset = std::pin::pin!(reset.next());
+    let mut was_posted = std::pin::pin!(posted.notified());
     loop {
-        // Made before the check: a reset in between still wakes it.
-        let was_reset = reset.next();
         if reset.is_reset() {
             // A partition's reset_after ran out: nothing more leaves, and
             // both ends' reads and writes fail (`SimConn`).
@@ -134,9 +138,14 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
                     tap.inject(&i, None, &mut queue);
                 }
             }
-            () = posted.notified() => tap.take_posted(&mut queue),
+            () = &mut was_posted => {
+                // Remade before the posts are taken: one posted after
+                // them wakes the new one.
+                was_posted.set(posted.notified());
+                tap.take_posted(&mut queue);
+            }
             () = sleep(policy_timer), if !tap.closing() => tap.on_policy_timer(&mut queue),
-            () = was_reset => {}
+            () = &mut was_reset => {}
             () = sleep(reset_due.map(|(_, at)| at.saturating_sub(*now))) => {
                 if let Some((since, _)) = reset_due {
                     tap.reset_conn(since, &mut queue);
