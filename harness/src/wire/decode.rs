@@ -274,6 +274,12 @@ impl Decoder {
         self.frame_size_from = FrameSizeFrom::Settings;
     }
 
+    /// Streams whose gRPC message framing this direction still follows.
+    #[cfg(test)]
+    pub(crate) fn followed_streams(&self) -> usize {
+        self.messages.len()
+    }
+
     /// Octets fed so far.
     pub fn bytes_fed(&self) -> u64 {
         self.pos

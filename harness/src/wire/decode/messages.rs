@@ -10,6 +10,8 @@ use crate::wire::grpc_frame::Framing;
 
 /// Most streams followed at once; the oldest (lowest) ids are forgotten
 /// first (a stream reset by its peer is never ended in this direction).
+/// A stream's follower goes when the stream ends in this direction: at
+/// END_STREAM on DATA or on its trailers, or at its RST_STREAM.
 const MAX_FOLLOWED: usize = 4_096;
 
 /// The followers of the open streams of one direction.
@@ -44,7 +46,13 @@ impl Messages {
         }
     }
 
-    /// The stream ended (RST_STREAM): forget it.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The stream ended (RST_STREAM, or trailers with END_STREAM): forget
+    /// it.
     pub(super) fn ended(&mut self, stream: u32) {
         self.streams.remove(&stream);
     }

@@ -353,3 +353,27 @@ fn headers_padding_longer_than_fragment_is_fatal() {
     assert_eq!(malformed(&out)[0].1, None);
     assert!(dec.is_opaque());
 }
+
+/// A stream's message framing is followed until the stream ends in this
+/// direction, on DATA or on its trailers: a server's finished calls leave
+/// nothing behind.
+#[test]
+fn a_stream_ended_by_its_trailers_is_no_longer_followed() {
+    let mut wire = Wire::server();
+    for stream in [1, 3, 5] {
+        wire = wire
+            .headers(headers(stream).response("Tue, 01 Apr 2025 10:00:00 GMT"))
+            .data(stream, 10, false)
+            .headers(headers(stream).grpc_status(0, "").eos());
+    }
+    // Stream 7 is still open after its message.
+    let bytes = wire
+        .headers(headers(7).response("Tue, 01 Apr 2025 10:00:00 GMT"))
+        .data(7, 10, false)
+        .into_bytes();
+    let mut decoder = Decoder::new(S2C);
+    let mut events = Vec::new();
+    decoder.feed(&bytes, &mut events);
+    assert_eq!(blocks(&events).len(), 7);
+    assert_eq!(decoder.followed_streams(), 1, "only stream 7");
+}
