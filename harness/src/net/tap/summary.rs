@@ -310,4 +310,31 @@ mod tests {
             Some("14")
         );
     }
+
+    /// A block the decoder hands back again (the same `Arc`: the same
+    /// octets, the HPACK table unchanged) is the block recorded for it,
+    /// also after other blocks were recorded in between.
+    #[test]
+    fn the_same_decoded_block_is_the_same_recorded_block() {
+        let mut blocks = Blocks::default();
+        let frames = [
+            headers_frame(Direction::ServerToClient, &[("grpc-status", "0")]),
+            headers_frame(Direction::ServerToClient, &[(":status", "200")]),
+        ];
+        let [Some(trailers), Some(response)] = frames else {
+            panic!("two HEADERS frames decode");
+        };
+        let detail = |f: &Frame, blocks: &mut Blocks| match summarize(f, blocks).detail {
+            FrameDetail::Headers(h) => Some(h),
+            _ => None,
+        };
+        let first = detail(&trailers, &mut blocks);
+        let _ = detail(&response, &mut blocks);
+        let again = detail(&trailers, &mut blocks);
+        let (Some(first), Some(again)) = (first, again) else {
+            panic!("header blocks");
+        };
+        assert!(first.shares_block_with(&again));
+        assert_eq!(blocks.0.len(), 2, "nothing new remembered");
+    }
 }

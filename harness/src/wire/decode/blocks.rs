@@ -112,9 +112,12 @@ impl Decoder {
         };
         let head = pending.head;
         let end_headers = head.has(flags::END_HEADERS);
-        // Remembered: a block decoded now that left the table unchanged.
+        // The same octets as a block decoded while the table was as it is
+        // now decode to that block (`FieldDecoder::recall`); a block decoded
+        // now that left the table unchanged is remembered.
         let recalled = self.hpack.recall(&pending.fragment).cloned();
-        let (mut block, mut remember) = match recalled.clone() {
+        let was_recalled = recalled.is_some();
+        let (mut block, mut remember) = match recalled {
             Some(known) => (known, false),
             None => {
                 let (block, neutral) = self
@@ -142,7 +145,7 @@ impl Decoder {
             if block.kind != kind {
                 // A recalled block in another place (a response's fields
                 // now as trailers) gets a copy, remembered in its stead.
-                remember |= recalled.is_some();
+                remember |= was_recalled;
                 Arc::make_mut(&mut block).kind = kind;
             }
         }
