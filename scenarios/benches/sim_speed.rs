@@ -742,8 +742,6 @@ fn turmoil_idle(tick: Duration, idle: Duration, hosts: usize) -> Figure {
     meter.figure(span.0.get().as_secs_f64(), String::new())
 }
 
-/// `calls` sequential `Store/Load` calls through the recorded channel, with
-/// the wire tap on or off.
 /// The measured runs of the calls and streams parts, one function each and
 /// never inlined, so that under callgrind each one's instructions show
 /// apart (module docs, "Instructions").
@@ -782,6 +780,8 @@ fn measured_streams_bare(streams: u64, secs: u64) -> Figure {
     turmoil_streams(streams, secs)
 }
 
+/// `calls` sequential `Store/Load` calls through the recorded channel, with
+/// the wire tap on or off.
 fn harness_calls(calls: u64, wire_tap: bool) -> Figure {
     harness_calls_run(calls, wire_tap).0
 }

@@ -338,19 +338,15 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
 
 /// Positions of calls or runs by their id. The recorder hands ids out in
 /// order from 1, so a vector indexed by id holds them without hashing; an id
-/// beyond what a log of this length can have made goes to a map instead of
-/// growing the vector.
+/// larger than the log is long goes to a map instead of growing the vector.
 struct ById {
-    dense: Vec<u32>,
+    dense: Vec<Option<usize>>,
     /// Largest id kept in `dense`.
     limit: usize,
     sparse: HashMap<u32, usize>,
 }
 
 impl ById {
-    /// Not in `dense`.
-    const NONE: u32 = u32::MAX;
-
     fn new(events: usize) -> Self {
         Self {
             dense: Vec::new(),
@@ -361,23 +357,20 @@ impl ById {
 
     fn insert(&mut self, id: u32, at: usize) {
         let slot = id as usize;
-        match u32::try_from(at) {
-            Ok(at) if slot <= self.limit && at != Self::NONE => {
-                if self.dense.len() <= slot {
-                    self.dense.resize(slot + 1, Self::NONE);
-                }
-                self.dense[slot] = at;
-            }
-            _ => {
-                self.sparse.insert(id, at);
-            }
+        if slot > self.limit {
+            self.sparse.insert(id, at);
+            return;
         }
+        if self.dense.len() <= slot {
+            self.dense.resize(slot + 1, None);
+        }
+        self.dense[slot] = Some(at);
     }
 
     fn get(&self, id: u32) -> Option<usize> {
         match self.dense.get(id as usize) {
-            Some(&at) if at != Self::NONE => Some(at as usize),
-            _ => self.sparse.get(&id).copied(),
+            Some(&at) => at,
+            None => self.sparse.get(&id).copied(),
         }
     }
 }

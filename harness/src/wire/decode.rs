@@ -607,6 +607,13 @@ impl Decoder {
         self.accounted = head.offset + head.wire_len();
     }
 
+    /// The stream ended in this direction (END_STREAM on DATA or on its
+    /// trailers, or RST_STREAM): what is kept per open stream goes.
+    fn stream_ended(&mut self, stream: u32) {
+        self.messages.ended(stream);
+        self.streams.ended(stream);
+    }
+
     /// Decodes a complete frame. `first` is the first payload octet of an
     /// unbuffered frame; `payload` the buffered payload otherwise.
     fn on_frame(
@@ -634,14 +641,11 @@ impl Decoder {
                         }
                         *end_stream
                     }
-                    Detail::RstStream { .. } => {
-                        self.messages.ended(head.stream_id);
-                        true
-                    }
+                    Detail::RstStream { .. } => true,
                     _ => false,
                 };
                 if ended {
-                    self.streams.ended(head.stream_id);
+                    self.stream_ended(head.stream_id);
                 }
                 self.emit(out, head.frame(detail));
                 Ok(())

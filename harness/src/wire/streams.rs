@@ -70,8 +70,8 @@ impl StreamKinds {
         }
     }
 
-    /// The stream ended in this direction without a trailing block
-    /// (DATA with END_STREAM, or RST_STREAM).
+    /// The stream ended in this direction (a block with END_STREAM has
+    /// already been classified as its end).
     pub(crate) fn ended(&mut self, stream_id: u32) {
         self.responding.remove(&stream_id);
     }

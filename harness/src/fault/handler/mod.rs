@@ -148,9 +148,16 @@ impl<S> HandlerService<S> {
     fn start(&self, req: &mut http::Request<Body>, side: Option<LayerSide>) -> RunGuard {
         let recorder = &self.env.recorder;
         let path = req.uri().path().to_owned();
-        let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
-        let timeout = header(&GRPC_TIMEOUT).and_then(parse_grpc_timeout);
-        let call = header(&CALL_ID).and_then(|v| v.parse().ok()).map(CallId);
+        let raw_timeout = req.headers().get(&GRPC_TIMEOUT);
+        let timeout = raw_timeout
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_grpc_timeout);
+        let call = req
+            .headers()
+            .get(&CALL_ID)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .map(CallId);
         let from = req
             .extensions()
             .get::<PeerInfo>()
@@ -173,7 +180,7 @@ impl<S> HandlerService<S> {
         );
         // A grpc-timeout the spec does not allow: said, with what tonic's
         // server makes of it (its own timer sits outside this layer).
-        if let Some(raw) = req.headers().get(&GRPC_TIMEOUT) {
+        if let Some(raw) = raw_timeout {
             if timeout.is_none() {
                 recorder.push_at(
                     now,

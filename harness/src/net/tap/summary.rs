@@ -54,8 +54,8 @@ impl Blocks {
     /// fields, else one that shares the list of a block that differs in
     /// one value, else a new one (remembered from now on).
     fn share(&mut self, block: &Arc<HeaderBlock>) -> HeaderFields {
-        let same = self.0.iter().position(|r| Arc::ptr_eq(&r.from, block));
-        if let Some(hit) = same.and_then(|i| self.hit_at(i, block)) {
+        let decoded_before = self.0.iter().position(|r| Arc::ptr_eq(&r.from, block));
+        if let Some(hit) = decoded_before.and_then(|i| self.hit_at(i, block)) {
             return hit;
         }
         let fields = || block.all().iter().map(|(n, v)| (n.as_str(), v.as_str()));

@@ -138,9 +138,8 @@ impl Decoder {
                 self.streams
                     .classify(head.stream_id, end_stream, block.grpc_status.is_some());
             if end_stream {
-                // The stream ends in this direction (trailers, or a
-                // request without a body): no message of it follows.
-                self.messages.ended(head.stream_id);
+                // Trailers, or a request without a body.
+                self.stream_ended(head.stream_id);
             }
             if block.kind != kind {
                 // A recalled block in another place (a response's fields

@@ -51,8 +51,7 @@ impl Messages {
         self.streams.len()
     }
 
-    /// The stream ended (RST_STREAM, or trailers with END_STREAM): forget
-    /// it.
+    /// The stream ended in this direction: forget it.
     pub(super) fn ended(&mut self, stream: u32) {
         self.streams.remove(&stream);
     }
