@@ -36,7 +36,10 @@ echo "wire and tap proptests: ${properties} properties x ${cases} cases = ${exec
 # The README's test command, last, so its summary closes the log. cargo
 # prints one summary per test binary (the last one is a doc-test binary with
 # no tests), so end with the totals over all of them.
+# With the determinism canary on (README, "Determinism and reproducing
+# failures"): every run a test makes is compared with the same test's run
+# in a second process.
 log=$(mktemp)
-cargo test --workspace --locked 2>&1 | tee "$log"
+GRPC_CHAOS_CANARY=1 cargo test --workspace --locked 2>&1 | tee "$log"
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
 rm -f "$log"

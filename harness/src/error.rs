@@ -105,6 +105,8 @@ pub(crate) enum Kind {
         line: usize,
         left: String,
         right: String,
+        /// Which run said `left` and which `right`.
+        sides: [&'static str; 2],
     },
     Io(std::io::Error),
 }
@@ -420,15 +422,24 @@ impl fmt::Display for Kind {
             ),
             // The error says where the trace is, after the replay hint.
             Kind::Violation(v) => write!(f, "{}: {}", v.rule(), v.detail()),
-            Kind::Nondeterministic { line, left, right } => {
+            Kind::Nondeterministic {
+                line,
+                left,
+                right,
+                sides: [first, second],
+            } => {
                 // Line 0: the traces agree, the runs ended differently.
-                let at = match line {
-                    0 => "in how they ended".to_owned(),
-                    n => format!("at line {n} of the trace"),
+                let at = match (line, instant(left)) {
+                    (0, _) => "in how they ended".to_owned(),
+                    (n, Some(t)) => format!("at line {n} of the trace, at {t} ms"),
+                    (n, None) => format!("at line {n} of the trace"),
                 };
+                // The two rows under each other, whatever the labels.
+                let w = first.len().max(second.len()) + 1;
+                let (first, second) = (format!("{first}:"), format!("{second}:"));
                 write!(
                     f,
-                    "two runs with the same seed differ {at}:\n  first:  {left}\n  second: {right}\nsee the README's \"Determinism and reproducing failures\" for the known sources"
+                    "two runs with the same seed differ {at}:\n  {first:<w$} {left}\n  {second:<w$} {right}\nsee the README's \"Determinism and reproducing failures\" for the known sources"
                 )?;
                 if !crate::env::tokio_rng_seeded() {
                     // The one source the harness cannot close by itself.
@@ -439,6 +450,12 @@ impl fmt::Display for Kind {
             Kind::Io(e) => write!(f, "writing the trace failed: {e}"),
         }
     }
+}
+
+/// The instant a rendered row is at: its first column, in ms.
+fn instant(row: &str) -> Option<&str> {
+    let t = row.split_whitespace().next()?;
+    t.parse::<f64>().is_ok().then_some(t)
 }
 
 fn list(items: &[String]) -> String {

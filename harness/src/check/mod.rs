@@ -6,7 +6,8 @@ mod sweep;
 pub use sweep::{sweep, SweepReport};
 
 use crate::error::{Error, Kind};
-use crate::trace::{RenderOptions, Trace};
+use crate::sim::Record;
+use crate::trace::Trace;
 use crate::Sim;
 
 /// The environment that replays a run of `seed` from this process:
@@ -43,76 +44,33 @@ pub fn replay_env(seed: u64) -> String {
 pub fn check_determinism(build: impl Fn() -> Sim) -> Result<Trace, Error> {
     let first = build().run();
     let second = build().run();
-    let (Some(a), Some(b)) = (recorded(&first), recorded(&second)) else {
+    let (Some(a), Some(b)) = (Record::of(&first), Record::of(&second)) else {
         return first; // refused before running: nothing to compare
     };
-    let everything = RenderOptions::everything();
-    let diff = first_difference(&a.render_with(&everything), &b.render_with(&everything))
-        .or_else(|| first_difference(&a.to_json(), &b.to_json()))
-        // A client's error is not in the trace: compare the endings too.
-        .or_else(|| {
-            let (x, y) = (ending(&first), ending(&second));
-            (x != y).then_some((0, x, y))
-        });
-    match diff {
-        None => first,
-        Some((line, left, right)) => Err(crate::sim::run_failed(
-            Error::new(Kind::Nondeterministic { line, left, right }),
-            a.clone(),
-        )),
-    }
-}
-
-/// The trace a run recorded, whether it passed or failed.
-fn recorded(run: &Result<Trace, Error>) -> Option<&Trace> {
-    match run {
+    let trace = match &first {
         Ok(trace) => Some(trace),
         Err(e) => e.trace(),
+    };
+    match (a.difference(&b), trace) {
+        (Some((line, left, right)), Some(trace)) => Err(crate::sim::run_failed(
+            Error::new(Kind::Nondeterministic {
+                line,
+                left,
+                right,
+                sides: ["first", "second"],
+            }),
+            trace.clone(),
+        )),
+        _ => first,
     }
-}
-
-/// How a run ended, in words.
-fn ending(run: &Result<Trace, Error>) -> String {
-    match run {
-        Ok(_) => "the run passed".to_owned(),
-        Err(e) => format!("the run failed: {}", e.message()),
-    }
-}
-
-/// The first line (1-based) where `a` and `b` differ, with both versions.
-fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
-    let (mut la, mut lb) = (a.lines(), b.lines());
-    for n in 1.. {
-        match (la.next(), lb.next()) {
-            (None, None) => return None,
-            (x, y) if x == y => {}
-            (x, y) => {
-                let show = |l: Option<&str>| l.unwrap_or("(end of trace)").to_owned();
-                return Some((n, show(x), show(y)));
-            }
-        }
-    }
-    None
 }
 
 pub use crate::env::tokio_rng_seeded;
+pub use crate::sim::CANARY_ENV;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn first_difference_names_the_line() {
-        assert_eq!(first_difference("a\nb\nc", "a\nb\nc"), None);
-        assert_eq!(
-            first_difference("a\nb\nc", "a\nX\nc"),
-            Some((2, "b".into(), "X".into()))
-        );
-        assert_eq!(
-            first_difference("a\nb", "a\nb\nc"),
-            Some((3, "(end of trace)".into(), "c".into()))
-        );
-    }
 
     #[test]
     fn nondeterminism_points_at_the_readme_and_at_tokio_unstable() {
@@ -120,6 +78,7 @@ mod tests {
             line: 3,
             left: "a".into(),
             right: "b".into(),
+            sides: ["first", "second"],
         })
         .to_string();
         assert!(

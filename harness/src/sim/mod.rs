@@ -2,6 +2,7 @@
 //! servers and client bodies, wired through the harness.
 
 mod builder;
+mod canary;
 mod host;
 mod limits;
 mod retry_use;
@@ -19,6 +20,8 @@ use std::time::Duration;
 pub(crate) use crate::balance::ReplicaSet;
 pub use crate::env::{JITTER_ENV, SEED_ENV};
 pub use builder::{defaults, SimBuilder};
+pub(crate) use canary::Record;
+pub use canary::CANARY_ENV;
 pub use host::{Host, ServerHost};
 pub(crate) use run::run_failed;
 pub use serve_host::ServeHost;

@@ -34,7 +34,14 @@ impl Sim {
     /// a fault after the end), a client body that returned an error, a
     /// handler that panicked, or a run that reached its duration with
     /// clients pending. Errors from the run carry its seed and trace.
+    /// With `GRPC_CHAOS_CANARY=1` ([`check::CANARY_ENV`](crate::check::CANARY_ENV)),
+    /// also a run that differs from the same test's run in a second
+    /// process ([`Error::is_nondeterministic`]).
     pub fn run(self) -> Result<Trace, Error> {
+        super::canary::checked(|| self.run_once())
+    }
+
+    fn run_once(self) -> Result<Trace, Error> {
         // A panic from here on is this run's error; after it, the panic
         // hook writes this run's trace (see `trace::artifacts`).
         let _running = crate::trace::running();
