@@ -277,3 +277,84 @@ fn a_grace_that_ends_after_the_run_is_refused_before_the_run() {
     );
     assert!(msg.contains("shorten the grace"), "{msg}");
 }
+
+/// A shutdown at `at`, on the instant a save sent at 100 ms reaches the store.
+fn shutdown_as_a_save_arrives(at: Duration) -> Sim {
+    let mut sim = Sim::builder().seed(3).build();
+    sim.server("store", |s| {
+        s.add_service(Store::with_work(ms(30)).into_server())
+    });
+    sim.fault(Fault::shutdown("store").at(at));
+    sim.client("player", |c| async move {
+        let mut store = StoreClient::new(c.channel("store"));
+        store.save(save(1)).await?;
+        tokio::time::sleep(ms(100)).await;
+        let _ = store.save(save(2)).await;
+        Ok(())
+    });
+    sim
+}
+
+/// The summary's "order by chance" lines of the run `sim` builds. The run is made
+/// on a thread of its own: its order may differ between processes on
+/// purpose, and the determinism canary checks only a test's own thread.
+fn chance_lines(sim: fn() -> Sim) -> Vec<String> {
+    let trace = std::thread::spawn(move || {
+        sim()
+            .run()
+            .map(|t| t.render_summary(None))
+            .map_err(|e| e.to_string())
+    })
+    .join()
+    .expect("no panic")
+    .expect("the run passes");
+    let mut lines = trace
+        .lines()
+        .skip_while(|l| !l.starts_with("  order by chance"));
+    let first = lines.next().map(str::to_owned);
+    first
+        .into_iter()
+        .chain(
+            lines
+                .take_while(|l| l.starts_with("   "))
+                .map(str::to_owned),
+        )
+        .collect()
+}
+
+#[test]
+fn a_shutdown_on_the_tick_a_request_arrives_is_flagged_as_an_order_by_chance() {
+    // The save sent at 133 ms starts its handler at 134 ms: tonic's select!
+    // sees the signal and the request in one tick (measured: the GOAWAY
+    // lands before or after the handler's start, 4 of 8 processes each).
+    let lines = chance_lines(|| shutdown_as_a_save_arrives(ms(134)));
+    if grpc_chaos::check::tokio_rng_seeded() {
+        assert!(
+            lines.is_empty(),
+            "seeded: nothing left to chance: {lines:?}"
+        );
+        return;
+    }
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert!(line.contains("134.000  store"), "{line}");
+    assert!(
+        line.contains("shutdown signal and a handler start in one tick"),
+        "{line}"
+    );
+    assert!(line.contains("--cfg tokio_unstable"), "{line}");
+}
+
+#[test]
+fn a_shutdown_off_the_request_ticks_leaves_nothing_to_chance() {
+    // One tick early, and after the last call: nothing else moves then.
+    let off: [fn() -> Sim; 3] = [
+        || shutdown_as_a_save_arrives(ms(133)),
+        || shutdown_as_a_save_arrives(ms(120)),
+        || shutdown_as_a_save_arrives(ms(250)),
+    ];
+    for (i, sim) in off.into_iter().enumerate() {
+        let lines = chance_lines(sim);
+        assert!(lines.is_empty(), "shutdown number {i}: {lines:?}");
+    }
+}

@@ -4,6 +4,7 @@
 mod artifacts;
 mod assert;
 mod balancer_rows;
+mod chance;
 mod fold;
 mod html;
 mod json;

@@ -188,6 +188,52 @@ impl Trace {
                 Section::new("deadline overruns", "overruns", overruns(self, events)),
             ],
         }
+        .with_chance(events)
+    }
+}
+
+impl Summary {
+    /// With the instants whose order tokio's unseeded `select!` RNG may
+    /// have picked ([`chance`](super::chance)), as a section of their own
+    /// after the others, only when there are some: a build with
+    /// `--cfg tokio_unstable` seeds that RNG from the run's seed, and its
+    /// summaries have none.
+    fn with_chance(mut self, events: &[Event]) -> Self {
+        if crate::env::tokio_rng_seeded() {
+            return self;
+        }
+        let items: Vec<Item> = super::chance::select_races(events)
+            .into_iter()
+            .map(|race| chance_item(events, race))
+            .collect();
+        if !items.is_empty() {
+            self.sections
+                .push(Section::new("order by chance", "chance", items));
+        }
+        self
+    }
+}
+
+/// `shutdown signal and handler start in one tick: …`.
+fn chance_item(events: &[Event], race: super::chance::SelectRace) -> Item {
+    let signal = &events[race.signal];
+    let what = match &signal.kind {
+        EventKind::ShutdownStarted { .. } => "shutdown signal",
+        _ => "its own GOAWAY",
+    };
+    let traffic = match &events[race.traffic].kind {
+        EventKind::HandlerStarted(_) => "a handler start",
+        _ => "a handler's end",
+    };
+    Item {
+        event: Some(race.signal),
+        at: Some(signal.at()),
+        place: signal.host.to_string(),
+        text: format!(
+            "{what} and {traffic} in one tick: tonic's select! picked their order with tokio's RNG, \
+             unseeded in this build, so it may differ between processes (exact replay: build with \
+             --cfg tokio_unstable)"
+        ),
     }
 }
 
