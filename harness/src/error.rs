@@ -81,6 +81,19 @@ pub(crate) enum Kind {
         /// Frames the tap still keeps back, summed up: a likely reason.
         kept: Vec<String>,
     },
+    /// An unbounded run stopped by its no-progress rule
+    /// ([`SimBuilder::no_progress_limit`](crate::SimBuilder::no_progress_limit)).
+    NoProgress {
+        /// The latest progress, *simulated* time.
+        since: Duration,
+        /// When the run stopped.
+        at: Duration,
+        limit: Duration,
+        /// Each client still running, with the calls it waits on.
+        pending: Vec<String>,
+        /// Frames the tap still keeps back, summed up: a likely reason.
+        kept: Vec<String>,
+    },
     ClientFailed {
         host: String,
         message: String,
@@ -203,9 +216,20 @@ impl Error {
         )
     }
 
-    /// The run reached its duration with clients still pending.
+    /// The run reached its duration (or, with `Duration::MAX`, its step
+    /// ceiling, [`SimBuilder::max_steps`](crate::SimBuilder::max_steps))
+    /// with clients still pending. An unbounded run stopped early because
+    /// nothing moved is [`Error::is_no_progress`] instead.
     pub fn is_timeout(&self) -> bool {
         matches!(*self.kind, Kind::Timeout { .. })
+    }
+
+    /// A `duration(Duration::MAX)` run made no progress for
+    /// [`SimBuilder::no_progress_limit`](crate::SimBuilder::no_progress_limit)
+    /// of simulated time while every client still running waited on a
+    /// call; the message says since when, and what each client waits on.
+    pub fn is_no_progress(&self) -> bool {
+        matches!(*self.kind, Kind::NoProgress { .. })
     }
 
     /// A client body returned an error (or panicked).
@@ -404,6 +428,30 @@ impl fmt::Display for Kind {
                         "; raise SimBuilder::duration or find what they wait on in the trace"
                     ),
                 }
+            }
+            Kind::NoProgress {
+                since,
+                at,
+                limit,
+                pending,
+                kept,
+            } => {
+                write!(
+                    f,
+                    "the run made no progress for {} simulated (since {}; the limit is {}) with every client still running waiting on a call: {}",
+                    fmt_duration(at.saturating_sub(*since)),
+                    fmt_duration(*since),
+                    fmt_duration(*limit),
+                    pending.join("; ")
+                )?;
+                if !kept.is_empty() {
+                    write!(f, "; frames still kept back: {}", kept.join("; "))?;
+                }
+                write!(
+                    f,
+                    "; a call with no deadline to a handler that never answers waits for good: give the call a deadline, or give the run a finite SimBuilder::duration; if the clients wait on a timer the harness cannot see (a keepalive timeout, a connect_timeout, a sleep in your code) longer than {}, raise SimBuilder::no_progress_limit",
+                    fmt_duration(*limit)
+                )
             }
             Kind::ClientFailed { host, message } => {
                 write!(f, "client `{host}` failed: {message}")

@@ -132,6 +132,7 @@ impl HttpBody for RecordedBody {
                             guard.finish_inferred(&status, *this.http);
                         }
                     } else if let Some(data) = f.data_ref() {
+                        guard.progressed();
                         this.framing.feed(data);
                         *this.last_was_data = true;
                     }

@@ -122,7 +122,10 @@ impl tower::Service<http::Request<Body>> for Channel {
         v.set_sensitive(true);
         req.headers_mut().insert(CALL_ID.clone(), v);
         let request_error = request::RequestError::default();
-        let req = req.map(|b| Body::new(request::WatchedRequest::new(b, request_error.clone())));
+        let req = req.map(|b| {
+            let watched = request::WatchedRequest::new(b, request_error.clone(), recorder.clone());
+            Body::new(watched)
+        });
         recorder.push(
             self.call.from,
             EventKind::CallStarted(Box::new(event::CallStarted {
@@ -133,6 +136,11 @@ impl tower::Service<http::Request<Body>> for Channel {
                 parent: CURRENT_RUN.try_with(|r| *r).ok(),
             })),
         );
+        if let Some(timeout) = timeout {
+            // tonic's deadline timer ends the call by then (if the channel
+            // connects): the run's no-progress rule sits it out.
+            recorder.timer_at(recorder.now().saturating_add(timeout));
+        }
         let guard = CallGuard {
             site: self.call.clone(),
             id,
@@ -212,6 +220,13 @@ impl CallGuard {
                 tonic::Code::ResourceExhausted,
                 crate::spec::rules::ENCODE_LIMIT,
             ))
+    }
+
+    /// Notes that a message's bytes of the response passed: progress for
+    /// the run's no-progress rule, which no frame shows with the wire tap
+    /// off.
+    pub(crate) fn progressed(&self) {
+        self.site.recorder.progressed();
     }
 
     /// Records that the caller's decoder stopped reading the response at a

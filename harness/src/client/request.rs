@@ -3,7 +3,9 @@
 //! `max_encoding_message_size` never reaches the wire, h2 resets the stream
 //! with INTERNAL_ERROR, and the caller gets INTERNAL "h2 protocol error:
 //! http2 error" without the encoder's words (measured, tonic 0.14.9). The
-//! call's guard reads what was seen here to give the spec's code.
+//! call's guard reads what was seen here to give the spec's code. Each
+//! message's bytes it passes on are progress for the run's no-progress
+//! rule (with the wire tap off, no frame shows them).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -14,6 +16,8 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use tonic::body::Body;
 
+use crate::recorder::Recorder;
+
 /// What the request body failed with, shared with the call's guard.
 pub(crate) type RequestError = Arc<Mutex<Option<tonic::Status>>>;
 
@@ -23,12 +27,17 @@ pin_project! {
         #[pin]
         inner: Body,
         seen: RequestError,
+        recorder: Arc<Recorder>,
     }
 }
 
 impl WatchedRequest {
-    pub(crate) fn new(inner: Body, seen: RequestError) -> Self {
-        Self { inner, seen }
+    pub(crate) fn new(inner: Body, seen: RequestError, recorder: Arc<Recorder>) -> Self {
+        Self {
+            inner,
+            seen,
+            recorder,
+        }
     }
 }
 
@@ -42,9 +51,13 @@ impl HttpBody for WatchedRequest {
     ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
         let this = self.project();
         let frame = ready!(this.inner.poll_frame(cx));
-        if let Some(Err(status)) = &frame {
-            let mut seen = this.seen.lock().unwrap_or_else(|p| p.into_inner());
-            *seen = Some(status.clone());
+        match &frame {
+            Some(Err(status)) => {
+                let mut seen = this.seen.lock().unwrap_or_else(|p| p.into_inner());
+                *seen = Some(status.clone());
+            }
+            Some(Ok(f)) if f.is_data() => this.recorder.progressed(),
+            _ => {}
         }
         Poll::Ready(frame)
     }

@@ -83,10 +83,9 @@ impl Dial {
                 } => limit,
                 _ => SYN_GIVE_UP,
             };
-            let left = self
-                .started
-                .saturating_add(limit)
-                .saturating_sub(self.wiring.tap.recorder.now());
+            let give_up = self.started.saturating_add(limit);
+            self.wiring.tap.recorder.timer_at(give_up);
+            let left = give_up.saturating_sub(self.wiring.tap.recorder.now());
             if left.is_zero() {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,

@@ -909,6 +909,87 @@ impl EventKind {
         }
     }
 
+    /// Whether the event is progress for the no-progress rule of an
+    /// unbounded run ([`SimBuilder::no_progress_limit`](crate::SimBuilder::no_progress_limit)):
+    /// everything a run records except the connection's upkeep, which goes
+    /// on by itself while a call hangs.
+    ///
+    /// Not progress: frames on stream 0 other than GOAWAY (PING and its
+    /// ACK, SETTINGS, the connection's WINDOW_UPDATE, PRIORITY: a channel
+    /// with `http2_keep_alive_interval` PINGs an idle connection for good,
+    /// hyper's `proto/h2/ping.rs`), their release from a delay or hold, and
+    /// a keepalive policy's bookkeeping of them (a PING judged, strikes
+    /// reset). Also not: what the end of a run records about itself
+    /// (frames that never left, faults that never fired, a server still
+    /// draining). Progress: every frame on a stream (HEADERS, DATA,
+    /// RST_STREAM, a stream's WINDOW_UPDATE) whatever a fault did with it,
+    /// GOAWAY, every call, attempt, handler, fault, host, link and
+    /// connection event, a policy's action, and a log line of your code.
+    pub(crate) fn is_progress(&self) -> bool {
+        let upkeep = |stream: u32, frame: FrameType| stream == 0 && frame != FrameType::GoAway;
+        match self {
+            Self::Frame { stream, frame, .. } | Self::FrameReleased { stream, frame, .. } => {
+                !upkeep(*stream, *frame)
+            }
+            Self::FrameReplaced(r) => !upkeep(r.stream, r.frame),
+            Self::KeepalivePing(_)
+            | Self::KeepaliveStrikesReset { .. }
+            | Self::KeepaliveDataReset { .. }
+            | Self::FrameNeverLeft(_)
+            | Self::FaultNeverFired { .. }
+            | Self::ShutdownStillDraining(_) => false,
+            Self::HostCrashed
+            | Self::HostRestarted
+            | Self::Partitioned { .. }
+            | Self::Repaired { .. }
+            | Self::BlackHoled { .. }
+            | Self::HostPaused
+            | Self::HostResumed
+            | Self::ConnectStarted { .. }
+            | Self::ConnectWaiting { .. }
+            | Self::Connected { .. }
+            | Self::ConnectFailed { .. }
+            | Self::ConnectAbandoned { .. }
+            | Self::ConnReset { .. }
+            | Self::LinkLatency { .. }
+            | Self::ServeFnWithoutLayer
+            | Self::ShutdownStarted { .. }
+            | Self::ServeReturned { .. }
+            | Self::ShutdownGraceOver { .. }
+            | Self::FaultFired(_)
+            | Self::CallStarted(_)
+            | Self::CallSeenOnWire { .. }
+            | Self::CallEnded { .. }
+            | Self::CallDropped { .. }
+            | Self::CallStoppedReading(_)
+            | Self::HandlerStarted(_)
+            | Self::HandlerDequeued(_)
+            | Self::HandlerFinished(_)
+            | Self::HandlerRejected(_)
+            | Self::HandlerDropped(_)
+            | Self::HandlerPanicked(_)
+            | Self::HoldReleased { .. }
+            | Self::ConnClosed { .. }
+            | Self::ConnResetSent { .. }
+            | Self::FramesUndelivered { .. }
+            | Self::RawPeerClosed { .. }
+            | Self::ProtocolError { .. }
+            | Self::KeepaliveClosed { .. }
+            | Self::PolicyClosed(_)
+            | Self::PolicyReset(_)
+            | Self::PolicyActed(_)
+            | Self::RetryAttempt(_)
+            | Self::GrpcTimeoutInvalid(_)
+            | Self::RetryArrived { .. }
+            | Self::RetryDecision(_)
+            | Self::ReplicaLeft { .. }
+            | Self::ReplicaJoined { .. }
+            | Self::CallRouted { .. }
+            | Self::Balancer(_)
+            | Self::Log(_) => true,
+        }
+    }
+
     /// The id an event is about, for [`Recorder::while_driving_host`](super::Recorder::while_driving_host):
     /// `(0, run)`, `(1, call)`, `(2, connection)`, else `(3, 0)`.
     pub(crate) fn id_key(&self) -> (u8, u32) {

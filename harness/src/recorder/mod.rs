@@ -34,6 +34,24 @@ pub(crate) struct Recorder {
     /// happens at the driver's instant, not at the host's clock (which
     /// turmoil has already advanced by a tick).
     at_driver: std::sync::atomic::AtomicBool,
+    /// What the no-progress rule of an unbounded run reads (`sim/run.rs`).
+    quiet: Quiet,
+}
+
+/// When the run last made progress, and the latest instant a timer of the
+/// harness's own is set for, *simulated* nanoseconds: one atomic each, so
+/// the driver reads them every step for nothing.
+#[derive(Default)]
+struct Quiet {
+    /// The latest progress ([`EventKind::is_progress`], or
+    /// [`Recorder::progressed`]).
+    progress_ns: AtomicU64,
+    /// The latest instant of [`Recorder::timer_at`].
+    due_ns: AtomicU64,
+}
+
+fn nanos(at: Duration) -> u64 {
+    u64::try_from(at.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[derive(Default)]
@@ -63,8 +81,37 @@ impl Recorder {
 
     /// Sets the time used for events recorded outside any host.
     pub(crate) fn set_driver_clock(&self, at: Duration) {
-        let ns = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX);
-        self.driver_clock_ns.store(ns, Ordering::Relaxed);
+        self.driver_clock_ns.store(nanos(at), Ordering::Relaxed);
+    }
+
+    /// Notes progress now that no event records: a message's bytes
+    /// passing a recorded call's body (with the wire tap off, no frame
+    /// shows them), a client body returning.
+    pub(crate) fn progressed(&self) {
+        let at = nanos(self.now());
+        self.quiet.progress_ns.fetch_max(at, Ordering::Relaxed);
+    }
+
+    /// Notes that a timer of the harness's own (a handler fault's delay, a
+    /// frame kept back until an instant, a policy's timer, a partition's
+    /// `reset_after`, a retry's backoff, a call's deadline) is set for
+    /// `at`, *simulated* time: the no-progress rule does not stop a run
+    /// before it. Only the latest instant is kept; a timer cancelled
+    /// before it fires still holds the rule off until then (a later stop,
+    /// never a wrong one).
+    pub(crate) fn timer_at(&self, at: Duration) {
+        self.quiet.due_ns.fetch_max(nanos(at), Ordering::Relaxed);
+    }
+
+    /// The latest progress so far, *simulated* time (zero before any).
+    pub(crate) fn last_progress(&self) -> Duration {
+        Duration::from_nanos(self.quiet.progress_ns.load(Ordering::Relaxed))
+    }
+
+    /// The latest instant a timer of the harness's own was set for
+    /// ([`Recorder::timer_at`]), *simulated* time (zero before any).
+    pub(crate) fn last_timer(&self) -> Duration {
+        Duration::from_nanos(self.quiet.due_ns.load(Ordering::Relaxed))
     }
 
     pub(crate) fn push(&self, host: impl Into<HostName>, kind: EventKind) {
@@ -80,6 +127,11 @@ impl Recorder {
     pub(crate) fn push_at(&self, at: Duration, host: impl Into<HostName>, kind: EventKind) {
         if self.stopped.load(Ordering::Relaxed) {
             return;
+        }
+        if kind.is_progress() {
+            self.quiet
+                .progress_ns
+                .fetch_max(nanos(at), Ordering::Relaxed);
         }
         let host = host.into();
         self.state().events.push(Event::new(at, host, kind));

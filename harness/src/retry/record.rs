@@ -56,6 +56,9 @@ pub(crate) fn recording_observer(
                 let outcome = entry.1.take();
                 let (retry_in, backoff_n, stop) = match decision {
                     Decision::Retry { delay, reason } => {
+                        // The backoff is a timer the run's no-progress
+                        // rule must sit out.
+                        recorder.timer_at(recorder.now().saturating_add(*delay));
                         let n = match reason {
                             RetryReason::Backoff { n } => Some(*n),
                             RetryReason::Pushback { .. } => None,

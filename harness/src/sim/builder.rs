@@ -17,6 +17,7 @@ use crate::env::{env_u64, JITTER_ENV, SEED_ENV};
 /// | latency jitter | `CHAOS_JITTER_US` µs, else 0 | a fixed latency makes every seed the same run; add jitter to explore interleavings |
 /// | epoch | 2026-01-01T00:00:00Z | turmoil's default is the wall clock |
 /// | max steps | 10,000,000 | a run ends, even one with `Duration::MAX`: 2.8 simulated hours at a 1 ms tick, about a minute of wall time idle in release |
+/// | no-progress limit | 10 min, `Duration::MAX` runs only | an unbounded run whose clients wait on something that never comes ends in seconds of wall time, not at the step ceiling; longer than the keepalive and connect timers of tonic and h2 the stories use, which the harness cannot see |
 pub mod defaults {
     use std::time::Duration;
 
@@ -38,6 +39,19 @@ pub mod defaults {
     /// wall time in a release build (the README's speed table: ~250
     /// simulated seconds per wall second at a 1 ms tick), more in debug.
     pub const MAX_STEPS: u64 = 10_000_000;
+    /// How long a `duration(Duration::MAX)` run may go without progress
+    /// while every client still running waits on a call, *simulated* time
+    /// (see `SimBuilder::no_progress_limit`). 10 minutes: 600,000 steps at
+    /// the 1 ms tick; a hung call stopped so took 2.6–3.1 s of wall time
+    /// in a debug build with the README's optimized dependencies
+    /// (measured, `tests/tests/no_progress.rs`), where the step ceiling
+    /// took 33 s. Longer than the timers of tonic and h2 the stories use,
+    /// which the harness cannot see (a keepalive interval of 10 s to a few
+    /// minutes plus its timeout, a connect timeout of seconds); the timers
+    /// it knows (deadlines, middleboxes' idle timers such as AWS NLB's
+    /// 350 s or Envoy's 5 minutes, host faults) are waited for, however
+    /// long.
+    pub const NO_PROGRESS_LIMIT: Duration = Duration::from_secs(600);
 }
 
 /// Configures a [`Sim`]. See [`defaults`] for every default and why.
@@ -52,6 +66,7 @@ pub struct SimBuilder {
     settle: Option<Duration>,
     wire_tap: bool,
     max_steps: u64,
+    no_progress_limit: Option<Duration>,
 }
 
 impl Default for SimBuilder {
@@ -65,6 +80,7 @@ impl Default for SimBuilder {
             settle: None,
             wire_tap: true,
             max_steps: defaults::MAX_STEPS,
+            no_progress_limit: None,
         }
     }
 }
@@ -80,9 +96,11 @@ impl SimBuilder {
     /// How long the run may last, *simulated* time. Defaults to 60 s. A run
     /// whose clients are still going at this point fails with an error
     /// naming them and what they wait on. `Duration::MAX` runs until the
-    /// clients are done, for at most [`max_steps`](Self::max_steps) ticks;
-    /// a duration shorter than one [`tick`](Self::tick), or longer than
-    /// `max_steps` ticks, is an error from [`Sim::run`](crate::Sim::run).
+    /// clients are done, for at most [`max_steps`](Self::max_steps) ticks,
+    /// and stops early when it makes no progress for
+    /// [`no_progress_limit`](Self::no_progress_limit); a duration shorter
+    /// than one [`tick`](Self::tick), or longer than `max_steps` ticks, is
+    /// an error from [`Sim::run`](crate::Sim::run).
     pub fn duration(mut self, duration: Duration) -> Self {
         self.duration = duration;
         self
@@ -153,10 +171,63 @@ impl SimBuilder {
     /// from [`Sim::run`](crate::Sim::run), so that a typo in a duration
     /// cannot make a test run for hours; with `Duration::MAX` the run stops
     /// after this many steps, with an error naming the clients still
-    /// waiting. Raise it for a long story (or coarsen the tick); 0 is an
+    /// waiting, when the [no-progress rule](Self::no_progress_limit) did
+    /// not stop it earlier (its clients kept something moving, or one had
+    /// no call open). Raise it for a long story (or coarsen the tick); 0 is an
     /// error.
     pub fn max_steps(mut self, steps: u64) -> Self {
         self.max_steps = steps;
+        self
+    }
+
+    /// How long an unbounded run ([`duration`](Self::duration)`(Duration::MAX)`)
+    /// may go without progress while its clients wait, *simulated* time.
+    /// Defaults to [`defaults::NO_PROGRESS_LIMIT`] (10 minutes).
+    /// `Duration::MAX` turns the rule off (the step ceiling ends such a
+    /// run, as [`max_steps`](Self::max_steps) says).
+    ///
+    /// The run stops with an error
+    /// ([`Error::is_no_progress`](crate::Error::is_no_progress)) that says
+    /// since when nothing moved and what each client waits on (a call with
+    /// no deadline to a handler that never answers: the call, the handler,
+    /// the fault on it), at the first step where all of these hold:
+    ///
+    /// - Every client still running has a call open (started, not ended).
+    ///   A client with none may be asleep on a timer of its own, which the
+    ///   harness cannot see (tokio exposes no timer deadlines), and what it
+    ///   does when it wakes (a call, a [`Host::release`](crate::Host::release),
+    ///   its return) may be what the others wait for: that run is not
+    ///   stalled, however long it sleeps.
+    /// - Nothing counted as progress for this long: a frame on a stream
+    ///   (HEADERS, DATA, RST_STREAM, a stream's WINDOW_UPDATE) or a GOAWAY;
+    ///   a call, retry attempt, handler, fault, host, link or connection
+    ///   event, a policy's action, a log line of your code; a message's
+    ///   bytes passing a recorded call's body (what shows them with the
+    ///   wire tap off); a client body returning. The connection's upkeep
+    ///   is not progress: PINGs and their ACKs (a channel with
+    ///   `http2_keep_alive_interval` sends them on an idle connection for
+    ///   good), SETTINGS, the connection's WINDOW_UPDATE, and a keepalive
+    ///   policy's judging of PINGs.
+    /// - This long has passed since the last host fault
+    ///   ([`Fault::crash`](crate::Fault::crash), restart, partition,
+    ///   release, …) was due, and since the last timer of the harness's
+    ///   own: a recorded call's deadline (`grpc-timeout`), a handler
+    ///   fault's delay, a frame kept back until an instant, a connection
+    ///   policy's or middlebox's timer, a partition's `reset_after`, a
+    ///   retry's backoff. So a scheduled fault, or a deadline longer than
+    ///   the limit, is always waited for.
+    ///
+    /// What the harness cannot see is cut after this long with nothing
+    /// else moving: a timer in tonic or h2 (a keepalive interval plus its
+    /// timeout, `Endpoint::connect_timeout`, a server's `timeout`), or in
+    /// your code (a handler that sleeps, a client that waits between the
+    /// messages of an open stream). Raise the limit for such a story, or
+    /// give the run a finite duration. A run with a finite duration always
+    /// runs to it (the rule is off): setting this on one, or setting 0, is
+    /// an error from [`Sim::run`](crate::Sim::run)
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)).
+    pub fn no_progress_limit(mut self, limit: Duration) -> Self {
+        self.no_progress_limit = Some(limit);
         self
     }
 
@@ -209,6 +280,7 @@ impl SimBuilder {
                 }),
                 wire_tap: self.wire_tap,
                 max_steps: self.max_steps,
+                no_progress_limit: self.no_progress_limit,
             },
             problem,
         )

@@ -30,6 +30,25 @@ impl Sim {
                     .to_owned(),
             );
         }
+        match c.no_progress_limit {
+            Some(limit) if limit.is_zero() => {
+                return misconfigured(format!(
+                    "SimBuilder::no_progress_limit(0ms) would stop the run at its first quiet step; \
+                     the default is {} (Duration::MAX turns the rule off)",
+                    fmt_duration(super::defaults::NO_PROGRESS_LIMIT)
+                ));
+            }
+            Some(limit) if c.duration != Duration::MAX => {
+                return misconfigured(format!(
+                    "SimBuilder::no_progress_limit({}) applies only to a run with \
+                     duration(Duration::MAX); this run has a duration of {} and waits for its \
+                     clients until then: drop the limit, or make the duration Duration::MAX",
+                    fmt_duration(limit),
+                    fmt_duration(c.duration)
+                ));
+            }
+            _ => {}
+        }
         if c.duration != Duration::MAX && c.capped_by_steps() {
             return misconfigured(format!(
                 "SimBuilder::duration({}) is {} ticks of {}, more than SimBuilder::max_steps ({}); \

@@ -49,6 +49,8 @@ pub(crate) struct Config {
     pub(crate) settle: Duration,
     pub(crate) wire_tap: bool,
     pub(crate) max_steps: u64,
+    /// [`SimBuilder::no_progress_limit`], when set.
+    pub(crate) no_progress_limit: Option<Duration>,
 }
 
 impl Config {
@@ -62,6 +64,17 @@ impl Config {
             .saturating_mul(u128::from(self.max_steps));
         self.duration
             .min(Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)))
+    }
+
+    /// The no-progress limit in force, *simulated* time: an unbounded
+    /// run's ([`SimBuilder::no_progress_limit`], else
+    /// [`defaults::NO_PROGRESS_LIMIT`]); none for a finite duration, which
+    /// runs to its end, nor for `Duration::MAX` as the limit (off).
+    pub(crate) fn no_progress_limit(&self) -> Option<Duration> {
+        let limit = self
+            .no_progress_limit
+            .unwrap_or(defaults::NO_PROGRESS_LIMIT);
+        (self.duration == Duration::MAX && limit != Duration::MAX).then_some(limit)
     }
 
     /// Whether the run stops at its step ceiling before its duration.

@@ -32,11 +32,15 @@ impl Sim {
     ///
     /// A misconfigured scenario (unknown or duplicate host, bad method path,
     /// a fault after the end), a client body that returned an error, a
-    /// handler that panicked, or a run that reached its duration with
-    /// clients pending. Errors from the run carry its seed and trace.
-    /// With `GRPC_CHAOS_CANARY=1` ([`check::CANARY_ENV`](crate::check::CANARY_ENV)),
-    /// also a run that differs from the same test's run in a second
-    /// process ([`Error::is_nondeterministic`]).
+    /// handler that panicked, a run that reached its duration with
+    /// clients pending ([`Error::is_timeout`]), or a `Duration::MAX` run
+    /// that made no progress for its
+    /// [`no_progress_limit`](super::SimBuilder::no_progress_limit)
+    /// ([`Error::is_no_progress`]). Errors from the run carry its seed and
+    /// trace. With `GRPC_CHAOS_CANARY=1`
+    /// ([`check::CANARY_ENV`](crate::check::CANARY_ENV)), also a run that
+    /// differs from the same test's run in a second process
+    /// ([`Error::is_nondeterministic`]).
     pub fn run(self) -> Result<Trace, Error> {
         super::canary::checked(|| self.run_once())
     }
@@ -251,10 +255,16 @@ fn drive(
     config: &super::Config,
 ) -> Result<(), Error> {
     // A `Duration::MAX` run stops at its step ceiling (finite durations
-    // past it were refused).
+    // past it were refused), or earlier when nothing moves.
     let duration = config.end();
     let subscriber = Capture::new(shared.recorder.clone());
     let _guard = tracing::subscriber::set_default(subscriber);
+    let mut stall = config.no_progress_limit().map(|limit| Stall {
+        limit,
+        // Sorted by time: the last is the last due.
+        last_fault: faults.last().map_or(Duration::ZERO, |f| f.at),
+        not_before: Duration::ZERO,
+    });
     let mut faults = faults.into_iter().peekable();
     // When the last client body returned: the run goes on for `settle`, so
     // that cancellations already on the wire land before the trace ends.
@@ -270,6 +280,11 @@ fn drive(
                 return Ok(())
             }
             None if now >= duration => return Err(timeout(shared, config)),
+            None => {
+                if let Some(e) = stall.as_mut().and_then(|s| s.check(shared, now)) {
+                    return Err(e);
+                }
+            }
             _ => {}
         }
         match world.step() {
@@ -494,19 +509,78 @@ fn report_never_left(shared: &Shared, ended: Duration) {
     }
 }
 
-fn timeout(shared: &Shared, config: &super::Config) -> Error {
-    let events = shared.recorder.events();
-    let pending = shared
+/// The no-progress rule of an unbounded run
+/// ([`SimBuilder::no_progress_limit`](super::SimBuilder::no_progress_limit)).
+struct Stall {
+    limit: Duration,
+    /// When the last host fault is due: the run is not stalled before.
+    last_fault: Duration,
+    /// When the rule last found a client with no call open: the quiet
+    /// counts from then on, so the log is read once per limit at most.
+    not_before: Duration,
+}
+
+impl Stall {
+    /// The run's error when it is stalled at `now`: nothing moved, no host
+    /// fault nor timer of the harness's own was due for the limit, and
+    /// every client still running waits on a call.
+    fn check(&mut self, shared: &Shared, now: Duration) -> Option<Error> {
+        let rec = &shared.recorder;
+        // Two atomic loads a step; the log is read only once it is quiet.
+        let since = rec.last_progress();
+        let quiet_from = since
+            .max(rec.last_timer())
+            .max(self.last_fault)
+            .max(self.not_before);
+        if now < quiet_from.saturating_add(self.limit) {
+            return None;
+        }
+        let events = rec.events();
+        let waits = pending_clients(shared, &events);
+        if waits.iter().any(|(_, calls)| calls.is_empty()) {
+            // A client asleep on its own timer may be what ends the wait.
+            self.not_before = now;
+            return None;
+        }
+        Some(Error::new(Kind::NoProgress {
+            since,
+            at: now,
+            limit: self.limit,
+            pending: waits.iter().map(|(h, c)| waiting_on(h, c)).collect(),
+            kept: kept_back(shared),
+        }))
+    }
+}
+
+/// Each client still running, with the calls it has open (described).
+fn pending_clients(
+    shared: &Shared,
+    events: &[crate::recorder::event::Event],
+) -> Vec<(String, Vec<String>)> {
+    shared
         .pending_clients()
         .into_iter()
         .map(|host| {
-            let waiting = crate::trace::open_calls(&events, &host);
-            if waiting.is_empty() {
-                format!("`{host}` (no call open)")
-            } else {
-                format!("`{host}` waiting on {}", waiting.join(", "))
-            }
+            let calls = crate::trace::open_calls(events, &host);
+            (host, calls)
         })
+        .collect()
+}
+
+/// `` `player` waiting on r1 … `` or `` `player` (no call open) ``.
+fn waiting_on(host: &str, calls: &[String]) -> String {
+    if calls.is_empty() {
+        format!("`{host}` (no call open)")
+    } else {
+        format!("`{host}` waiting on {}", calls.join(", "))
+    }
+}
+
+fn timeout(shared: &Shared, config: &super::Config) -> Error {
+    let events = shared.recorder.events();
+    let pending = pending_clients(shared, &events)
+        .iter()
+        .map(|(host, calls)| waiting_on(host, calls))
         .collect();
     Error::new(Kind::Timeout {
         duration: config.end(),

@@ -300,6 +300,8 @@ impl Shared {
 
     /// Notes that a client body returned, with its error if it failed.
     pub(crate) fn client_finished(&self, host: &str, error: Option<String>) {
+        // What the others wait for may be this one's end.
+        self.recorder.progressed();
         if let Some(message) = error {
             self.problem(Error::new(Kind::ClientFailed {
                 host: host.to_owned(),

@@ -146,6 +146,10 @@ impl Acting for Inside {
     fn keep_permit(&mut self, permit: OwnedSemaphorePermit) {
         self.permit = Some(permit);
     }
+
+    fn timer_at(&self, at: Duration) {
+        self.env.recorder.timer_at(at);
+    }
 }
 
 pin_project! {

@@ -273,6 +273,9 @@ pub(crate) trait Acting {
     fn now(&self) -> Duration;
     /// Keeps a concurrency-limit slot until the run's response ends.
     fn keep_permit(&mut self, permit: OwnedSemaphorePermit);
+    /// Notes that a fault's timer is set for `at`, *simulated* time
+    /// (`Recorder::timer_at`).
+    fn timer_at(&self, at: Duration);
 
     fn fault_fired(&self, action: String) {
         let (run, path) = self.run_path();
@@ -306,6 +309,8 @@ async fn apply(rule: &HandlerRule, guard: &mut impl Acting) -> Option<(Status, R
     match &rule.action {
         Action::Delay(d) => {
             guard.fault_fired(format!("delay {}", crate::units::fmt_duration(*d)));
+            // A delay is a wait the run's no-progress rule must sit out.
+            guard.timer_at(guard.now().saturating_add(*d));
             tokio::time::sleep(*d).await;
             None
         }

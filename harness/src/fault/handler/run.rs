@@ -240,6 +240,10 @@ impl super::Acting for RunGuard {
     fn keep_permit(&mut self, permit: OwnedSemaphorePermit) {
         self.permit = Some(permit);
     }
+
+    fn timer_at(&self, at: Duration) {
+        self.env.recorder.timer_at(at);
+    }
 }
 
 impl Drop for RunGuard {

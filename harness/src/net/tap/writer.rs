@@ -121,16 +121,24 @@ pub(super) async fn run<W: AsyncWrite + Unpin>(
             tap.close();
             return;
         }
-        let next_release = queue
-            .front()
-            .and_then(|o| o.release)
-            .map(|t| t.saturating_sub(*now));
-        let next_injection = injections
-            .front()
-            .and_then(Injection::at)
-            .map(|at| at.saturating_sub(*now));
+        let release_at = queue.front().and_then(|o| o.release);
+        let injection_at = injections.front().and_then(Injection::at);
         // A connection policy's timer (server → client writer only).
-        let policy_timer = tap.policy_timer().map(|at| at.saturating_sub(*now));
+        let policy_at = tap.policy_timer();
+        // What this writer waits for is due at a known instant: the run's
+        // no-progress rule must not stop it before.
+        let timers = [
+            release_at,
+            injection_at,
+            policy_at,
+            reset_due.map(|(_, at)| at),
+        ];
+        for at in timers.into_iter().flatten() {
+            env.recorder.timer_at(at);
+        }
+        let next_release = release_at.map(|t| t.saturating_sub(*now));
+        let next_injection = injection_at.map(|at| at.saturating_sub(*now));
+        let policy_timer = policy_at.map(|at| at.saturating_sub(*now));
         tokio::select! {
             biased;
             () = sleep(next_injection), if !tap.closing() => {
