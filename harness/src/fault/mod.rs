@@ -44,6 +44,50 @@ pub(crate) enum FaultKind {
     Inject(Injection),
 }
 
+/// What [`Sim::fault`](crate::Sim::fault) takes: a finished [`Fault`].
+///
+/// Only `Fault` is one. A builder not finished yet (a host fault without
+/// `.at(time)`, a handler or frame fault without its action) is refused at
+/// compile time with a message that says what it lacks, not with a bare
+/// type mismatch:
+///
+/// ```compile_fail,E0277
+/// use grpc_chaos::{Fault, Sim};
+/// let mut sim = Sim::builder().build();
+/// sim.fault(Fault::crash("store")); // no `.at(time)`
+/// ```
+///
+/// ```
+/// use std::time::Duration;
+/// use grpc_chaos::{Fault, Sim};
+/// let mut sim = Sim::builder().build();
+/// sim.fault(Fault::crash("store").at(Duration::from_millis(200)));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a finished `Fault`",
+    label = "not a `Fault` yet",
+    note = "a host fault (crash, restart, shutdown, partition, pause, …) needs `.at(time)`; \
+            a handler fault needs an action (`.delay(..)`, `.abort(..)`, `.hang()`, `.fail_first(..)`, \
+            `.concurrency_limit(..)`); a frame fault needs an action (`.drop()`, `.delay(..)`, \
+            `.hold(..)`, `.rule(..)`); an injection needs its frame and `.at(time)` or `.after(frames)`"
+)]
+pub trait IntoFault: into_fault::Sealed {
+    /// The fault.
+    fn into_fault(self) -> Fault;
+}
+
+impl IntoFault for Fault {
+    fn into_fault(self) -> Fault {
+        self
+    }
+}
+
+mod into_fault {
+    /// Only the harness's `Fault` is one.
+    pub trait Sealed {}
+    impl Sealed for super::Fault {}
+}
+
 /// A host fault waiting for its time; finish it with [`HostFaultBuilder::at`].
 #[derive(Debug, Clone)]
 #[must_use = "call .at(time) to get a Fault"]

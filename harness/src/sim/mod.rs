@@ -317,8 +317,12 @@ impl Sim {
     /// Adds a fault. Faults are checked when the run starts: an unknown
     /// host, a bad method path or a time after the end of the run is an
     /// error from [`Sim::run`].
-    pub fn fault(&mut self, fault: Fault) -> &mut Self {
-        self.faults.push(fault);
+    ///
+    /// It takes a [`Fault`]; a builder not finished yet (no `.at(time)`,
+    /// no action) is refused at compile time saying what it lacks
+    /// ([`IntoFault`](crate::fault::IntoFault)).
+    pub fn fault(&mut self, fault: impl crate::fault::IntoFault) -> &mut Self {
+        self.faults.push(fault.into_fault());
         self
     }
 
