@@ -28,9 +28,13 @@ fn ms(n: u64) -> Duration {
 }
 
 /// A player that saves once with ASCII metadata (`tenant`,
-/// `authorization`) and a binary one (`trace-bin`, three octets).
-fn with_metadata() -> grpc_chaos::Result<Trace> {
-    let mut sim = Sim::builder().seed(3).build();
+/// `authorization`) and a binary one (`trace-bin`, three octets), in a run
+/// that records credentials as sent when `show_credentials`.
+fn with_metadata_showing(show_credentials: bool) -> grpc_chaos::Result<Trace> {
+    let mut sim = Sim::builder()
+        .seed(3)
+        .show_credentials(show_credentials)
+        .build();
     sim.server("store", |s| s.add_service(Store::default().into_server()));
     sim.client("player", |player| async move {
         let mut req = tonic::Request::new(SaveRequest {
@@ -47,12 +51,61 @@ fn with_metadata() -> grpc_chaos::Result<Trace> {
     sim.run()
 }
 
+/// [`with_metadata_showing`] with credentials shown.
+fn with_metadata() -> grpc_chaos::Result<Trace> {
+    with_metadata_showing(true)
+}
+
 /// The row of the first request HEADERS `host` wrote.
 fn request_row(text: &str, host: &str) -> String {
     text.lines()
         .find(|l| l.contains(&format!("{host}→")) && l.contains("HEADERS POST"))
         .unwrap_or_default()
         .to_owned()
+}
+
+#[test]
+fn credentials_are_masked_by_default_in_every_render_and_the_json() -> grpc_chaos::Result {
+    let trace = with_metadata_showing(false)?;
+    let row = request_row(&trace.render(), "player");
+    assert!(
+        row.ends_with(
+            "HEADERS POST /tt.v1.Store/Save tenant=blue authorization=<masked> trace-bin=<3 bytes>"
+        ),
+        "{row}"
+    );
+    // Nowhere, not even with every header and in the typed event.
+    let mut all = RenderOptions::everything();
+    all.all_headers = true;
+    for (what, out) in [
+        ("text", trace.render_with(&all)),
+        ("JSON", trace.to_json()),
+        ("page", trace.render_html_with(&all)),
+        ("Perfetto", trace.to_perfetto()),
+    ] {
+        assert!(!out.contains("token"), "the {what} has the token");
+    }
+    assert!(
+        trace.to_json().contains(r#""<masked>""#),
+        "the key stays, masked"
+    );
+    let block = trace
+        .events_on("player")
+        .find_map(|e| match &e.kind {
+            EventKind::Frame {
+                detail: FrameDetail::Headers(b),
+                ..
+            } if b.kind() == BlockKind::Request => Some(b.clone()),
+            _ => None,
+        })
+        .expect("a request block");
+    assert_eq!(block.field("authorization"), Some("<masked>"));
+    assert_eq!(
+        block.field("tenant"),
+        Some("blue"),
+        "other metadata as sent"
+    );
+    Ok(())
 }
 
 #[test]

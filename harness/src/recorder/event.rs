@@ -6,7 +6,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use super::fields::DebugData;
-pub use super::fields::{binary_len, is_custom_metadata};
+pub use super::fields::{
+    binary_len, is_credential, is_custom_metadata, CREDENTIALS, CREDENTIAL_MASK,
+};
 pub use super::fields::{
     FrameDetail, FrameFlags, GoAway, HeaderFields, KeepaliveVerdict, LinkHold, SettingValues,
     ShownHeader, WaitingFor,

@@ -505,6 +505,37 @@ const RESERVED: [&str; 14] = [
     crate::recorder::CALL_ID_HEADER,
 ];
 
+/// The fields that carry credentials: `authorization` and
+/// `proxy-authorization` (RFC 9110 §11.6.2, §11.7.2: a bearer token, what
+/// gRPC's call credentials send), `cookie` and `set-cookie` (RFC 6265
+/// §5.4, §4.1), and `x-api-key` (the API key header of AWS API Gateway and
+/// Google Cloud Endpoints). The trace records their values as
+/// [`CREDENTIAL_MASK`] unless the run shows them
+/// ([`SimBuilder::show_credentials`](crate::SimBuilder::show_credentials)),
+/// so a failure artifact written in CI holds no secret.
+pub const CREDENTIALS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+];
+
+/// What the trace records in place of a credential's value ([`CREDENTIALS`]).
+pub const CREDENTIAL_MASK: &str = "<masked>";
+
+/// Whether a field named `name` (lower case, as HTTP/2 sends names) is one
+/// of the [`CREDENTIALS`].
+///
+/// ```
+/// use grpc_chaos::recorder::event::is_credential;
+/// assert!(is_credential("authorization"));
+/// assert!(!is_credential("tenant"));
+/// ```
+pub fn is_credential(name: &str) -> bool {
+    CREDENTIALS.contains(&name)
+}
+
 /// Whether a field named `name` is the application's own metadata: gRPC's
 /// Custom-Metadata (`PROTOCOL-HTTP2.md`: "an arbitrary set of key-value
 /// pairs defined by the application layer"). Everything is, except

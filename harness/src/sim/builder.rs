@@ -65,6 +65,7 @@ pub struct SimBuilder {
     jitter: Option<Duration>,
     settle: Option<Duration>,
     wire_tap: bool,
+    show_credentials: bool,
     max_steps: u64,
     no_progress_limit: Option<Duration>,
 }
@@ -79,6 +80,7 @@ impl Default for SimBuilder {
             jitter: None,
             settle: None,
             wire_tap: true,
+            show_credentials: false,
             max_steps: defaults::MAX_STEPS,
             no_progress_limit: None,
         }
@@ -162,6 +164,19 @@ impl SimBuilder {
     /// [`Sim::run`](crate::Sim::run) that says so.
     pub fn wire_tap(mut self, on: bool) -> Self {
         self.wire_tap = on;
+        self
+    }
+
+    /// Whether the trace records credentials as sent. Defaults to `false`:
+    /// the values of `authorization`, `proxy-authorization`, `cookie`,
+    /// `set-cookie` and `x-api-key`
+    /// ([`CREDENTIALS`](crate::recorder::event::CREDENTIALS)) are recorded
+    /// as `<masked>`, in every render, the JSON and the failure artifacts
+    /// (the key stays, so a missing token still shows). Frame rules and
+    /// connection policies see the values as sent either way; only the log
+    /// is masked. Turn it on for a test that asserts on a token's value.
+    pub fn show_credentials(mut self, shown: bool) -> Self {
+        self.show_credentials = shown;
         self
     }
 
@@ -279,6 +294,7 @@ impl SimBuilder {
                     defaults::SETTLE.max(hop.saturating_mul(4))
                 }),
                 wire_tap: self.wire_tap,
+                show_credentials: self.show_credentials,
                 max_steps: self.max_steps,
                 no_progress_limit: self.no_progress_limit,
             },

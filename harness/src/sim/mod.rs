@@ -48,6 +48,7 @@ pub(crate) struct Config {
     pub(crate) jitter_env: Option<u64>,
     pub(crate) settle: Duration,
     pub(crate) wire_tap: bool,
+    pub(crate) show_credentials: bool,
     pub(crate) max_steps: u64,
     /// [`SimBuilder::no_progress_limit`], when set.
     pub(crate) no_progress_limit: Option<Duration>,

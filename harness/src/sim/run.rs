@@ -100,6 +100,7 @@ impl Sim {
         )
         .with_replica_sets(&replica_sets)
         .with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()));
+        let shared = shared.showing_credentials(config.show_credentials);
         let shared = Arc::new(if config.wire_tap {
             shared
         } else {

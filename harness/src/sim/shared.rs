@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     conns: Arc<Registry>,
     /// Whether connections go through the wire tap.
     wire_tap: bool,
+    /// [`SimBuilder::show_credentials`](super::SimBuilder::show_credentials).
+    show_credentials: bool,
     problems: Arc<Problems>,
     finished: Mutex<BTreeSet<String>>,
     /// The retry layers hosts made, and what their configs matched.
@@ -67,6 +69,7 @@ impl Shared {
             policies: Arc::new(PolicyPlan::new(rules.keepalive, rules.policies)),
             conns: Arc::default(),
             wire_tap: true,
+            show_credentials: false,
             problems: Arc::default(),
             finished: Mutex::default(),
             retry_uses: super::retry_use::RetryUses::default(),
@@ -258,6 +261,7 @@ impl Shared {
             links: self.links.clone(),
             problems: self.problems.clone(),
             wire_tap: self.wire_tap,
+            show_credentials: self.show_credentials,
         }
     }
 
@@ -281,6 +285,13 @@ impl Shared {
     }
 
     /// The connection registry (ids shared by both ends).
+    /// Records credentials as sent
+    /// ([`SimBuilder::show_credentials`](super::SimBuilder::show_credentials)).
+    pub(crate) fn showing_credentials(mut self, shown: bool) -> Self {
+        self.show_credentials = shown;
+        self
+    }
+
     /// Turns the wire tap off ([`SimBuilder::wire_tap`](super::SimBuilder::wire_tap)).
     pub(crate) fn without_wire_tap(mut self) -> Self {
         self.wire_tap = false;

@@ -265,6 +265,7 @@ impl TapFuzz {
             links: Arc::default(),
             problems: Arc::default(),
             wire_tap: true,
+            show_credentials: false,
         };
         let conn = SharedConn::default();
         let tap = |direction, from: &str, to: &str| {

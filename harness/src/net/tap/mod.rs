@@ -80,6 +80,9 @@ pub(crate) struct TapEnv {
     /// ([`SimBuilder::wire_tap`](crate::SimBuilder::wire_tap)); off, the
     /// tap only keeps bytes back while a link holds them.
     pub(crate) wire_tap: bool,
+    /// Whether credentials are recorded as sent
+    /// ([`SimBuilder::show_credentials`](crate::SimBuilder::show_credentials)).
+    pub(crate) show_credentials: bool,
 }
 
 /// Bytes ready to leave, and when (*simulated* time; `None`: now).
@@ -193,6 +196,7 @@ impl DirectionTap {
             cut: env.frames.has_frame_rules() || reacts || env.links.active(),
             silent: !env.wire_tap,
             triggers: env.frames.triggers_between(&from, &to),
+            blocks: summary::Blocks::new(env.show_credentials),
             env,
             conn,
             from: HostName::from(&from),
@@ -208,7 +212,6 @@ impl DirectionTap {
             in_flight: ends::InFlight::default(),
             wrote_own: std::cell::Cell::new(false),
             written,
-            blocks: summary::Blocks::default(),
         }
     }
 

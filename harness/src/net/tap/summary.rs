@@ -5,7 +5,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::recorder::event::{FrameDetail, FrameFlags, GoAway, HeaderFields};
+use crate::recorder::event::{
+    is_credential, FrameDetail, FrameFlags, GoAway, HeaderFields, CREDENTIAL_MASK,
+};
 use crate::recorder::header_fields::Likeness;
 use crate::wire::{Detail, Frame, FrameType, HeaderBlock};
 
@@ -36,8 +38,16 @@ pub(crate) struct Summary {
 /// octets come again with the HPACK table unchanged
 /// ([`Detail::Headers`]' block is shared): such a block is found by its
 /// pointer, without comparing fields.
+///
+/// Credentials ([`CREDENTIALS`](crate::recorder::event::CREDENTIALS)) are
+/// recorded masked unless the run shows them: the decoded block keeps the
+/// value (frame rules and policies see it), the log never does.
 #[derive(Default)]
-pub(crate) struct Blocks(VecDeque<Remembered>);
+pub(crate) struct Blocks {
+    kept: VecDeque<Remembered>,
+    /// [`SimBuilder::show_credentials`](crate::SimBuilder::show_credentials).
+    show_credentials: bool,
+}
 
 /// A block recorded lately and the decoded block it was last recorded for.
 struct Remembered {
@@ -50,18 +60,36 @@ struct Remembered {
 const BLOCKS_KEPT: usize = 8;
 
 impl Blocks {
+    /// Blocks of a direction that records credentials as sent when
+    /// `show_credentials`, else masked.
+    pub(crate) fn new(show_credentials: bool) -> Self {
+        Self {
+            kept: VecDeque::new(),
+            show_credentials,
+        }
+    }
+
     /// The recorded form of `block`: one already recorded with the same
     /// fields, else one that shares the list of a block that differs in
     /// one value, else a new one (remembered from now on).
     fn share(&mut self, block: &Arc<HeaderBlock>) -> HeaderFields {
-        let decoded_before = self.0.iter().position(|r| Arc::ptr_eq(&r.from, block));
+        let decoded_before = self.kept.iter().position(|r| Arc::ptr_eq(&r.from, block));
         if let Some(hit) = decoded_before.and_then(|i| self.hit_at(i, block)) {
             return hit;
         }
-        let fields = || block.all().iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        let mask = !self.show_credentials;
+        let fields = || {
+            block.all().iter().map(move |(n, v)| {
+                let n = n.as_str();
+                match mask && is_credential(n) {
+                    true => (n, CREDENTIAL_MASK),
+                    false => (n, v.as_str()),
+                }
+            })
+        };
         let mut near = None;
         let mut same = None;
-        for (i, b) in self.0.iter().enumerate() {
+        for (i, b) in self.kept.iter().enumerate() {
             match b.fields.likeness(block.kind, fields()) {
                 Likeness::Same => {
                     same = Some(i);
@@ -75,8 +103,8 @@ impl Blocks {
             return hit;
         }
         let shared = near.and_then(|(i, field)| {
-            let value = &block.all()[field].1;
-            Some((i, self.0[i].fields.with_value(field, value)?))
+            let value = fields().nth(field)?.1;
+            Some((i, self.kept[i].fields.with_value(field, value)?))
         });
         let new = match shared {
             Some((i, new)) => {
@@ -85,28 +113,28 @@ impl Blocks {
                 // so the requests of one method take two places, not all
                 // eight; a block of the list's own values stays
                 // (`grpc-status: 0` trailers come back after an error's).
-                if self.0[i].fields.own_field() == new.own_field() {
-                    self.0.remove(i);
+                if self.kept[i].fields.own_field() == new.own_field() {
+                    self.kept.remove(i);
                 }
                 new
             }
             None => HeaderFields::new(block.kind, fields()),
         };
-        self.0.push_front(Remembered {
+        self.kept.push_front(Remembered {
             fields: new.clone(),
             from: block.clone(),
         });
-        self.0.truncate(BLOCKS_KEPT);
+        self.kept.truncate(BLOCKS_KEPT);
         new
     }
 
     /// Entry `i`, now recorded for `block`, moved to the front: the next
     /// frame most likely repeats it.
     fn hit_at(&mut self, i: usize, block: &Arc<HeaderBlock>) -> Option<HeaderFields> {
-        let mut hit = self.0.remove(i)?;
+        let mut hit = self.kept.remove(i)?;
         hit.from = block.clone();
         let fields = hit.fields.clone();
-        self.0.push_front(hit);
+        self.kept.push_front(hit);
         Some(fields)
     }
 }
@@ -264,10 +292,10 @@ mod tests {
         assert!(!four.shares_fields_with(one), "path and id differ");
         // Remembered: the first request, the last that shares its list
         // (it took the second's place), and the fourth.
-        assert_eq!(blocks.0.len(), 3);
+        assert_eq!(blocks.kept.len(), 3);
         assert!(
-            blocks.0[0].fields.shares_block_with(four)
-                && blocks.0[1].fields.shares_block_with(three)
+            blocks.kept[0].fields.shares_block_with(four)
+                && blocks.kept[1].fields.shares_block_with(three)
         );
         let names: Vec<&str> = three.all().map(|(n, _)| n).collect();
         assert_eq!(
@@ -335,6 +363,6 @@ mod tests {
             panic!("header blocks");
         };
         assert!(first.shares_block_with(&again));
-        assert_eq!(blocks.0.len(), 2, "nothing new remembered");
+        assert_eq!(blocks.kept.len(), 2, "nothing new remembered");
     }
 }

@@ -39,6 +39,7 @@ pub(super) fn env_with(faults: Vec<Fault>) -> TapEnv {
         links: Arc::default(),
         problems: Arc::default(),
         wire_tap: true,
+        show_credentials: false,
     }
 }
 
