@@ -69,6 +69,7 @@ pub use recorder::event::{
 };
 pub use sim::{
     defaults, ClientResult, Host, ServeHost, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV,
+    SLOW_POLL_ENV,
 };
 pub use spec::spec_code;
 pub use trace::Trace;

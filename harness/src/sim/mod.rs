@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use crate::balance::ReplicaSet;
-pub use crate::env::{JITTER_ENV, SEED_ENV};
+pub use crate::env::{JITTER_ENV, SEED_ENV, SLOW_POLL_ENV};
 pub use builder::{defaults, SimBuilder};
 pub use host::{Host, ServerHost};
 pub(crate) use run::run_failed;
@@ -46,6 +46,9 @@ pub(crate) struct Config {
     pub(crate) settle: Duration,
     pub(crate) wire_tap: bool,
     pub(crate) max_steps: u64,
+    /// Handler polls held their thread too long past this, *wall* time;
+    /// `None`: not timed.
+    pub(crate) slow_poll: Option<Duration>,
 }
 
 impl Config {

@@ -88,7 +88,8 @@ impl Sim {
             rules,
         )
         .with_replica_sets(&replica_sets)
-        .with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()));
+        .with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()))
+        .with_slow_poll_threshold(config.slow_poll);
         let shared = Arc::new(if config.wire_tap {
             shared
         } else {
@@ -155,7 +156,11 @@ impl Sim {
             shared.recorder.take_events(),
             ended,
         )
-        .with_jitter_env(config.jitter_env);
+        .with_jitter_env(config.jitter_env)
+        .with_slow_polls(shared.slow_polls.take());
+        if let Some(threshold) = config.slow_poll {
+            crate::trace::warn_slow_polls(&trace, threshold);
+        }
         crate::trace::remember_run(&trace);
         let problem = shared.take_problem();
         match (problem, outcome) {

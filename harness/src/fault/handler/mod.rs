@@ -39,18 +39,20 @@ use crate::deadline::{parse_grpc_timeout, tonic_reads_grpc_timeout, Arrival};
 use crate::error::Problems;
 use crate::net::PeerInfo;
 use crate::recorder::event::{CallId, EventKind, HostName, LayerSide, PanicSite, RunId};
-use crate::recorder::{Recorder, CALL_ID, CURRENT_RUN};
+use crate::recorder::{Polled, Recorder, SlowPolls, CALL_ID, CURRENT_RUN};
 use crate::spec::names::GRPC_TIMEOUT;
 use crate::units::panic_message;
 
 /// What the handler layer needs of the run, and no more: the recorder,
 /// the handler faults in the order added, where a panicking handler is
-/// reported, and the run's seed (named in that report).
+/// reported, the run's seed (named in that report), and where polls that
+/// held their thread too long go.
 pub(crate) struct HandlerEnv {
     pub(crate) recorder: Arc<Recorder>,
     pub(crate) rules: Arc<[HandlerRule]>,
     pub(crate) problems: Arc<Problems>,
     pub(crate) seed: u64,
+    pub(crate) slow: Arc<SlowPolls>,
 }
 
 impl HandlerEnv {
@@ -241,7 +243,14 @@ where
     }
     let run = guard.run();
     let handler = AssertUnwindSafe(inner.call(req)).catch_unwind();
-    match CURRENT_RUN.scope(run, handler).await {
+    // Its own statement: the timed future borrows the guard, which the
+    // arms below consume.
+    let outcome = Timed {
+        inner: CURRENT_RUN.scope(run, handler),
+        guard: &guard,
+    }
+    .await;
+    match outcome {
         Ok(Ok(response)) => Ok(guard.wrap(response.map(Body::new))),
         // A layer of the server's own failed the request: tonic's
         // `RecoverError` answers an error that is a `Status` with that
@@ -298,6 +307,31 @@ impl std::fmt::Display for PanicReset {
 impl std::error::Error for PanicReset {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.0)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The handler's future, each poll timed on the *wall* clock against
+    /// the run's slow-poll threshold (reported outside the trace, see
+    /// [`crate::recorder::SlowPoll`]).
+    struct Timed<'a, F> {
+        #[pin]
+        inner: F,
+        guard: &'a RunGuard,
+    }
+}
+
+impl<F: Future> Future for Timed<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let guard = *this.guard;
+        let inner = this.inner;
+        guard.slow_polls().time(
+            || inner.poll(cx),
+            |wall| guard.slow_poll(Polled::Handler, wall),
+        )
     }
 }
 

@@ -16,6 +16,7 @@ use tonic::Status;
 
 use super::{Acting as _, Reply};
 use crate::recorder::event::{EventKind, HostName, LayerSide, PanicSite, RunId};
+use crate::recorder::{Polled, SlowPoll, SlowPolls};
 
 /// The pushback trailer (gRFC A6).
 const PUSHBACK: &str = "grpc-retry-pushback-ms";
@@ -130,6 +131,24 @@ impl RunGuard {
     /// [`RunGuard::push`] at `at`, a clock reading the caller already has.
     fn push_at(&self, at: Duration, kind: EventKind) {
         self.env.recorder.push_at(at, self.host, kind);
+    }
+
+    /// Where this run's slow polls go.
+    pub(crate) fn slow_polls(&self) -> &SlowPolls {
+        &self.env.slow
+    }
+
+    /// Notes a poll of `polled` that held the thread for `wall` (*wall*
+    /// time), outside the event log.
+    pub(crate) fn slow_poll(&self, polled: Polled, wall: Duration) {
+        self.env.slow.note(SlowPoll {
+            host: self.host,
+            run: self.run,
+            path: self.path.clone(),
+            polled,
+            wall,
+            at: self.now(),
+        });
     }
 
     /// Records that the handler panicked at `site` with `message`, as the
@@ -358,8 +377,11 @@ impl HttpBody for HandlerBody {
         if this.polls.panicked {
             return Poll::Ready(this.polls.reset.take().map(Err));
         }
-        let inner = &mut this.inner;
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll_frame(cx)));
+        let (inner, guard) = (&mut this.inner, &*this.guard);
+        let polled = guard.slow_polls().time(
+            || std::panic::catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll_frame(cx))),
+            |wall| guard.slow_poll(Polled::Body, wall),
+        );
         let frame = match polled {
             Ok(Poll::Ready(frame)) => frame,
             Ok(Poll::Pending) => {
