@@ -13,6 +13,12 @@ pub const SEED_ENV: &str = "CHAOS_SEED";
 /// catalog's stories explore interleavings without changing their code.
 pub const JITTER_ENV: &str = "CHAOS_JITTER_US";
 
+/// Environment variable that sets the slow-poll threshold when the builder
+/// was not given one, in milliseconds of *wall* time
+/// (`CHAOS_SLOW_POLL_MS=100`; `0` turns the report off): see
+/// [`SimBuilder::slow_poll_threshold`](crate::SimBuilder::slow_poll_threshold).
+pub const SLOW_POLL_ENV: &str = "CHAOS_SLOW_POLL_MS";
+
 /// The environment that replays a run of `seed`: `CHAOS_SEED=<n>`, behind
 /// `CHAOS_JITTER_US=<µs>` when the run took its jitter from there (a seed
 /// alone would replay it without the jitter, so differently).

@@ -237,7 +237,9 @@ impl Error {
         matches!(*self.kind, Kind::ClientFailed { .. })
     }
 
-    /// A handler panicked during the run.
+    /// A handler panicked during the run. Its caller saw what tonic's
+    /// server does with a panicking handler, a stream reset with
+    /// RST_STREAM(CANCEL) (measured; see [`PanicSite`](crate::PanicSite)).
     pub fn is_handler_panic(&self) -> bool {
         matches!(*self.kind, Kind::HandlerPanicked { .. })
     }

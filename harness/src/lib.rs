@@ -64,9 +64,12 @@ pub mod fuzzing {
 pub use client::{Channel, RecordedBody, ResponseFuture};
 pub use error::{Error, Result};
 pub use fault::Fault;
-pub use recorder::event::{BalancerChange, CallId, Event, EventKind, LayerSide, Outcome, RunId};
+pub use recorder::event::{
+    BalancerChange, CallId, Event, EventKind, LayerSide, Outcome, PanicSite, RunId,
+};
 pub use sim::{
     defaults, ClientResult, Host, ServeHost, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV,
+    SLOW_POLL_ENV,
 };
 pub use spec::spec_code;
 pub use trace::Trace;

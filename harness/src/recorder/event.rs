@@ -318,6 +318,41 @@ pub enum LayerSide {
     InsideLayers,
 }
 
+/// Where a handler panicked, which decides how its stream ends.
+///
+/// tonic's server catches no panic (tonic 0.14.9 has no catch-panic
+/// layer): hyper polls the handler's future and its response body in a
+/// task of its own per stream (hyper 1.12 `proto/h2/server.rs`,
+/// `H2Stream`, spawned with `tokio::spawn` by hyper-util's
+/// `TokioExecutor`), so a panic ends that task, tokio drops it, and h2
+/// resets the stream whose handles it dropped with RST_STREAM(CANCEL)
+/// (h2 0.4.20 `proto/streams/streams.rs`, `maybe_cancel`). The caller sees
+/// CANCELLED; the connection and its other streams carry on. Measured
+/// outside the simulation (README, "A handler that panics"). The sim
+/// catches the panic (to record it and fail the run) and asks hyper for
+/// the same reset instead; the variants say where that is the same on
+/// the wire and where not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PanicSite {
+    /// In its future (or a layer's), before the response: RST_STREAM
+    /// (CANCEL) and nothing else on the stream, as in production.
+    Handler,
+    /// In its response body, after the response headers: RST_STREAM
+    /// (CANCEL), as in production (DATA h2 still held for the stream is
+    /// discarded in both).
+    Body,
+    /// In its response body, in the very poll of hyper's stream task that
+    /// sent the response headers, after handing hyper a frame of the body
+    /// (tonic's server does so when 32 KiB of messages, its yield
+    /// threshold, are ready at once): the sim's reset discards the response
+    /// headers h2 still held with the data, so the caller sees RST_STREAM
+    /// (CANCEL) without them; in production h2 sends them before its
+    /// reset.
+    BodyHeadersUnsent,
+}
+
 /// What happened. The variant names are the trace's verbs.
 ///
 /// Sized for the frame event, the one recorded 100,000s of times (40
@@ -581,7 +616,10 @@ pub enum EventKind {
     ///
     /// Its fields are in [`HandlerDropped`] (boxed).
     HandlerDropped(Box<HandlerDropped>),
-    /// A handler panicked; the harness answered INTERNAL.
+    /// A handler panicked: its stream is reset with RST_STREAM(CANCEL),
+    /// as tonic's server does (where the sim differs, [`PanicSite`] says
+    /// so), and the run fails with
+    /// [`Error::is_handler_panic`](crate::Error::is_handler_panic).
     ///
     /// Its fields are in [`HandlerPanicked`] (boxed).
     HandlerPanicked(Box<HandlerPanicked>),

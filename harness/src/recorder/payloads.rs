@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::event::{
     BalancerChange, CallId, FrameDetail, FrameFlags, HostName, KeepaliveVerdict, LayerSide,
-    OpenRun, Outcome, RunId, WaitingFor,
+    OpenRun, Outcome, PanicSite, RunId, WaitingFor,
 };
 use crate::wire::FrameType;
 
@@ -185,6 +185,8 @@ pub struct HandlerPanicked {
     pub path: String,
     /// The panic payload, when it was a string.
     pub message: String,
+    /// Where it panicked, which says how the stream ended.
+    pub site: PanicSite,
 }
 
 /// The fields of [`EventKind::FrameNeverLeft`](super::event::EventKind::FrameNeverLeft),

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use crate::balance::ReplicaSet;
-pub use crate::env::{JITTER_ENV, SEED_ENV};
+pub use crate::env::{JITTER_ENV, SEED_ENV, SLOW_POLL_ENV};
 pub use builder::{defaults, SimBuilder};
 pub(crate) use canary::Record;
 pub use canary::CANARY_ENV;
@@ -52,6 +52,9 @@ pub(crate) struct Config {
     pub(crate) max_steps: u64,
     /// [`SimBuilder::no_progress_limit`], when set.
     pub(crate) no_progress_limit: Option<Duration>,
+    /// Handler polls held their thread too long past this, *wall* time;
+    /// `None`: not timed.
+    pub(crate) slow_poll: Option<Duration>,
 }
 
 impl Config {

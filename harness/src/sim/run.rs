@@ -99,8 +99,9 @@ impl Sim {
             rules,
         )
         .with_replica_sets(&replica_sets)
-        .with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()));
-        let shared = shared.showing_credentials(config.show_credentials);
+        .with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()))
+        .with_slow_poll_threshold(config.slow_poll)
+        .showing_credentials(config.show_credentials);
         let shared = Arc::new(if config.wire_tap {
             shared
         } else {
@@ -167,7 +168,11 @@ impl Sim {
             shared.recorder.take_events(),
             ended,
         )
-        .with_jitter_env(config.jitter_env);
+        .with_jitter_env(config.jitter_env)
+        .with_slow_polls(shared.slow_polls.take());
+        if let Some(threshold) = config.slow_poll {
+            crate::trace::warn_slow_polls(&trace, threshold);
+        }
         crate::trace::remember_run(&trace);
         let problem = shared.take_problem();
         match (problem, outcome) {

@@ -10,7 +10,7 @@ use crate::fault::{FramePlan, HandlerRule, Injection, RuleEntry};
 use crate::net::{Links, Registry, TapEnv, Wiring};
 use crate::policy::{KeepalivePolicy, PolicyPlan};
 use crate::recorder::event::EventKind;
-use crate::recorder::Recorder;
+use crate::recorder::{Recorder, SlowPolls};
 
 /// The faults that act inside hosts, as added to the sim.
 #[derive(Default)]
@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     pub(crate) shutdowns: super::shutdown::Shutdowns,
     /// Partitions, black holes and pauses in force.
     links: Arc<Links>,
+    /// Handler polls that held their thread too long (*wall* time).
+    pub(crate) slow_polls: Arc<SlowPolls>,
 }
 
 impl Shared {
@@ -76,7 +78,15 @@ impl Shared {
             replicas: Arc::default(),
             shutdowns: super::shutdown::Shutdowns::default(),
             links: Arc::default(),
+            slow_polls: Arc::default(),
         }
+    }
+
+    /// Times handler polls against `threshold` (*wall* time; `None`: not
+    /// at all).
+    pub(crate) fn with_slow_poll_threshold(mut self, threshold: Option<Duration>) -> Self {
+        self.slow_polls = Arc::new(SlowPolls::new(threshold));
+        self
     }
 
     /// Adds the run's replica sets, every replica a member.
@@ -281,6 +291,7 @@ impl Shared {
             rules: self.handler.clone(),
             problems: self.problems.clone(),
             seed: self.seed,
+            slow: self.slow_polls.clone(),
         }
     }
 

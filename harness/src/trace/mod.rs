@@ -13,6 +13,7 @@ mod perfetto;
 mod render;
 mod retries;
 mod rows;
+mod slow_polls;
 mod stalls;
 mod summary;
 mod views;
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use crate::recorder::{Polled, SlowPoll};
 pub(crate) use artifacts::passed as run_passed;
 pub(crate) use artifacts::write_with as write_artifacts_with;
 pub use artifacts::ARTIFACTS_ENV;
@@ -37,6 +39,7 @@ pub use assert::{Orphan, Violation, ORPHAN_GRACE};
 pub use mermaid::MermaidOf;
 pub use render::{MaskMetadata, RenderOptions};
 pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
+pub(crate) use slow_polls::warn as warn_slow_polls;
 pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
@@ -71,6 +74,9 @@ pub struct Trace {
     runs: Arc<[HandlerRun]>,
     /// `CHAOS_JITTER_US` when the run's jitter came from it.
     jitter_env: Option<u64>,
+    /// Handler polls that held their thread too long, *wall* time: not
+    /// events, in no render or export (see [`Trace::slow_polls`]).
+    slow_polls: Arc<[SlowPoll]>,
     /// Set once this run's trace was written as a failure artifact, in any
     /// clone: one write per failure, whichever way the test then fails.
     written: Arc<AtomicBool>,
@@ -110,6 +116,7 @@ impl Trace {
             calls: calls.into(),
             runs: runs.into(),
             jitter_env: None,
+            slow_polls: Arc::new([]),
             written: Arc::default(),
         }
     }
@@ -118,6 +125,24 @@ impl Trace {
     pub(crate) fn with_jitter_env(mut self, jitter_us: Option<u64>) -> Self {
         self.jitter_env = jitter_us;
         self
+    }
+
+    /// Adds the run's slow polls.
+    pub(crate) fn with_slow_polls(mut self, polls: Vec<SlowPoll>) -> Self {
+        self.slow_polls = polls.into();
+        self
+    }
+
+    /// The polls of a handler's future or response body that held their
+    /// thread for longer than the run's threshold, *wall* time
+    /// ([`SimBuilder::slow_poll_threshold`](crate::SimBuilder::slow_poll_threshold),
+    /// 50 ms by default), in the order they ended: a handler that blocks
+    /// (`std::thread::sleep`, a blocking lock, heavy CPU) is invisible in
+    /// simulated time. Wall time is not reproducible, so they are in no
+    /// render, export or equality of traces; the run also prints them on
+    /// stderr. Empty when the report is off.
+    pub fn slow_polls(&self) -> &[SlowPoll] {
+        &self.slow_polls
     }
 
     /// The environment that replays this run: `CHAOS_SEED=<n>`, behind

@@ -773,10 +773,20 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             )
         }
         EventKind::HandlerPanicked(handler_panicked) => {
-            let event::HandlerPanicked { run, path, message } = &**handler_panicked;
+            let event::HandlerPanicked {
+                run,
+                path,
+                message,
+                site,
+            } = &**handler_panicked;
             (
                 host,
-                format!("{run} handler {path} panicked: {}", words::quoted(message)),
+                format!(
+                    "{run} handler {path} panicked{}: {}; {}",
+                    words::panic_site(*site),
+                    words::quoted(message),
+                    words::panic_reset(*site)
+                ),
             )
         }
         EventKind::Frame {

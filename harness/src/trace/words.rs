@@ -11,7 +11,7 @@ use std::fmt::{self, Write as _};
 use super::{MaskMetadata, RenderOptions};
 use crate::recorder::event::{
     binary_len, is_custom_metadata, FrameDetail, FrameFlags, GoAway, HeaderFields,
-    KeepaliveVerdict, LinkHold, Outcome, ShownHeader, UndeliveredCause, WaitingFor,
+    KeepaliveVerdict, LinkHold, Outcome, PanicSite, ShownHeader, UndeliveredCause, WaitingFor,
 };
 use crate::recorder::fields::hex;
 use crate::units::fmt_duration;
@@ -285,6 +285,29 @@ impl fmt::Display for WaitingFor {
                     write!(f, "held by the {what}, never {never}")
                 }
             }
+        }
+    }
+}
+
+/// Where a handler panicked, after `panicked`: nothing for its future,
+/// ` in its response body` for its body.
+pub(crate) fn panic_site(site: PanicSite) -> &'static str {
+    match site {
+        PanicSite::Handler => "",
+        PanicSite::Body | PanicSite::BodyHeadersUnsent => " in its response body",
+    }
+}
+
+/// What became of a panicked handler's stream, and how that compares with
+/// tonic's server in production (measured; see [`PanicSite`]).
+pub(crate) fn panic_reset(site: PanicSite) -> &'static str {
+    match site {
+        PanicSite::Handler | PanicSite::Body => {
+            "stream reset (RST_STREAM CANCEL), as tonic's server does"
+        }
+        PanicSite::BodyHeadersUnsent => {
+            "stream reset (RST_STREAM CANCEL) without the response headers h2 still held; \
+             tonic's server sends them first"
         }
     }
 }

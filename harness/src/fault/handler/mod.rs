@@ -38,19 +38,21 @@ use run::RunGuard;
 use crate::deadline::{parse_grpc_timeout, tonic_reads_grpc_timeout, Arrival};
 use crate::error::Problems;
 use crate::net::PeerInfo;
-use crate::recorder::event::{CallId, EventKind, HostName, LayerSide, RunId};
-use crate::recorder::{Recorder, CALL_ID, CURRENT_RUN};
+use crate::recorder::event::{CallId, EventKind, HostName, LayerSide, PanicSite, RunId};
+use crate::recorder::{Polled, Recorder, SlowPolls, CALL_ID, CURRENT_RUN};
 use crate::spec::names::GRPC_TIMEOUT;
 use crate::units::panic_message;
 
 /// What the handler layer needs of the run, and no more: the recorder,
 /// the handler faults in the order added, where a panicking handler is
-/// reported, and the run's seed (named in that report).
+/// reported, the run's seed (named in that report), and where polls that
+/// held their thread too long go.
 pub(crate) struct HandlerEnv {
     pub(crate) recorder: Arc<Recorder>,
     pub(crate) rules: Arc<[HandlerRule]>,
     pub(crate) problems: Arc<Problems>,
     pub(crate) seed: u64,
+    pub(crate) slow: Arc<SlowPolls>,
 }
 
 impl HandlerEnv {
@@ -241,7 +243,14 @@ where
     }
     let run = guard.run();
     let handler = AssertUnwindSafe(inner.call(req)).catch_unwind();
-    match CURRENT_RUN.scope(run, handler).await {
+    // Its own statement: the timed future borrows the guard, which the
+    // arms below consume.
+    let outcome = Timed {
+        inner: CURRENT_RUN.scope(run, handler),
+        guard: &guard,
+    }
+    .await;
+    match outcome {
         Ok(Ok(response)) => Ok(guard.wrap(response.map(Body::new))),
         // A layer of the server's own failed the request: tonic's
         // `RecoverError` answers an error that is a `Status` with that
@@ -252,10 +261,77 @@ where
             Ok(status) => Ok(guard.respond(status)),
             Err(e) => Err(e),
         },
+        // tonic's server would let the panic end hyper's task for the
+        // stream; the sim asks hyper for the reset that ending makes (see
+        // `PanicReset`). Nothing of the stream's was sent yet, so the wire
+        // is the same.
         Err(panic) => {
-            guard.panicked(panic_message(&*panic));
-            Ok(guard.respond(Status::internal("handler panicked")))
+            guard.panicked(panic_message(&*panic), PanicSite::Handler);
+            Err(Box::new(PanicReset::new()))
         }
+    }
+}
+
+/// What the handler layer hands hyper for a handler that panicked, in
+/// place of the panic: hyper answers a service's error, or a response
+/// body's, by resetting the stream with the h2 reason it finds in the
+/// error's source chain (hyper 1.12 `proto/h2/server.rs` `poll2`,
+/// `proto/h2/mod.rs` `on_user_err`, `error.rs` `h2_reason`); this one
+/// carries CANCEL, the reason of the reset h2 sends when a panic drops the
+/// stream's task (h2 0.4.20 `proto/streams/streams.rs` `maybe_cancel`;
+/// measured, see [`PanicSite`]). It is neither a `Status` nor an
+/// `h2::Error` itself, so tonic's `RecoverError` (which would answer
+/// either as a status) passes it on (tonic 0.14.9 `status.rs`
+/// `try_from_error`).
+///
+/// The reset hyper sends for an error is an explicit one (h2
+/// `send_reset`), and the one h2 sends for a dropped task is scheduled
+/// (`schedule_implicit_reset`): the frame is the same, RST_STREAM(CANCEL);
+/// the difference is what h2 still held for the stream, see
+/// [`HandlerBody`].
+#[derive(Debug)]
+pub(crate) struct PanicReset(h2::Error);
+
+impl PanicReset {
+    pub(crate) fn new() -> Self {
+        Self(h2::Error::from(h2::Reason::CANCEL))
+    }
+}
+
+impl std::fmt::Display for PanicReset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the handler panicked: stream reset with CANCEL, as tonic's server does")
+    }
+}
+
+impl std::error::Error for PanicReset {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The handler's future, each poll timed on the *wall* clock against
+    /// the run's slow-poll threshold (reported outside the trace, see
+    /// [`crate::recorder::SlowPoll`]).
+    struct Timed<'a, F> {
+        #[pin]
+        inner: F,
+        guard: &'a RunGuard,
+    }
+}
+
+impl<F: Future> Future for Timed<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let guard = *this.guard;
+        let inner = this.inner;
+        guard.slow_polls().time(
+            || inner.poll(cx),
+            |wall| guard.slow_poll(Polled::Handler, wall),
+        )
     }
 }
 

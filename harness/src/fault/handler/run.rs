@@ -1,9 +1,10 @@
 //! The life of one handler run: finished with a status, or dropped.
 
 use crate::recorder::event;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -14,7 +15,8 @@ use tonic::body::Body;
 use tonic::Status;
 
 use super::{Acting as _, Reply};
-use crate::recorder::event::{EventKind, HostName, LayerSide, RunId};
+use crate::recorder::event::{EventKind, HostName, LayerSide, PanicSite, RunId};
+use crate::recorder::{Polled, SlowPoll, SlowPolls};
 
 /// The pushback trailer (gRFC A6).
 const PUSHBACK: &str = "grpc-retry-pushback-ms";
@@ -131,7 +133,28 @@ impl RunGuard {
         self.env.recorder.push_at(at, self.host, kind);
     }
 
-    pub(crate) fn panicked(&self, message: String) {
+    /// Where this run's slow polls go.
+    pub(crate) fn slow_polls(&self) -> &SlowPolls {
+        &self.env.slow
+    }
+
+    /// Notes a poll of `polled` that held the thread for `wall` (*wall*
+    /// time), outside the event log.
+    pub(crate) fn slow_poll(&self, polled: Polled, wall: Duration) {
+        self.env.slow.note(SlowPoll {
+            host: self.host,
+            run: self.run,
+            path: self.path.clone(),
+            polled,
+            wall,
+            at: self.now(),
+        });
+    }
+
+    /// Records that the handler panicked at `site` with `message`, as the
+    /// run's end (the stream's reset that follows is recorded as a frame),
+    /// says so on stderr and fails the run.
+    pub(crate) fn panicked(&mut self, message: String, site: PanicSite) {
         eprintln!(
             "grpc-chaos: handler {} on host `{}` panicked: {message} (CHAOS_SEED={})",
             self.path, self.host, self.env.seed
@@ -139,11 +162,16 @@ impl RunGuard {
         self.env
             .problems
             .handler_panicked(&self.host, &self.path, &message);
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        self.permit = None;
         self.push(EventKind::HandlerPanicked(Box::new(
             event::HandlerPanicked {
                 run: self.run,
                 path: self.path.clone(),
                 message,
+                site,
             },
         )));
     }
@@ -267,16 +295,77 @@ pin_project! {
     /// A handler's response body, as [`HandlerService`](super::HandlerService)
     /// passes it on: the handler's own body, recording the run's end when
     /// the trailers go out.
+    ///
+    /// A panic while hyper polls it is caught, recorded, and answered with
+    /// the error that makes hyper reset the stream with CANCEL
+    /// ([`PanicReset`](super::PanicReset)), as the task's end does in
+    /// production (measured, [`PanicSite`]). What h2 still holds for the
+    /// stream is where the two can differ: h2's reset for a dropped task
+    /// sends response headers it holds and discards held DATA (h2 0.4.20
+    /// `proto/streams/prioritize.rs` `pop_frame`), hyper's reset for an
+    /// error discards both (`send.rs` `send_reset`). So when the body had
+    /// handed hyper nothing since it last waited, the body waits one turn
+    /// of the scheduler first, in which h2's connection task sends the
+    /// headers of this very poll, if any; then the reset. When it had
+    /// handed hyper frames in this poll, their DATA is discarded either
+    /// way, and the reset goes at once; headers of this same poll are then
+    /// lost with it ([`PanicSite::BodyHeadersUnsent`]).
     pub struct HandlerBody {
         #[pin]
         inner: Body,
         guard: RunGuard,
+        polls: BodyPolls,
+    }
+}
+
+/// How far a response body got, for a panic in it (see [`HandlerBody`]).
+#[derive(Default)]
+struct BodyPolls {
+    /// It has waited (returned `Pending`) at least once.
+    waited: bool,
+    /// It handed hyper a frame since it last waited (or since the start):
+    /// in this poll of hyper's stream task.
+    handed: bool,
+    /// It panicked: never poll it again.
+    panicked: bool,
+    /// The reset still to hand hyper, after the turn it waits.
+    reset: Option<Status>,
+}
+
+impl BodyPolls {
+    /// Records the panic and answers hyper: the reset now, or after one
+    /// turn of the scheduler.
+    fn panicked(
+        &mut self,
+        guard: &mut RunGuard,
+        panic: &(dyn std::any::Any + Send),
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let site = if self.handed && !self.waited {
+            PanicSite::BodyHeadersUnsent
+        } else {
+            PanicSite::Body
+        };
+        guard.panicked(crate::units::panic_message(panic), site);
+        self.panicked = true;
+        let mut reset = Status::cancelled("handler panicked");
+        reset.set_source(Arc::new(super::PanicReset::new()));
+        if self.handed {
+            return Poll::Ready(Some(Err(reset)));
+        }
+        self.reset = Some(reset);
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 
 impl HandlerBody {
     fn new(inner: Body, guard: RunGuard) -> Self {
-        Self { inner, guard }
+        Self {
+            inner,
+            guard,
+            polls: BodyPolls::default(),
+        }
     }
 }
 
@@ -288,8 +377,25 @@ impl HttpBody for HandlerBody {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        let this = self.project();
-        let frame = ready!(this.inner.poll_frame(cx));
+        let mut this = self.project();
+        if this.polls.panicked {
+            return Poll::Ready(this.polls.reset.take().map(Err));
+        }
+        let (inner, guard) = (&mut this.inner, &*this.guard);
+        let polled = guard.slow_polls().time(
+            || std::panic::catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll_frame(cx))),
+            |wall| guard.slow_poll(Polled::Body, wall),
+        );
+        let frame = match polled {
+            Ok(Poll::Ready(frame)) => frame,
+            Ok(Poll::Pending) => {
+                this.polls.waited = true;
+                this.polls.handed = false;
+                return Poll::Pending;
+            }
+            Err(panic) => return this.polls.panicked(this.guard, &*panic, cx),
+        };
+        this.polls.handed = true;
         match &frame {
             Some(Ok(f)) => {
                 if let Some(trailers) = f.trailers_ref() {
@@ -305,6 +411,9 @@ impl HttpBody for HandlerBody {
     }
 
     fn is_end_stream(&self) -> bool {
+        if self.polls.panicked {
+            return self.polls.reset.is_none();
+        }
         self.inner.is_end_stream()
     }
 
