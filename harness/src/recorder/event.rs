@@ -17,7 +17,7 @@ pub use super::payloads::{
     Balancer, CallStarted, CallStoppedReading, FaultFired, FrameNeverLeft, FrameReplaced,
     GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped, HandlerFinished, HandlerPanicked,
     HandlerRejected, HandlerStarted, KeepalivePing, Log, PolicyActed, PolicyClosed, PolicyReset,
-    RetryAttempt, RetryDecision, ShutdownStillDraining,
+    RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
 };
 use crate::wire::FrameType;
 
@@ -575,7 +575,8 @@ pub enum EventKind {
     /// Its fields are in [`HandlerRejected`] (boxed).
     HandlerRejected(Box<HandlerRejected>),
     /// A handler was dropped before it finished: the peer cancelled the
-    /// stream, the connection closed, or the host crashed.
+    /// stream, the connection closed, the host crashed, or tonic's server
+    /// timer ran out (then [`HandlerDropped::timed_out`] says so).
     ///
     /// Its fields are in [`HandlerDropped`] (boxed).
     HandlerDropped(Box<HandlerDropped>),

@@ -192,6 +192,7 @@ mod tests {
             run: RunId(run),
             path: "/p.S/M".into(),
             ran: Duration::ZERO,
+            timed_out: None,
         }))
     }
 

@@ -98,6 +98,68 @@ pub struct HandlerDropped {
     /// From start to the drop, *simulated* time.
     #[serde(rename = "ran_us", serialize_with = "super::event::micros")]
     pub ran: Duration,
+    /// Set when the trace is built, not by the recorder: tonic's server
+    /// timer dropped the run, and tonic answered its stream itself (see
+    /// [`ServerTimeout`]); none for every other drop, and whenever the
+    /// harness cannot tell (the wire tap off, or more runs dropped at that
+    /// instant than the answers can be told apart by). JSON: absent when
+    /// none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<ServerTimeout>,
+}
+
+/// tonic's server timer ended a handler run: its `GrpcTimeout` layer
+/// (tonic 0.14.9 `transport/service/grpc_timeout.rs`, outside the
+/// harness's handler layer: `transport/server/mod.rs`, `MakeSvc::call`)
+/// sleeps for the shorter of the request's `grpc-timeout` and the
+/// server's `Server::timeout`, from the request's arrival; when the sleep
+/// ends first it returns `TimeoutExpired`, tonic's `RecoverError` answers
+/// the stream trailers-only with `Status::from_error`'s CANCELLED "Timeout
+/// expired", and the handler's future is dropped.
+///
+/// **How the harness knows** (read, not guessed): the run was dropped at
+/// the very instant its host wrote that answer, trailers-only
+/// `grpc-status=1` `grpc-message="Timeout expired"`, on the stream of a
+/// request from the run's caller for the run's method (its call id too,
+/// when the caller used a recorded channel). The handler layer sits right
+/// inside tonic's timer, so nothing else between the two answers a stream
+/// and drops the handler. Without the call id several such runs at one
+/// instant are all tied when the answers number as many (each answer drops
+/// one of them), and none when fewer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerTimeout {
+    /// Which of the two durations ran out.
+    #[serde(flatten)]
+    pub timer: ServerTimer,
+    /// What tonic answered (CANCELLED "Timeout expired"), and the code
+    /// the spec requires (DEADLINE_EXCEEDED, [`crate::spec::rules::SERVER_DEADLINE`]).
+    pub outcome: Outcome,
+}
+
+/// Which duration tonic's server timer ran for ([`ServerTimeout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "timer", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ServerTimer {
+    /// The request's `grpc-timeout`, as tonic's server read it: the run
+    /// lasted at least that long. (A `Server::timeout` as short would
+    /// look the same; tonic keeps its options private.)
+    GrpcTimeout {
+        /// The `grpc-timeout`, *simulated* time.
+        #[serde(rename = "grpc_timeout_us", serialize_with = "super::event::micros")]
+        timeout: Duration,
+    },
+    /// The server's own `Server::timeout`: the request sent no
+    /// `grpc-timeout` tonic reads, or one the run did not last.
+    ServerTimeout {
+        /// The request's `grpc-timeout`, if it sent one, *simulated* time.
+        #[serde(
+            rename = "grpc_timeout_us",
+            serialize_with = "super::event::opt_micros",
+            skip_serializing_if = "Option::is_none"
+        )]
+        grpc_timeout: Option<Duration>,
+    },
 }
 
 /// The fields of [`EventKind::ShutdownStillDraining`](super::event::EventKind::ShutdownStillDraining),

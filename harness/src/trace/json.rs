@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::views::{Call, CallEnd, HandlerRun, RunEnd};
 use super::{StallEnd, Trace, Window};
-use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId};
+use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId, ServerTimer};
 
 /// The document [`Trace::to_json`] writes.
 #[derive(Serialize)]
@@ -142,18 +142,24 @@ struct JsonRun<'a> {
     timeout_us: Option<u64>,
     nth: u32,
     /// `finished`, `rejected` (tonic answered before the handler ran),
-    /// `dropped`, `panicked` or `running`.
+    /// `dropped`, `timed_out` (tonic's server timer dropped it and
+    /// answered), `panicked` or `running`.
     end: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
-    /// For `rejected`: the spec's code for tonic's answer, and why tonic
-    /// answered.
+    /// For `rejected` and `timed_out`: the spec's code for tonic's answer;
+    /// for `rejected`, why tonic answered (`timed_out`: the `timer`
+    /// below).
     #[serde(skip_serializing_if = "Option::is_none")]
     spec_code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<&'static str>,
+    /// For `timed_out`: which duration ran out (`timer`: `grpc_timeout`
+    /// or `server_timeout`, with `grpc_timeout_us`).
+    #[serde(flatten)]
+    timer: Option<ServerTimer>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ended_us: Option<u64>,
 }
@@ -166,11 +172,13 @@ impl<'a> JsonRun<'a> {
                 ("rejected", Some(outcome.code), Some(&outcome.message))
             }
             RunEnd::Dropped => ("dropped", None, None),
+            RunEnd::TimedOut(t) => ("timed_out", Some(t.outcome.code), Some(&t.outcome.message)),
             RunEnd::Panicked(message) => ("panicked", None, Some(message)),
             RunEnd::Running => ("running", None, None),
         };
         let (spec_code, why) = match &r.end {
             RunEnd::Rejected { outcome, why } => (Some(outcome.spec_code), Some(*why)),
+            RunEnd::TimedOut(t) => (Some(t.outcome.spec_code), None),
             _ => (None, None),
         };
         Self {
@@ -188,6 +196,10 @@ impl<'a> JsonRun<'a> {
             message: message.map(String::as_str),
             spec_code,
             why,
+            timer: match &r.end {
+                RunEnd::TimedOut(t) => Some(t.timer),
+                _ => None,
+            },
             ended_us: r.ended_at.map(micros),
         }
     }
@@ -227,8 +239,10 @@ impl<'a> Finding<'a> {
 
 impl<'a> Finding<'a> {
     fn of_run(r: &'a HandlerRun) -> Option<Self> {
-        let RunEnd::Rejected { outcome: o, .. } = &r.end else {
-            return None;
+        let o = match &r.end {
+            RunEnd::Rejected { outcome, .. } => outcome,
+            RunEnd::TimedOut(t) => &t.outcome,
+            _ => return None,
         };
         (o.code != o.spec_code).then(|| Self {
             call: None,

@@ -766,11 +766,22 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             )
         }
         EventKind::HandlerDropped(dropped) => {
-            let event::HandlerDropped { run, path, ran } = &**dropped;
-            (
-                host,
-                format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
-            )
+            let event::HandlerDropped {
+                run,
+                path,
+                ran,
+                timed_out,
+            } = &**dropped;
+            let text = match timed_out {
+                Some(t) => format!(
+                    "{run} handler {path} dropped by tonic's server timeout after {} ({}): tonic answered {}",
+                    fmt_duration(*ran),
+                    server_timer(&t.timer),
+                    answered(&t.outcome)
+                ),
+                None => format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
+            };
+            (host, text)
         }
         EventKind::HandlerPanicked(handler_panicked) => {
             let event::HandlerPanicked { run, path, message } = &**handler_panicked;
@@ -1168,6 +1179,25 @@ pub(crate) fn status(o: &Outcome) -> String {
     }
 }
 
+/// Which of tonic's server durations ran out: `its grpc-timeout=100ms ran
+/// out`, `Server::timeout; the request sent no grpc-timeout`.
+fn server_timer(timer: &event::ServerTimer) -> String {
+    match timer {
+        event::ServerTimer::GrpcTimeout { timeout } => {
+            format!("its grpc-timeout={} ran out", fmt_duration(*timeout))
+        }
+        event::ServerTimer::ServerTimeout { grpc_timeout: None } => {
+            "Server::timeout; the request sent no grpc-timeout".to_owned()
+        }
+        event::ServerTimer::ServerTimeout {
+            grpc_timeout: Some(t),
+        } => format!(
+            "Server::timeout, shorter than its grpc-timeout={}",
+            fmt_duration(*t)
+        ),
+    }
+}
+
 /// What tonic answered, then the spec's code when it differs:
 /// `OUT_OF_RANGE "…" (spec RESOURCE_EXHAUSTED)`.
 fn answered(o: &Outcome) -> String {
@@ -1207,6 +1237,11 @@ pub(crate) fn run_end(end: &super::RunEnd) -> String {
             format!("never ran: tonic answered {}: {why}", said(outcome))
         }
         RunEnd::Dropped => "dropped".to_owned(),
+        RunEnd::TimedOut(t) => format!(
+            "dropped by tonic's server timeout ({}): tonic answered {}",
+            server_timer(&t.timer),
+            answered(&t.outcome)
+        ),
         RunEnd::Panicked(message) => format!("panicked: {}", words::quoted(message)),
         RunEnd::Running => "running when the run ended".to_owned(),
     }

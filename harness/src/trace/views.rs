@@ -4,7 +4,7 @@ use crate::recorder::event;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId};
+use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId, ServerTimeout};
 
 /// One client call as its caller saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -174,8 +174,13 @@ pub enum RunEnd {
         /// Why, in the trace's words.
         why: &'static str,
     },
-    /// hyper dropped it before it finished.
+    /// hyper dropped it before it finished (the peer reset the stream,
+    /// the connection closed, the host crashed).
     Dropped,
+    /// tonic's server timer ran out and tonic answered the stream itself
+    /// (CANCELLED "Timeout expired", spec DEADLINE_EXCEEDED), dropping the
+    /// handler: see [`ServerTimeout`] for how the harness tells.
+    TimedOut(ServerTimeout),
     /// It panicked.
     Panicked(String),
     /// Still running when the run ended.
@@ -317,7 +322,11 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                 end_run(&mut runs, &run_ix, *run, e.at(), end);
             }
             EventKind::HandlerDropped(dropped) => {
-                end_run(&mut runs, &run_ix, dropped.run, e.at(), RunEnd::Dropped);
+                let end = match &dropped.timed_out {
+                    Some(timed_out) => RunEnd::TimedOut(timed_out.clone()),
+                    None => RunEnd::Dropped,
+                };
+                end_run(&mut runs, &run_ix, dropped.run, e.at(), end);
             }
             EventKind::HandlerPanicked(handler_panicked) => {
                 let event::HandlerPanicked { run, message, .. } = &**handler_panicked;

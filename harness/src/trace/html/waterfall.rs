@@ -375,6 +375,7 @@ fn run_bar(
             format!("never ran: tonic answered {} ({why})", outcome.code),
         ),
         RunEnd::Dropped => ("run dropped", "dropped".to_owned()),
+        RunEnd::TimedOut(_) => ("run failed", crate::trace::rows::run_end(&r.end)),
         RunEnd::Panicked(m) => ("run failed", format!("panicked: {}", quoted(m))),
         RunEnd::Running => ("run open", "running when the run ended".to_owned()),
     };
