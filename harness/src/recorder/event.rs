@@ -14,10 +14,11 @@ pub use super::fields::{
 pub use super::frame_fate::FrameFate;
 pub use super::host_name::HostName;
 pub use super::payloads::{
-    Balancer, CallStarted, CallStoppedReading, FaultFired, FrameNeverLeft, FrameReplaced,
-    GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped, HandlerFinished, HandlerPanicked,
-    HandlerRejected, HandlerStarted, KeepalivePing, Log, PolicyActed, PolicyClosed, PolicyReset,
-    RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
+    Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, FaultFired, FrameNeverLeft,
+    FrameReplaced, GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped, HandlerFinished,
+    HandlerPanicked, HandlerRejected, HandlerStarted, KeepalivePing, Log, PolicyActed,
+    PolicyClosed, PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer,
+    ShutdownStillDraining,
 };
 use crate::wire::FrameType;
 
@@ -514,6 +515,15 @@ pub enum EventKind {
         /// The stream.
         stream: u32,
     },
+    /// A call through a plain tonic channel
+    /// ([`Host::tonic_channel`](crate::Host::tonic_channel)) failed before
+    /// its connection was up: the channel's connection attempt `attempt`
+    /// failed, or its `Endpoint::connect_timeout` ran out, and tonic failed
+    /// the call that waited for it. No frame of such a call is ever
+    /// written, so it is not seen on the wire; this is all of it.
+    ///
+    /// Its fields are in [`CallFailedConnecting`] (boxed).
+    CallFailedConnecting(Box<CallFailedConnecting>),
     /// A call ended with a status, as the caller saw it.
     CallEnded {
         /// The call.
@@ -924,6 +934,7 @@ impl EventKind {
             Self::GrpcTimeoutInvalid(e) => (0, e.run.0),
             Self::CallStarted(e) => (1, e.call.0),
             Self::CallStoppedReading(e) => (1, e.call.0),
+            Self::CallFailedConnecting(e) => (1, e.call.0),
             Self::CallSeenOnWire { call, .. }
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. } => (1, call.0),

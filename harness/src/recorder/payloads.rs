@@ -86,6 +86,35 @@ pub struct HandlerDequeued {
     pub queued: Duration,
 }
 
+/// The fields of [`EventKind::CallFailedConnecting`](super::event::EventKind::CallFailedConnecting),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+///
+/// **How the harness knows** (read in tonic 0.14.9 and tower 0.5, and
+/// measured): a plain tonic channel is lazy; its buffer worker
+/// (`tower::buffer`) dials only for a call it holds, and its reconnect
+/// service (`transport/channel/service/reconnect.rs`) keeps a failed
+/// dial's error and returns it from the `call` of that very request. So
+/// each failed dial fails the one call that waited for it, which tonic
+/// reports as UNAVAILABLE with the connector's error (`status.rs`, a
+/// `ConnectError`), and a dial given up at the connect timeout as UNKNOWN
+/// "transport error" (hyper-timeout's error, a `transport::Error` to the
+/// caller; measured with both kinds of channel). A dial dropped because
+/// the channel itself was dropped fails no call and is not recorded so.
+/// The method, the start and any deadline of the call are not seen: tonic
+/// hands the connector the endpoint's URI, never the request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallFailedConnecting {
+    /// The call (numbered where it failed, as it is first seen there).
+    pub call: CallId,
+    /// The server host the channel dials.
+    pub target: HostName,
+    /// The connection attempt the call waited for (`connect attempt N`).
+    pub attempt: u32,
+    /// What tonic told the caller, and the spec's code.
+    pub outcome: Outcome,
+}
+
 /// The fields of [`EventKind::HandlerDropped`](super::event::EventKind::HandlerDropped),
 /// boxed: inline, the variant would be larger than a frame event and make
 /// every event that large.

@@ -70,6 +70,10 @@ struct JsonCall<'a> {
     /// Seen only on the wire ([`Call::seen_on_wire`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     seen_on_wire: bool,
+    /// Seen only where its connection attempt failed
+    /// ([`Call::failed_connecting`]); its `path` is empty then.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    failed_connecting: bool,
     /// `status`, `dropped`, `stopped_reading` or `open`.
     end: &'static str,
     /// For `stopped_reading`: the header of the message the caller's
@@ -110,6 +114,7 @@ impl<'a> JsonCall<'a> {
             parent: c.parent,
             parent_inferred: c.parent_inferred,
             seen_on_wire: c.seen_on_wire,
+            failed_connecting: c.failed_connecting,
             end,
             stopped_at_message,
             outcome: c.outcome(),

@@ -318,11 +318,15 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         EventKind::CallEnded { outcome, .. } if outcome.code != outcome.spec_code => {
             RowKind::CallDiffers
         }
+        EventKind::CallFailedConnecting(f) if f.outcome.code != f.outcome.spec_code => {
+            RowKind::CallDiffers
+        }
         // tonic's OUT_OF_RANGE where the spec says RESOURCE_EXHAUSTED.
         EventKind::CallStoppedReading { .. } => RowKind::CallDiffers,
         EventKind::CallStarted(_)
         | EventKind::CallSeenOnWire { .. }
         | EventKind::CallEnded { .. }
+        | EventKind::CallFailedConnecting(_)
         | EventKind::CallDropped { .. } => RowKind::Call,
         EventKind::HandlerStarted(_)
         | EventKind::HandlerDequeued { .. }
@@ -663,6 +667,21 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
         }
         // Its words are on the call's start row.
         EventKind::CallSeenOnWire { .. } => (host, String::new()),
+        EventKind::CallFailedConnecting(failed) => {
+            let event::CallFailedConnecting {
+                call,
+                target,
+                attempt,
+                outcome,
+            } = &**failed;
+            (
+                format!("{host}→{target}"),
+                format!(
+                    "{call} call ended {} before its connection was up (a call through a plain tonic channel, seen where its channel's connect attempt {attempt} ended without a connection: tonic fails the call that waited for it; its method, start and deadline are not seen)",
+                    status(outcome)
+                ),
+            )
+        }
         EventKind::CallStoppedReading(stopped) => {
             let event::CallStoppedReading {
                 call,

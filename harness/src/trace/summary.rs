@@ -224,6 +224,7 @@ fn item(words: &Words, events: &[Event], i: usize) -> Item {
 fn first_error(events: &[Event]) -> Option<Item> {
     let i = events.iter().position(|e| match &e.kind {
         EventKind::CallEnded { outcome, .. } => outcome.spec_code != "OK",
+        EventKind::CallFailedConnecting(failed) => failed.outcome.spec_code != "OK",
         EventKind::HandlerPanicked(_) | EventKind::ProtocolError { .. } => true,
         _ => false,
     })?;
@@ -329,6 +330,7 @@ fn call_ends(events: &[Event]) -> BTreeMap<CallId, usize> {
             EventKind::CallEnded { call, .. } | EventKind::CallDropped { call, .. } => {
                 Some((*call, i))
             }
+            EventKind::CallFailedConnecting(failed) => Some((failed.call, i)),
             _ => None,
         })
         .collect()

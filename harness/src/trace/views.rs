@@ -57,6 +57,14 @@ pub struct Call {
     /// [`HandlerRun::call`]. Needs the wire tap
     /// ([`SimBuilder::wire_tap`](crate::SimBuilder::wire_tap)).
     pub seen_on_wire: bool,
+    /// True for a call through [`Host::tonic_channel`](crate::Host::tonic_channel)
+    /// that failed before its connection was up
+    /// ([`EventKind::CallFailedConnecting`](crate::EventKind::CallFailedConnecting)):
+    /// it is known only from its channel's failed connection attempt, so
+    /// [`Call::path`] is empty (the method is not seen), [`Call::started`]
+    /// is when it failed (its start is not seen), [`Call::timeout`] none
+    /// (not seen either), and [`Call::end`] the status tonic gave it.
+    pub failed_connecting: bool,
 }
 
 /// How a call ended.
@@ -239,6 +247,25 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     end: CallEnd::Open,
                     ended_at: None,
                     seen_on_wire: on_wire.remove(call),
+                    failed_connecting: false,
+                });
+            }
+            EventKind::CallFailedConnecting(failed) => {
+                call_ix.insert(failed.call.0, calls.len());
+                calls.push(Call {
+                    id: failed.call,
+                    host: e.host.to_string(),
+                    target: failed.target.to_string(),
+                    replica: None,
+                    path: String::new(),
+                    started: e.at(),
+                    timeout: None,
+                    parent: None,
+                    parent_inferred: false,
+                    end: CallEnd::Status(failed.outcome.clone()),
+                    ended_at: Some(e.at()),
+                    seen_on_wire: false,
+                    failed_connecting: true,
                 });
             }
             EventKind::CallEnded { call, outcome, .. } => {
@@ -484,6 +511,7 @@ mod tests {
             end: CallEnd::Open,
             ended_at: None,
             seen_on_wire: false,
+            failed_connecting: false,
         }
     }
 

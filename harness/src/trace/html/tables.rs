@@ -62,7 +62,12 @@ pub(super) fn calls(page: &mut Page, calls: &[Call], known: &BTreeSet<String>) {
             &[
                 &c.id.to_string(),
                 &format!("{}→{}", c.host, c.target),
-                &c.path,
+                // A call seen only where its connection attempt failed.
+                if c.failed_connecting {
+                    "(not seen)"
+                } else {
+                    &c.path
+                },
                 &fmt_duration(c.started),
                 &took(c.latency()),
                 &tonic,
