@@ -14,11 +14,11 @@ pub use super::fields::{
 pub use super::frame_fate::FrameFate;
 pub use super::host_name::HostName;
 pub use super::payloads::{
-    Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, FaultFired, FrameNeverLeft,
-    FrameReplaced, GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped, HandlerFinished,
-    HandlerPanicked, HandlerRejected, HandlerStarted, KeepalivePing, Log, PolicyActed,
-    PolicyClosed, PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer,
-    ShutdownStillDraining,
+    Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, CallUndecodable, FaultFired,
+    FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped,
+    HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, KeepalivePing, Log,
+    PolicyActed, PolicyClosed, PolicyReset, RetryAttempt, RetryDecision, ServerTimeout,
+    ServerTimer, ShutdownStillDraining,
 };
 use crate::wire::FrameType;
 
@@ -553,12 +553,23 @@ pub enum EventKind {
     /// `max_decoding_message_size`, default 4 MiB), the spec
     /// RESOURCE_EXHAUSTED ([`crate::spec::rules::DECODE_LIMIT`]); another
     /// flag is INTERNAL. A message that was already whole when the call was
-    /// dropped is not recorded so (tonic's decoder refusing it cannot be
-    /// told from a caller that stops after a message): that is a
+    /// dropped is not recorded so: one that is not protobuf at all is a
+    /// `CallUndecodable`; otherwise tonic's decoder refusing it cannot be
+    /// told from a caller that stops after a message, and that is a
     /// `CallDropped`.
     ///
     /// Its fields are in [`CallStoppedReading`] (boxed).
     CallStoppedReading(Box<CallStoppedReading>),
+    /// The caller's tonic could not decode a whole response message and
+    /// ended the call without its status: the message is not protobuf at
+    /// all, so tonic-prost's decoder refused it (INTERNAL "failed to decode
+    /// Protobuf message: …", the spec's code for a response proto that
+    /// does not parse: statuscodes.md). Recorded by the recorded channel,
+    /// below tonic's codec, which does not pass its status down; see
+    /// [`CallUndecodable`] for how the harness tells.
+    ///
+    /// Its fields are in [`CallUndecodable`] (boxed).
+    CallUndecodable(Box<CallUndecodable>),
     /// A request reached a handler's queue (before any concurrency limit).
     ///
     /// Its fields are in [`HandlerStarted`] (boxed).
@@ -935,6 +946,7 @@ impl EventKind {
             Self::CallStarted(e) => (1, e.call.0),
             Self::CallStoppedReading(e) => (1, e.call.0),
             Self::CallFailedConnecting(e) => (1, e.call.0),
+            Self::CallUndecodable(e) => (1, e.call.0),
             Self::CallSeenOnWire { call, .. }
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. } => (1, call.0),

@@ -86,6 +86,35 @@ pub struct HandlerDequeued {
     pub queued: Duration,
 }
 
+/// The fields of [`EventKind::CallUndecodable`](super::event::EventKind::CallUndecodable),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+///
+/// **How the harness knows** (read in tonic 0.14.9 `codec/decode.rs` and
+/// prost 0.14): the response body was dropped without its status right
+/// after a DATA frame that completed a message, and the first message that
+/// frame completed does not parse as protobuf even with every field
+/// unknown (prost's `impl Message for ()`, which skips each field by its
+/// wire type: a truncated varint or field, wire type 6 or 7, tag 0, an
+/// unmatched group end). tonic polls the body only when it holds no whole
+/// message, and decodes the first one as soon as it is whole, so that
+/// message was decoded, and prost fails on such bytes for every message
+/// type. A message that parses so but not as the caller's type (a wire
+/// type its field does not have, invalid UTF-8 in a string) cannot be told
+/// from a caller that stops after it: that stays a `CallDropped`. So does a
+/// compressed one (Compressed-Flag 1: the harness does not decompress).
+/// It assumes the caller decodes protobuf, as tonic's generated clients
+/// do (tonic-prost).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallUndecodable {
+    /// The call.
+    pub call: CallId,
+    /// The method path.
+    pub path: String,
+    /// The length of the message it could not decode, octets.
+    pub message_len: u32,
+}
+
 /// The fields of [`EventKind::CallFailedConnecting`](super::event::EventKind::CallFailedConnecting),
 /// boxed: inline, the variant would be larger than a frame event and make
 /// every event that large.

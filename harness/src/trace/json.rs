@@ -74,12 +74,16 @@ struct JsonCall<'a> {
     /// ([`Call::failed_connecting`]); its `path` is empty then.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     failed_connecting: bool,
-    /// `status`, `dropped`, `stopped_reading` or `open`.
+    /// `status`, `dropped`, `stopped_reading`, `undecodable` or `open`.
     end: &'static str,
     /// For `stopped_reading`: the header of the message the caller's
     /// decoder stopped at.
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped_at_message: Option<StoppedAt>,
+    /// For `undecodable`: the length of the message the caller's decoder
+    /// could not parse, octets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    undecodable_message_len: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<&'a Outcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -101,6 +105,7 @@ impl<'a> JsonCall<'a> {
                     flag: *flag,
                 }),
             ),
+            CallEnd::Undecodable { .. } => ("undecodable", None),
             CallEnd::Open => ("open", None),
         };
         Self {
@@ -117,6 +122,10 @@ impl<'a> JsonCall<'a> {
             failed_connecting: c.failed_connecting,
             end,
             stopped_at_message,
+            undecodable_message_len: match c.end {
+                CallEnd::Undecodable { message_len } => Some(message_len),
+                _ => None,
+            },
             outcome: c.outcome(),
             ended_us: c.ended_at.map(micros),
             overran_us: c.overran_deadline().map(micros),

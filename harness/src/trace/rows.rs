@@ -230,6 +230,9 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
             EventKind::CallStoppedReading(stopped) => {
                 ends.insert(stopped.call, e.at());
             }
+            EventKind::CallUndecodable(undecodable) => {
+                ends.insert(undecodable.call, e.at());
+            }
             _ => {}
         }
     }
@@ -327,6 +330,7 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         | EventKind::CallSeenOnWire { .. }
         | EventKind::CallEnded { .. }
         | EventKind::CallFailedConnecting(_)
+        | EventKind::CallUndecodable(_)
         | EventKind::CallDropped { .. } => RowKind::Call,
         EventKind::HandlerStarted(_)
         | EventKind::HandlerDequeued { .. }
@@ -679,6 +683,20 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 format!(
                     "{call} call ended {} before its connection was up (a call through a plain tonic channel, seen where its channel's connect attempt {attempt} ended without a connection: tonic fails the call that waited for it; its method, start and deadline are not seen)",
                     status(outcome)
+                ),
+            )
+        }
+        EventKind::CallUndecodable(undecodable) => {
+            let event::CallUndecodable {
+                call,
+                path,
+                message_len,
+            } = &**undecodable;
+            (
+                host,
+                format!(
+                    "{call} call {path} ended INTERNAL: {}",
+                    words::undecodable(*message_len)
                 ),
             )
         }
@@ -1241,6 +1259,7 @@ pub(crate) fn call_end(end: &super::CallEnd) -> String {
         CallEnd::StoppedReading { .. } => {
             "stopped reading: OUT_OF_RANGE (spec RESOURCE_EXHAUSTED)".to_owned()
         }
+        CallEnd::Undecodable { .. } => "undecodable response: INTERNAL".to_owned(),
         CallEnd::Open => "open when the run ended".to_owned(),
     }
 }

@@ -225,6 +225,7 @@ fn first_error(events: &[Event]) -> Option<Item> {
     let i = events.iter().position(|e| match &e.kind {
         EventKind::CallEnded { outcome, .. } => outcome.spec_code != "OK",
         EventKind::CallFailedConnecting(failed) => failed.outcome.spec_code != "OK",
+        EventKind::CallUndecodable(_) => true,
         EventKind::HandlerPanicked(_) | EventKind::ProtocolError { .. } => true,
         _ => false,
     })?;
@@ -236,7 +237,9 @@ fn counts(trace: &Trace) -> String {
     for c in trace.calls() {
         match &c.end {
             CallEnd::Status(o) if o.spec_code == "OK" => ok += 1,
-            CallEnd::Status(_) | CallEnd::StoppedReading { .. } => failed += 1,
+            CallEnd::Status(_) | CallEnd::StoppedReading { .. } | CallEnd::Undecodable { .. } => {
+                failed += 1
+            }
             CallEnd::Dropped => dropped += 1,
             CallEnd::Open => open += 1,
         }
@@ -331,6 +334,7 @@ fn call_ends(events: &[Event]) -> BTreeMap<CallId, usize> {
                 Some((*call, i))
             }
             EventKind::CallFailedConnecting(failed) => Some((failed.call, i)),
+            EventKind::CallUndecodable(undecodable) => Some((undecodable.call, i)),
             _ => None,
         })
         .collect()

@@ -87,6 +87,16 @@ pub enum CallEnd {
         /// The message's Compressed-Flag octet.
         flag: u8,
     },
+    /// The caller's decoder could not parse a whole response message of
+    /// `message_len` octets as protobuf (see
+    /// [`EventKind::CallUndecodable`](crate::EventKind::CallUndecodable)):
+    /// tonic ended the call with INTERNAL "failed to decode Protobuf
+    /// message: …" (its words after that depend on the caller's message
+    /// type, which the harness does not know), INTERNAL by the spec too.
+    Undecodable {
+        /// The message's length, octets.
+        message_len: u32,
+    },
     /// Still open when the run ended.
     Open,
 }
@@ -284,6 +294,14 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     c.end = CallEnd::StoppedReading {
                         message_len: stopped.message_len,
                         flag: stopped.flag,
+                    };
+                    c.ended_at = Some(e.at());
+                }
+            }
+            EventKind::CallUndecodable(undecodable) => {
+                if let Some(c) = call_ix.get(undecodable.call.0).map(|i| &mut calls[i]) {
+                    c.end = CallEnd::Undecodable {
+                        message_len: undecodable.message_len,
                     };
                     c.ended_at = Some(e.at());
                 }

@@ -325,6 +325,7 @@ fn call_bar(page: &mut Page, view: &View<'_>, i: usize, b: &Bar, y: f64, scale: 
         CallEnd::Dropped => "call dropped",
         CallEnd::StoppedReading { flag, .. } if *flag > 1 => "call failed",
         CallEnd::StoppedReading { .. } => "call failed differs",
+        CallEnd::Undecodable { .. } => "call failed",
         CallEnd::Open => "call open",
     };
     let end = call_end(&c.end);
