@@ -42,7 +42,7 @@
 //! |---|---|---|---|
 //! | statuscodes: client application cancelled the request | client | CANCELLED | agrees (the caller's own drop is recorded as dropped) |
 //! | statuscodes: deadline expires before the server returns status | client | CANCELLED "Timeout expired" | mapped: [`rules::DEADLINE`] |
-//! | statuscodes: deadline expires before the server returns status | server | tonic's server timeout answers CANCELLED "Timeout expired" outside the handler layer | the run shows as dropped; the answer is on the wire (trailers-only `grpc-status=1`), and the caller's row shows it as sent. Not mapped: it is the peer's status |
+//! | statuscodes: deadline expires before the server returns status | server | tonic's server timeout answers CANCELLED "Timeout expired" outside the handler layer | mapped on the handler's row: [`rules::SERVER_DEADLINE`], a finding; the run is tied to the answer on the wire (trailers-only `grpc-status=1` on its stream at the instant it was dropped: [`ServerTimeout`](crate::recorder::event::ServerTimeout)); with the wire tap off it shows as dropped. The caller's row shows the status as sent (it is the peer's) |
 //! | statuscodes: method not found at the server | server | UNIMPLEMENTED (router fallback, or the generated server's unknown method) | agrees; recorded as rejected before the handler |
 //! | statuscodes: server shutting down | server | tonic sends GOAWAY; the client reports INTERNAL for a stream above its last-stream-id | mapped at the client: [`rules::GOAWAY`] (tests/tests/frame_faults.rs, the injected-resets story) |
 //! | statuscodes: application throws / returns no status | server | a panic: the harness answers INTERNAL (tonic would reset the stream) | not observed as tonic: the handler layer catches the panic |
@@ -57,7 +57,7 @@
 //! | statuscodes: request cardinality violation (unary without a message) | server | INTERNAL "Missing request message." (read in `server/grpc.rs`) | mapped: [`rules::CARDINALITY`]; recorded as rejected before the handler (unit tests only: the reference clients always send a message) |
 //! | statuscodes: response cardinality violation | client | INTERNAL "Missing response message." | not observed: tonic's codec decides above the recorded channel |
 //! | statuscodes: error parsing the request proto | server | INTERNAL "failed to decode Protobuf message: …" | agrees (read in tonic-prost); recorded as rejected before the handler (unit test only) |
-//! | statuscodes: error parsing the response proto | client | INTERNAL | not observed as a status (decided above the recorded channel; the call shows where the caller stopped reading) |
+//! | statuscodes: error parsing the response proto | client | INTERNAL "failed to decode Protobuf message: …" (tonic-prost) | agrees; decided above the recorded channel, so recorded as its own end ([`EventKind::CallUndecodable`](crate::EventKind::CallUndecodable)) when the message is not protobuf at all; one that parses as protobuf but not as the caller's type is not told from a caller that stops after it (dropped) |
 //! | statuscodes: message over the configured limit, received | server | OUT_OF_RANGE "Error, decoded message length too large: …" | mapped: [`rules::DECODE_LIMIT`]; recorded as rejected before the handler |
 //! | statuscodes: message over the configured limit, received | client | OUT_OF_RANGE, made by tonic's codec above the recorded channel | not mapped in [`classify`] (the status has no source, like a peer's); the trace shows the caller's decoder stopping at the message ([`EventKind::CallStoppedReading`](crate::EventKind::CallStoppedReading)) |
 //! | statuscodes: message over the configured limit, sent | server | OUT_OF_RANGE "Error, encoded message length too large: …" in trailers | mapped on the handler's row: [`rules::ENCODE_LIMIT`] |
@@ -83,6 +83,13 @@ pub mod rules {
     /// expired"; gRPC `doc/statuscodes.md` and `PROTOCOL-HTTP2.md` (Client
     /// Cancellation) require DEADLINE_EXCEEDED.
     pub const DEADLINE: &str = "deadline expired: spec DEADLINE_EXCEEDED (statuscodes.md)";
+    /// tonic's server answers a request whose timer ran out (the request's
+    /// `grpc-timeout` or `Server::timeout`, whichever is shorter:
+    /// `transport/service/grpc_timeout.rs`) with CANCELLED "Timeout
+    /// expired"; statuscodes.md: "deadline expires before the server
+    /// returns status" is DEADLINE_EXCEEDED, on the server side too.
+    pub const SERVER_DEADLINE: &str =
+        "server's timeout expired: spec DEADLINE_EXCEEDED (statuscodes.md)";
     /// tonic reports an I/O failure on an open stream (connection reset,
     /// peer crashed, keepalive timeout on a flowing stream) as UNKNOWN; the
     /// spec lists connection failures under UNAVAILABLE (statuscodes.md).

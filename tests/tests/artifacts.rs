@@ -223,3 +223,63 @@ fn a_passing_run_removes_an_earlier_processs_failure_of_its_seed() {
     assert!(dir.join("trace.json").is_file());
     let _ = std::fs::remove_dir_all(&target);
 }
+
+/// Run by the next test, with `CARGO_TARGET_DIR` set to a temp dir: a test
+/// that fails as `PROBE_FAILS` says: `run` (a failed run, unwrapped),
+/// `assertion` (a failed trace assertion, unwrapped), `panic` (a panic
+/// after a run that passed).
+#[test]
+#[ignore = "run by a_failure_names_its_trace_once"]
+fn once_probe() {
+    let how = std::env::var("PROBE_FAILS").unwrap_or_default();
+    match how.as_str() {
+        "run" => {
+            let mut sim = Sim::builder().seed(31).build();
+            sim.client("player", |_| async { Err("on purpose".into()) });
+            sim.run().unwrap();
+        }
+        "assertion" => {
+            let story = catalog::find("fresh-request").expect("story");
+            let trace = (story.simulate)(31).expect("run");
+            trace.assert_no_orphan_work().unwrap();
+        }
+        _ => {
+            let mut sim = Sim::builder().seed(31).build();
+            sim.client("player", |_| async { Ok(()) });
+            let rendered = sim.run().expect("run").render();
+            assert!(rendered.contains("no such line"), "on purpose");
+        }
+    }
+}
+
+/// Whichever way a test fails, the folder its trace was written to is
+/// printed once (the failure's own message, or the harness's line on
+/// stderr for a panic that carries none), with the seed to reproduce it.
+#[test]
+fn a_failure_names_its_trace_once() {
+    let target = std::env::temp_dir().join(format!("grpc-chaos-once-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&target);
+    for how in ["run", "assertion", "panic"] {
+        let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+            .args(["--ignored", "--exact", "once_probe", "--nocapture"])
+            .env("CARGO_TARGET_DIR", &target)
+            .env("PROBE_FAILS", how)
+            .env_remove("CHAOS_SEED")
+            .env_remove("CHAOS_JITTER_US")
+            .env_remove("GRPC_CHAOS_ARTIFACTS")
+            .output()
+            .expect("the test binary runs again");
+        assert!(!out.status.success(), "{how}: the probe fails");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = target.join("grpc-chaos/once_probe/31");
+        assert!(dir.join("error.txt").is_file(), "{how}: {text}");
+        let dir = dir.display().to_string();
+        assert_eq!(text.matches(&dir).count(), 1, "{how}: {text}");
+        assert_eq!(text.matches("CHAOS_SEED=31").count(), 1, "{how}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&target);
+}

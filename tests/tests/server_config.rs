@@ -286,19 +286,155 @@ fn the_server_timeout_cancels_a_slow_handler_as_tonic_does() -> grpc_chaos::Resu
         (outcome.code, outcome.spec_code),
         ("CANCELLED", "CANCELLED")
     );
-    // About 100 ms after the request arrived: the handler is dropped, not
-    // finished, and the caller hears it one hop later.
+    // About 100 ms after the request arrived: the handler is dropped by
+    // tonic's timer, not finished, and the caller hears it one hop later.
     let run = &trace.handler_runs()[0];
-    assert!(
-        matches!(run.end, grpc_chaos::trace::RunEnd::Dropped),
-        "{:?}",
-        run.end
+    let timed_out = server_timeout(run);
+    assert_eq!(
+        timed_out.timer,
+        event::ServerTimer::ServerTimeout { grpc_timeout: None }
     );
     let ran = run.ended_at.expect("ended") - run.started;
     assert_eq!(ran, ms(100));
     let latency = call.latency().expect("ended");
     assert!(latency >= ms(100) && latency < ms(110), "{latency:?}");
+    // The server's answer is the finding: the spec wants DEADLINE_EXCEEDED.
+    let summary = trace.render_summary(None);
+    assert!(
+        summary.contains(
+            "tonic reported CANCELLED \"Timeout expired\" where the spec requires DEADLINE_EXCEEDED (server's timeout expired: spec DEADLINE_EXCEEDED (statuscodes.md)): h1"
+        ),
+        "{summary}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&trace.to_json()).expect("JSON");
+    assert_eq!(
+        json["findings"],
+        serde_json::json!([{
+            "run": "h1",
+            "code": "CANCELLED",
+            "message": "Timeout expired",
+            "spec_code": "DEADLINE_EXCEEDED",
+            "rule": grpc_chaos::spec::rules::SERVER_DEADLINE,
+        }])
+    );
+    assert_eq!(json["handler_runs"][0]["end"], "timed_out");
+    assert_eq!(json["handler_runs"][0]["timer"], "server_timeout");
     insta::assert_snapshot!(trace.render_with(&RenderOptions::rpc_only()));
+    Ok(())
+}
+
+/// How tonic's server timer ended `run`.
+///
+/// # Panics
+/// When something else ended it.
+fn server_timeout(run: &grpc_chaos::trace::HandlerRun) -> &event::ServerTimeout {
+    match &run.end {
+        grpc_chaos::trace::RunEnd::TimedOut(t) => {
+            assert_eq!(
+                (
+                    t.outcome.code,
+                    t.outcome.message.as_str(),
+                    t.outcome.spec_code
+                ),
+                ("CANCELLED", "Timeout expired", "DEADLINE_EXCEEDED")
+            );
+            t
+        }
+        end => panic!("{} ended {end:?}", run.id),
+    }
+}
+
+/// The request's grpc-timeout is tonic's server timer too: with the
+/// player's cancel lost, the store's tonic answers the stream itself at
+/// the 100 ms the request carried.
+#[test]
+fn the_grpc_timeout_a_request_carries_is_the_servers_timer_too() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(7).build();
+    sim.server("store", |s| {
+        s.add_service(Store::with_work(ms(500)).into_server())
+    });
+    sim.fault(
+        Fault::frames()
+            .from("player")
+            .kind(grpc_chaos::wire::FrameType::RstStream)
+            .drop(),
+    );
+    sim.client("player", |c| async move {
+        let mut req = Request::new(save(1));
+        req.set_timeout(ms(100));
+        // The channel stays up past the server's timer: its close would
+        // end the run first.
+        let mut store = StoreClient::new(c.channel("store"));
+        let _ = store.save(req).await;
+        tokio::time::sleep(ms(50)).await;
+        drop(store);
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let run = &trace.handler_runs()[0];
+    assert_eq!(
+        server_timeout(run).timer,
+        event::ServerTimer::GrpcTimeout { timeout: ms(100) },
+        "{}",
+        trace.render()
+    );
+    let text = trace.render_with(&RenderOptions::rpc_only());
+    assert!(
+        text.contains("h1 handler /tt.v1.Store/Save dropped by tonic's server timeout after 100ms (its grpc-timeout=100ms ran out): tonic answered CANCELLED \"Timeout expired\" (spec DEADLINE_EXCEEDED)"),
+        "{text}"
+    );
+    Ok(())
+}
+
+/// A `Server::timeout` shorter than the request's grpc-timeout is the one
+/// that runs out, and the trace says the request's was longer.
+#[test]
+fn a_server_timeout_shorter_than_the_grpc_timeout_is_named() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(7).build();
+    sim.server("store", |s| {
+        s.configure(|b| b.timeout(ms(100)))
+            .add_service(Store::with_work(ms(500)).into_server())
+    });
+    sim.client("player", |c| async move {
+        let mut req = Request::new(save(1));
+        req.set_timeout(ms(400));
+        let _ = StoreClient::new(c.channel("store")).save(req).await;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let run = &trace.handler_runs()[0];
+    assert_eq!(
+        server_timeout(run).timer,
+        event::ServerTimer::ServerTimeout {
+            grpc_timeout: Some(ms(400))
+        }
+    );
+    let text = trace.render_with(&RenderOptions::rpc_only());
+    assert!(
+        text.contains("(Server::timeout, shorter than its grpc-timeout=400ms)"),
+        "{text}"
+    );
+    Ok(())
+}
+
+/// Without the wire tap the answer is not seen: the run is a plain drop,
+/// as much as the harness knows.
+#[test]
+fn without_the_wire_tap_a_server_timeout_is_a_plain_drop() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(7).wire_tap(false).build();
+    sim.server("store", |s| {
+        s.configure(|b| b.timeout(ms(100)))
+            .add_service(Store::with_work(ms(500)).into_server())
+    });
+    sim.client("player", |c| async move {
+        let _ = StoreClient::new(c.channel("store")).save(save(1)).await;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    assert_eq!(
+        trace.handler_runs()[0].end,
+        grpc_chaos::trace::RunEnd::Dropped
+    );
     Ok(())
 }
 

@@ -502,7 +502,7 @@ mod unrecorded_channel {
 
     /// What the proxy does with the deadline.
     #[derive(Clone, Copy)]
-    enum Mode {
+    pub(super) enum Mode {
         Propagate,
         Drop,
         Fixed(Duration),
@@ -512,10 +512,10 @@ mod unrecorded_channel {
     }
 
     /// Forwards Save to the store after 100 ms of its own work.
-    struct Proxy {
-        store: StoreClient<tonic::transport::Channel>,
-        recorded: StoreClient<grpc_chaos::Channel>,
-        mode: Mode,
+    pub(super) struct Proxy {
+        pub(super) store: StoreClient<tonic::transport::Channel>,
+        pub(super) recorded: StoreClient<grpc_chaos::Channel>,
+        pub(super) mode: Mode,
     }
 
     #[tonic::async_trait]
@@ -759,6 +759,176 @@ mod unrecorded_channel {
             .assert_deadline_propagated(["player", "proxy", "store"])
             .expect_err("the plain call carried no deadline");
         assert!(v.detail().contains("carried no grpc-timeout"), "{v}");
+        Ok(())
+    }
+}
+
+/// A call through a plain tonic channel (`Host::tonic_channel`) that fails
+/// before its connection is up writes no frame; it is recorded where its
+/// channel's connection attempt failed, with what tonic told its caller.
+mod plain_channel_without_a_connection {
+    use super::*;
+    use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+    use grpc_chaos_scenarios::services::pb::SaveRequest;
+    use std::sync::{Arc, Mutex};
+
+    /// What the caller's tonic said, by call.
+    type Seen = Arc<Mutex<Vec<(tonic::Code, String)>>>;
+
+    fn save() -> SaveRequest {
+        SaveRequest {
+            match_id: "m1".into(),
+            points: 1,
+        }
+    }
+
+    /// Two saves from the player through a plain channel to a store that
+    /// is shut down (refused) or partitioned away (`connect_timeout`
+    /// 100 ms), each on a fresh channel; `recorded`: through the harness's
+    /// channel instead.
+    fn run(partitioned: bool, recorded: bool) -> grpc_chaos::Result<(Trace, Seen)> {
+        let mut sim = Sim::builder().seed(3).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.fault(if partitioned {
+            Fault::partition("player", "store").at(Duration::ZERO)
+        } else {
+            Fault::shutdown("store").at(Duration::ZERO)
+        });
+        let seen = Seen::default();
+        let said = seen.clone();
+        sim.client("player", move |c| async move {
+            tokio::time::sleep(ms(10)).await;
+            let endpoint = |e: tonic::transport::Endpoint| e.connect_timeout(ms(100));
+            for _ in 0..2 {
+                let result = if recorded {
+                    StoreClient::new(c.channel_with("store", endpoint))
+                        .save(save())
+                        .await
+                } else {
+                    StoreClient::new(c.tonic_channel_with("store", endpoint))
+                        .save(save())
+                        .await
+                };
+                let status = result.expect_err("no server to answer");
+                said.lock()
+                    .unwrap()
+                    .push((status.code(), status.message().to_owned()));
+            }
+            Ok(())
+        });
+        Ok((sim.run()?, seen))
+    }
+
+    #[test]
+    fn a_refused_connection_fails_the_call_that_waited_for_it() -> grpc_chaos::Result {
+        let (trace, seen) = run(false, false)?;
+        let calls = trace.calls();
+        assert_eq!(calls.len(), 2, "{}", trace.render());
+        let seen = seen.lock().unwrap().clone();
+        for (call, (code, message)) in calls.iter().zip(&seen) {
+            assert!(call.failed_connecting && !call.seen_on_wire);
+            assert_eq!(
+                (call.host.as_str(), call.target.as_str()),
+                ("player", "store")
+            );
+            assert_eq!(call.path, "", "the method is not seen");
+            let o = call.outcome().expect("a status");
+            assert_eq!(
+                (o.code, o.message.as_str()),
+                ("UNAVAILABLE", message.as_str())
+            );
+            assert_eq!(*code, tonic::Code::Unavailable);
+            assert_eq!(o.spec_code, "UNAVAILABLE");
+            assert_eq!(call.ended_at, Some(call.started), "at the failed attempt");
+        }
+        assert_eq!(calls[0].ended_at, Some(ms(11)), "{}", trace.render());
+        let text = trace.render();
+        assert!(
+            text.contains(&format!(
+                "{} call ended UNAVAILABLE \"connect to store: connection refused\" before its connection was up (a call through a plain tonic channel, seen where its channel's connect attempt 1 ended without a connection: tonic fails the call that waited for it; its method, start and deadline are not seen)",
+                calls[0].id
+            )),
+            "{text}"
+        );
+        assert!(trace.to_json().contains(r#""failed_connecting": true"#));
+        Ok(())
+    }
+
+    /// tonic gives a dial its connect timeout cut short UNKNOWN "transport
+    /// error" (measured on the recorded channel below), which the spec
+    /// wants UNAVAILABLE: a finding.
+    #[test]
+    fn a_connect_timeout_fails_the_call_with_tonics_transport_error() -> grpc_chaos::Result {
+        let (trace, seen) = run(true, false)?;
+        let calls = trace.calls();
+        assert_eq!(calls.len(), 2, "{}", trace.render());
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            vec![(tonic::Code::Unknown, "transport error".to_owned()); 2]
+        );
+        let o = calls[0].outcome().expect("a status");
+        assert_eq!(
+            (o.code, o.message.as_str(), o.spec_code),
+            ("UNKNOWN", "transport error", "UNAVAILABLE")
+        );
+        assert_eq!(calls[0].ended_at, Some(ms(110)));
+        let summary = trace.render_summary(None);
+        assert!(
+            summary.contains(&format!(
+                "tonic reported UNKNOWN \"transport error\" where the spec requires UNAVAILABLE (connection failed: spec UNAVAILABLE (statuscodes.md)): {} {}",
+                calls[0].id, calls[1].id
+            )),
+            "{summary}"
+        );
+        // The recorded channel's calls say the same, and are not counted
+        // twice.
+        let (recorded, _) = run(true, true)?;
+        let outcomes: Vec<_> = recorded
+            .calls()
+            .iter()
+            .map(|c| c.outcome().cloned())
+            .collect();
+        assert_eq!(outcomes.len(), 2, "{}", recorded.render());
+        assert!(recorded.calls().iter().all(|c| !c.failed_connecting));
+        assert_eq!(outcomes[0].as_ref(), Some(o));
+        Ok(())
+    }
+
+    /// A dial that goes with its channel fails no call: the proxy's
+    /// handler dials the store across a partition when the proxy crashes,
+    /// and its tasks (the channel's, the handler's) are dropped.
+    #[test]
+    fn a_dial_dropped_with_its_channel_fails_no_call() -> grpc_chaos::Result {
+        use super::unrecorded_channel::{Mode, Proxy};
+        use grpc_chaos_scenarios::services::pb::store_server::StoreServer;
+        let mut sim = Sim::builder().seed(3).build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.server("proxy", |s| {
+            let store = StoreClient::new(s.tonic_channel("store"));
+            let recorded = StoreClient::new(s.channel("store"));
+            s.add_service(StoreServer::new(Proxy {
+                store,
+                recorded,
+                mode: Mode::Drop,
+            }))
+        });
+        sim.fault(Fault::partition("proxy", "store").at(Duration::ZERO));
+        sim.fault(Fault::crash("proxy").at(ms(300)));
+        sim.client("player", |c| async move {
+            let _ = StoreClient::new(c.channel("proxy")).save(save()).await;
+            Ok(())
+        });
+        let trace = sim.run()?;
+        assert_eq!(trace.calls_from("proxy").count(), 0, "{}", trace.render());
+        assert!(
+            trace
+                .events()
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::ConnectAbandoned { .. })),
+            "{}",
+            trace.render()
+        );
         Ok(())
     }
 }

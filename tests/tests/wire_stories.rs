@@ -387,3 +387,54 @@ fn injected_resets_refused_stream_and_goaway() {
     assert!(trace.stalls(Duration::ZERO).is_empty());
     insta::assert_snapshot!(snapshot(&trace.render(), &report));
 }
+
+/// Four Watch streams on one connection that the player never reads: the
+/// first three use up the connection window hyper's client advertises
+/// (5 MiB; 2 MiB a stream), so the fourth, opened last, is starved with
+/// 0 bytes sent. The player cancels every stream at 10 s: the starvation
+/// happened and is reported, ended with its stream (issue #28).
+#[test]
+fn a_starved_stream_cancelled_by_its_client_is_still_reported() -> grpc_chaos::Result {
+    use grpc_chaos::Sim;
+    use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
+    use grpc_chaos_scenarios::services::pb::WatchRequest;
+    use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store};
+
+    let mut sim = Sim::builder()
+        .seed(1)
+        .duration(ms(12_000))
+        .tick(ms(10))
+        .build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.server("gateway", |s| {
+        let store = s.channel("store");
+        s.add_service(Gateway::new(store, DeadlineMode::Propagate, Duration::ZERO).into_server())
+    });
+    sim.client("player", |player| async move {
+        let channel = player.channel("gateway");
+        let mut streams = Vec::new();
+        for _ in 0..4 {
+            let req = WatchRequest {
+                match_id: "final".into(),
+                count: 400,
+                padding: 16 * 1024,
+            };
+            let mut scoreboard = ScoreboardClient::new(channel.clone());
+            streams.push(scoreboard.watch(req).await?.into_inner());
+            tokio::time::sleep(ms(100)).await;
+        }
+        tokio::time::sleep(ms(9_600)).await;
+        drop(streams);
+        tokio::time::sleep(ms(100)).await;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let stalls = trace.stalls(ms(1_000));
+    let starved: Vec<_> = stalls.iter().filter(|s| !s.held_by.is_empty()).collect();
+    assert_eq!(starved.len(), 1, "{stalls:#?}");
+    let s7 = starved[0];
+    assert_eq!((s7.sender.as_str(), s7.stream, s7.sent), ("gateway", 7, 0));
+    assert_eq!(s7.end, StallEnd::Closed, "{s7}");
+    assert!(s7.until <= ms(10_100) && s7.until >= ms(10_000), "{s7}");
+    Ok(())
+}

@@ -10,7 +10,71 @@ use pin_project_lite::pin_project;
 use tonic::body::Body;
 
 use super::CallGuard;
-use crate::wire::grpc_frame::Framing;
+use crate::wire::grpc_frame::{Framing, MessageHeader, MessagePart};
+
+/// Octets kept as the `Bytes` they came in (no copy), without a heap
+/// allocation for the usual one piece.
+#[derive(Default)]
+enum Pieces {
+    #[default]
+    None,
+    One(Bytes),
+    Many(Vec<Bytes>),
+}
+
+impl Pieces {
+    fn push(&mut self, piece: Bytes) {
+        *self = match std::mem::take(self) {
+            Self::None => Self::One(piece),
+            Self::One(first) => Self::Many(vec![first, piece]),
+            Self::Many(mut all) => {
+                all.push(piece);
+                Self::Many(all)
+            }
+        };
+    }
+
+    /// The octets, in one slice.
+    fn joined(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Self::None => std::borrow::Cow::Borrowed(&[]),
+            Self::One(one) => std::borrow::Cow::Borrowed(one),
+            Self::Many(all) => std::borrow::Cow::Owned(all.concat()),
+        }
+    }
+}
+
+/// What a drop right after a DATA frame needs to check (see
+/// `PinnedDrop`): the body so far of the response message in progress,
+/// and the first message the last DATA frame made whole.
+#[derive(Default)]
+struct Bodies {
+    current: Pieces,
+    first_whole: Option<(MessageHeader, Pieces)>,
+}
+
+impl Bodies {
+    /// Follows `data`, the next DATA payload, through `framing`.
+    fn feed(&mut self, framing: &mut Framing, data: &Bytes) {
+        framing.feed_bodies(data, |part| match part {
+            MessagePart::Body(range) => self.current.push(data.slice(range)),
+            MessagePart::Whole(header) => {
+                let body = std::mem::take(&mut self.current);
+                if self.first_whole.is_none() {
+                    self.first_whole = Some((header, body));
+                }
+            }
+        });
+    }
+
+    /// The first message the last DATA frame made whole, when it is not
+    /// protobuf at all (see [`crate::wire::protobuf`]); a compressed one
+    /// is not checked.
+    fn undecodable(&self) -> Option<MessageHeader> {
+        let (header, body) = self.first_whole.as_ref()?;
+        (header.flag == 0 && !crate::wire::protobuf::parses(&body.joined())).then_some(*header)
+    }
+}
 
 pin_project! {
     /// A tonic response body that records how the call ended.
@@ -21,30 +85,42 @@ pin_project! {
         // The response's HTTP status: what tonic maps to a gRPC code when
         // no `grpc-status` comes.
         http: http::StatusCode,
-        // The gRPC framing of the DATA passed on, and whether the last
-        // poll passed DATA on (rather than waiting): see `PinnedDrop`.
+        // The gRPC framing of the DATA passed on, the message octets a
+        // drop checks, and whether the last poll passed DATA on (rather
+        // than waiting): see `PinnedDrop`.
         framing: Framing,
+        bodies: Bodies,
         last_was_data: bool,
     }
 
     impl PinnedDrop for RecordedBody {
-        /// Dropped without its status right after a DATA frame that left
-        /// tonic's decoder inside a message whose header it had read: the
-        /// decoder stopped at that header. tonic's `Streaming` reads on
-        /// until a message is whole (it polls the body again, or waits),
-        /// and hands no partial message to the caller, so only its header
-        /// checks stop there: the size limit (`max_decoding_message_size`)
-        /// and the Compressed-Flag (`codec/decode.rs`). A caller dropping
-        /// the call later (a timeout while it waits) is not "right after":
-        /// the body was left waiting first.
+        /// Dropped without its status right after a DATA frame:
+        ///
+        /// - that made a message whole which is not protobuf at all: the
+        ///   caller's decoder refused it (tonic polls the body only when it
+        ///   holds no whole message, and decodes the first one as soon as
+        ///   it is whole, `codec/decode.rs`; see
+        ///   [`EventKind::CallUndecodable`](crate::EventKind::CallUndecodable));
+        /// - that left tonic's decoder inside a message whose header it had
+        ///   read: the decoder stopped at that header. tonic's `Streaming`
+        ///   reads on until a message is whole (it polls the body again, or
+        ///   waits), and hands no partial message to the caller, so only
+        ///   its header checks stop there: the size limit
+        ///   (`max_decoding_message_size`) and the Compressed-Flag.
+        ///
+        /// A caller dropping the call later (a timeout while it waits) is
+        /// not "right after": the body was left waiting first.
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             if !*this.last_was_data {
                 return;
             }
-            if let (Some(guard), Some((header, received))) =
-                (this.guard.as_mut(), this.framing.inside())
-            {
+            let Some(guard) = this.guard.as_mut() else {
+                return;
+            };
+            if let Some(header) = this.bodies.undecodable() {
+                guard.undecodable(header.len);
+            } else if let Some((header, received)) = this.framing.inside() {
                 guard.stopped_reading(header.len, received, header.flag);
             }
         }
@@ -58,6 +134,7 @@ impl RecordedBody {
             guard: Some(guard),
             http,
             framing: Framing::default(),
+            bodies: Bodies::default(),
             last_was_data: false,
         }
     }
@@ -68,6 +145,7 @@ impl RecordedBody {
             guard: None,
             http: http::StatusCode::OK,
             framing: Framing::default(),
+            bodies: Bodies::default(),
             last_was_data: false,
         }
     }
@@ -120,6 +198,8 @@ impl HttpBody for RecordedBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.project();
         *this.last_was_data = false;
+        // Only a drop right after a DATA frame checks it: not kept longer.
+        this.bodies.first_whole = None;
         let frame = ready!(this.inner.poll_frame(cx));
         if let Some(guard) = this.guard.as_mut() {
             match &frame {
@@ -133,7 +213,7 @@ impl HttpBody for RecordedBody {
                         }
                     } else if let Some(data) = f.data_ref() {
                         guard.progressed();
-                        this.framing.feed(data);
+                        this.bodies.feed(this.framing, data);
                         *this.last_was_data = true;
                     }
                 }

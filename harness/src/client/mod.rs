@@ -229,6 +229,22 @@ impl CallGuard {
         self.site.recorder.progressed();
     }
 
+    /// Records that the caller's decoder could not parse a whole response
+    /// message of `len` octets (see [`EventKind::CallUndecodable`]).
+    pub(crate) fn undecodable(&mut self, len: u32) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        self.site.recorder.push(
+            self.site.from,
+            EventKind::CallUndecodable(Box::new(crate::recorder::event::CallUndecodable {
+                call: self.id,
+                path: std::mem::take(&mut self.path),
+                message_len: len,
+            })),
+        );
+    }
+
     /// Records that the caller's decoder stopped reading the response at a
     /// message header (see [`EventKind::CallStoppedReading`]).
     pub(crate) fn stopped_reading(&mut self, len: u32, received: u64, flag: u8) {

@@ -8,12 +8,25 @@
 //! ([`EventKind::ConnectAbandoned`]).
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::Wiring;
 use crate::fault::{LinkState, SYN_GIVE_UP};
-use crate::recorder::event::{ConnectFailure, EventKind};
+use crate::recorder::event::{CallFailedConnecting, ConnectFailure, EventKind, Outcome};
+
+/// A dial of a plain tonic channel, whose calls the harness does not
+/// record: its failure is the failure of the call that waited for it, and
+/// is recorded as that call's ([`EventKind::CallFailedConnecting`], where
+/// the rule is read). Holds the channel's connector weakly: tonic's
+/// `Reconnect` drops its connector before its pending dial (field order,
+/// `transport/channel/service/reconnect.rs`), so a dial dropped while the
+/// connector is still there was given up by the connect timeout
+/// (hyper-timeout, around the connector), one dropped after it went with
+/// the whole channel (no call waited any more, or the host stopped).
+pub(crate) struct Witness {
+    pub(crate) connector: Weak<()>,
+}
 
 /// One connection attempt. Dropped before [`Dial::connected`] or
 /// [`Dial::failed`], it records that the caller abandoned it.
@@ -26,6 +39,8 @@ pub(crate) struct Dial {
     /// Whether it waited for a link (a partition, a pause).
     waited: bool,
     done: bool,
+    /// For a plain tonic channel's dial: its failure fails a call.
+    witness: Option<Witness>,
 }
 
 impl Dial {
@@ -47,7 +62,41 @@ impl Dial {
             started,
             waited: false,
             done: false,
+            witness: None,
         }
+    }
+
+    /// Records its failure as the failure of the call that waited for it
+    /// (see [`Witness`]).
+    pub(crate) fn witnessed(mut self, witness: Option<Witness>) -> Self {
+        self.witness = witness;
+        self
+    }
+
+    /// For a witnessed dial, the call that waited for it failed with
+    /// `status` (made by tonic's own `Status::from_error`, as its client
+    /// makes it).
+    fn call_failed(&self, status: &tonic::Status) {
+        if self.witness.is_none() {
+            return;
+        }
+        let recorder = &self.wiring.tap.recorder;
+        let (spec, rule) = crate::spec::classify(status);
+        let outcome = Outcome {
+            code: crate::spec::code_name(status.code()),
+            message: status.message().to_owned(),
+            spec_code: crate::spec::code_name(spec),
+            rule,
+        };
+        recorder.push(
+            &self.me,
+            EventKind::CallFailedConnecting(Box::new(CallFailedConnecting {
+                call: recorder.next_call(),
+                target: (&self.to).into(),
+                attempt: self.attempt,
+                outcome,
+            })),
+        );
     }
 
     /// Waits while the link to the server holds bytes: a real SYN is
@@ -139,6 +188,11 @@ impl Dial {
                 waited: self.waited,
             },
         );
+        // tonic wraps the connector's error in a `ConnectError`, which
+        // `Status::from_error` makes UNAVAILABLE with its words.
+        let error = io::Error::new(error.kind(), error.to_string());
+        let connect = tonic::ConnectError(Box::new(error));
+        self.call_failed(&tonic::Status::from_error(Box::new(connect)));
     }
 
     fn took(&self) -> Duration {
@@ -161,5 +215,17 @@ impl Drop for Dial {
                 waited: self.waited,
             },
         );
+        let timed_out = self
+            .witness
+            .as_ref()
+            .is_some_and(|w| w.connector.upgrade().is_some());
+        if timed_out {
+            // hyper-timeout's error reaches the caller as tonic's
+            // `transport::Error`, which no status is found in:
+            // `Status::from_error` makes it UNKNOWN with its words
+            // ("transport error", measured), keeping it as the source.
+            let transport = io::Error::other("transport error");
+            self.call_failed(&tonic::Status::from_error(Box::new(transport)));
+        }
     }
 }

@@ -92,12 +92,16 @@ const RESET_STREAM_DURATION: std::time::Duration = std::time::Duration::from_sec
 /// an unknown `to` (the caller records that as a configuration error, and
 /// the run fails with the list of known hosts): every connection attempt
 /// then fails with `NotFound`. Every attempt is recorded (`net/dial.rs`);
-/// one across a partition waits for the repair.
+/// one across a partition waits for the repair. `unrecorded`: no recorded
+/// channel wraps it ([`Host::tonic_channel`](crate::Host::tonic_channel)),
+/// so a failed dial is recorded as the failure of the call that waited for
+/// it ([`EventKind::CallFailedConnecting`](crate::EventKind::CallFailedConnecting)).
 pub(crate) fn channel(
     wiring: &Wiring,
     known: bool,
     from: &str,
     to: &str,
+    unrecorded: bool,
     configure: impl FnOnce(Endpoint) -> Endpoint,
 ) -> tonic::transport::Channel {
     let endpoint = configure(endpoint(to));
@@ -106,10 +110,15 @@ pub(crate) fn channel(
     let wiring = wiring.clone();
     // Dials of this channel, counted so that a redial says so.
     let attempts = Arc::new(AtomicU32::new(0));
+    // Lives as long as the connector (see `dial::Witness`).
+    let connector = Arc::new(());
     endpoint.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
         let attempt = attempts.fetch_add(1, Ordering::Relaxed) + 1;
         let peer = target.clone();
-        let dial = dial(wiring.clone(), me.clone(), peer.clone(), attempt);
+        let witness = unrecorded.then(|| dial::Witness {
+            connector: Arc::downgrade(&connector),
+        });
+        let dial = dial_witnessed(wiring.clone(), me.clone(), peer.clone(), attempt, witness);
         async move {
             if !known {
                 let msg = format!("unknown host `{peer}`");
@@ -145,6 +154,17 @@ pub(crate) fn dial(
     to: Arc<str>,
     attempt: u32,
 ) -> impl std::future::Future<Output = io::Result<SimConn>> + Send {
+    dial_witnessed(wiring, from, to, attempt, None)
+}
+
+/// [`dial`], its failure recorded as a call's when `witness` is given.
+fn dial_witnessed(
+    wiring: Wiring,
+    from: Arc<str>,
+    to: Arc<str>,
+    attempt: u32,
+    witness: Option<dial::Witness>,
+) -> impl std::future::Future<Output = io::Result<SimConn>> + Send {
     let end = End {
         wiring,
         me: from,
@@ -157,7 +177,8 @@ pub(crate) fn dial(
             end.me.clone(),
             end.peer.clone(),
             attempt,
-        );
+        )
+        .witnessed(witness);
         let peer = end.peer.clone();
         let connected = async {
             dial.wait_for_link().await?;

@@ -16,10 +16,11 @@ pub use super::fields::{
 pub use super::frame_fate::FrameFate;
 pub use super::host_name::HostName;
 pub use super::payloads::{
-    Balancer, CallStarted, CallStoppedReading, FaultFired, FrameNeverLeft, FrameReplaced,
-    GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped, HandlerFinished, HandlerPanicked,
-    HandlerRejected, HandlerStarted, KeepalivePing, Log, PolicyActed, PolicyClosed, PolicyReset,
-    RetryAttempt, RetryDecision, ShutdownStillDraining,
+    Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, CallUndecodable, FaultFired,
+    FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped,
+    HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, KeepalivePing, Log,
+    PolicyActed, PolicyClosed, PolicyReset, RetryAttempt, RetryDecision, ServerTimeout,
+    ServerTimer, ShutdownStillDraining,
 };
 use crate::wire::FrameType;
 
@@ -551,6 +552,15 @@ pub enum EventKind {
         /// The stream.
         stream: u32,
     },
+    /// A call through a plain tonic channel
+    /// ([`Host::tonic_channel`](crate::Host::tonic_channel)) failed before
+    /// its connection was up: the channel's connection attempt `attempt`
+    /// failed, or its `Endpoint::connect_timeout` ran out, and tonic failed
+    /// the call that waited for it. No frame of such a call is ever
+    /// written, so it is not seen on the wire; this is all of it.
+    ///
+    /// Its fields are in [`CallFailedConnecting`] (boxed).
+    CallFailedConnecting(Box<CallFailedConnecting>),
     /// A call ended with a status, as the caller saw it.
     CallEnded {
         /// The call.
@@ -580,12 +590,23 @@ pub enum EventKind {
     /// `max_decoding_message_size`, default 4 MiB), the spec
     /// RESOURCE_EXHAUSTED ([`crate::spec::rules::DECODE_LIMIT`]); another
     /// flag is INTERNAL. A message that was already whole when the call was
-    /// dropped is not recorded so (tonic's decoder refusing it cannot be
-    /// told from a caller that stops after a message): that is a
+    /// dropped is not recorded so: one that is not protobuf at all is a
+    /// `CallUndecodable`; otherwise tonic's decoder refusing it cannot be
+    /// told from a caller that stops after a message, and that is a
     /// `CallDropped`.
     ///
     /// Its fields are in [`CallStoppedReading`] (boxed).
     CallStoppedReading(Box<CallStoppedReading>),
+    /// The caller's tonic could not decode a whole response message and
+    /// ended the call without its status: the message is not protobuf at
+    /// all, so tonic-prost's decoder refused it (INTERNAL "failed to decode
+    /// Protobuf message: …", the spec's code for a response proto that
+    /// does not parse: statuscodes.md). Recorded by the recorded channel,
+    /// below tonic's codec, which does not pass its status down; see
+    /// [`CallUndecodable`] for how the harness tells.
+    ///
+    /// Its fields are in [`CallUndecodable`] (boxed).
+    CallUndecodable(Box<CallUndecodable>),
     /// A request reached a handler's queue (before any concurrency limit).
     ///
     /// Its fields are in [`HandlerStarted`] (boxed).
@@ -612,7 +633,8 @@ pub enum EventKind {
     /// Its fields are in [`HandlerRejected`] (boxed).
     HandlerRejected(Box<HandlerRejected>),
     /// A handler was dropped before it finished: the peer cancelled the
-    /// stream, the connection closed, or the host crashed.
+    /// stream, the connection closed, the host crashed, or tonic's server
+    /// timer ran out (then [`HandlerDropped::timed_out`] says so).
     ///
     /// Its fields are in [`HandlerDropped`] (boxed).
     HandlerDropped(Box<HandlerDropped>),
@@ -1002,6 +1024,8 @@ impl EventKind {
             | Self::CallEnded { .. }
             | Self::CallDropped { .. }
             | Self::CallStoppedReading(_)
+            | Self::CallFailedConnecting(_)
+            | Self::CallUndecodable(_)
             | Self::HandlerStarted(_)
             | Self::HandlerDequeued(_)
             | Self::HandlerFinished(_)
@@ -1044,6 +1068,8 @@ impl EventKind {
             Self::GrpcTimeoutInvalid(e) => (0, e.run.0),
             Self::CallStarted(e) => (1, e.call.0),
             Self::CallStoppedReading(e) => (1, e.call.0),
+            Self::CallFailedConnecting(e) => (1, e.call.0),
+            Self::CallUndecodable(e) => (1, e.call.0),
             Self::CallSeenOnWire { call, .. }
             | Self::CallEnded { call, .. }
             | Self::CallDropped { call, .. } => (1, call.0),

@@ -247,6 +247,7 @@ mod tests {
             run: RunId(run),
             path: "/p.S/M".into(),
             ran: Duration::ZERO,
+            timed_out: None,
         }))
     }
 

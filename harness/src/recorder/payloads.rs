@@ -86,6 +86,64 @@ pub struct HandlerDequeued {
     pub queued: Duration,
 }
 
+/// The fields of [`EventKind::CallUndecodable`](super::event::EventKind::CallUndecodable),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+///
+/// **How the harness knows** (read in tonic 0.14.9 `codec/decode.rs` and
+/// prost 0.14): the response body was dropped without its status right
+/// after a DATA frame that completed a message, and the first message that
+/// frame completed does not parse as protobuf even with every field
+/// unknown (prost's `impl Message for ()`, which skips each field by its
+/// wire type: a truncated varint or field, wire type 6 or 7, tag 0, an
+/// unmatched group end). tonic polls the body only when it holds no whole
+/// message, and decodes the first one as soon as it is whole, so that
+/// message was decoded, and prost fails on such bytes for every message
+/// type. A message that parses so but not as the caller's type (a wire
+/// type its field does not have, invalid UTF-8 in a string) cannot be told
+/// from a caller that stops after it: that stays a `CallDropped`. So does a
+/// compressed one (Compressed-Flag 1: the harness does not decompress).
+/// It assumes the caller decodes protobuf, as tonic's generated clients
+/// do (tonic-prost).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallUndecodable {
+    /// The call.
+    pub call: CallId,
+    /// The method path.
+    pub path: String,
+    /// The length of the message it could not decode, octets.
+    pub message_len: u32,
+}
+
+/// The fields of [`EventKind::CallFailedConnecting`](super::event::EventKind::CallFailedConnecting),
+/// boxed: inline, the variant would be larger than a frame event and make
+/// every event that large.
+///
+/// **How the harness knows** (read in tonic 0.14.9 and tower 0.5, and
+/// measured): a plain tonic channel is lazy; its buffer worker
+/// (`tower::buffer`) dials only for a call it holds, and its reconnect
+/// service (`transport/channel/service/reconnect.rs`) keeps a failed
+/// dial's error and returns it from the `call` of that very request. So
+/// each failed dial fails the one call that waited for it, which tonic
+/// reports as UNAVAILABLE with the connector's error (`status.rs`, a
+/// `ConnectError`), and a dial given up at the connect timeout as UNKNOWN
+/// "transport error" (hyper-timeout's error, a `transport::Error` to the
+/// caller; measured with both kinds of channel). A dial dropped because
+/// the channel itself was dropped fails no call and is not recorded so.
+/// The method, the start and any deadline of the call are not seen: tonic
+/// hands the connector the endpoint's URI, never the request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallFailedConnecting {
+    /// The call (numbered where it failed, as it is first seen there).
+    pub call: CallId,
+    /// The server host the channel dials.
+    pub target: HostName,
+    /// The connection attempt the call waited for (`connect attempt N`).
+    pub attempt: u32,
+    /// What tonic told the caller, and the spec's code.
+    pub outcome: Outcome,
+}
+
 /// The fields of [`EventKind::HandlerDropped`](super::event::EventKind::HandlerDropped),
 /// boxed: inline, the variant would be larger than a frame event and make
 /// every event that large.
@@ -98,6 +156,68 @@ pub struct HandlerDropped {
     /// From start to the drop, *simulated* time.
     #[serde(rename = "ran_us", serialize_with = "super::event::micros")]
     pub ran: Duration,
+    /// Set when the trace is built, not by the recorder: tonic's server
+    /// timer dropped the run, and tonic answered its stream itself (see
+    /// [`ServerTimeout`]); none for every other drop, and whenever the
+    /// harness cannot tell (the wire tap off, or more runs dropped at that
+    /// instant than the answers can be told apart by). JSON: absent when
+    /// none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<ServerTimeout>,
+}
+
+/// tonic's server timer ended a handler run: its `GrpcTimeout` layer
+/// (tonic 0.14.9 `transport/service/grpc_timeout.rs`, outside the
+/// harness's handler layer: `transport/server/mod.rs`, `MakeSvc::call`)
+/// sleeps for the shorter of the request's `grpc-timeout` and the
+/// server's `Server::timeout`, from the request's arrival; when the sleep
+/// ends first it returns `TimeoutExpired`, tonic's `RecoverError` answers
+/// the stream trailers-only with `Status::from_error`'s CANCELLED "Timeout
+/// expired", and the handler's future is dropped.
+///
+/// **How the harness knows** (read, not guessed): the run was dropped at
+/// the very instant its host wrote that answer, trailers-only
+/// `grpc-status=1` `grpc-message="Timeout expired"`, on the stream of a
+/// request from the run's caller for the run's method (its call id too,
+/// when the caller used a recorded channel). The handler layer sits right
+/// inside tonic's timer, so nothing else between the two answers a stream
+/// and drops the handler. Without the call id several such runs at one
+/// instant are all tied when the answers number as many (each answer drops
+/// one of them), and none when fewer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerTimeout {
+    /// Which of the two durations ran out.
+    #[serde(flatten)]
+    pub timer: ServerTimer,
+    /// What tonic answered (CANCELLED "Timeout expired"), and the code
+    /// the spec requires (DEADLINE_EXCEEDED, [`crate::spec::rules::SERVER_DEADLINE`]).
+    pub outcome: Outcome,
+}
+
+/// Which duration tonic's server timer ran for ([`ServerTimeout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "timer", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ServerTimer {
+    /// The request's `grpc-timeout`, as tonic's server read it: the run
+    /// lasted at least that long. (A `Server::timeout` as short would
+    /// look the same; tonic keeps its options private.)
+    GrpcTimeout {
+        /// The `grpc-timeout`, *simulated* time.
+        #[serde(rename = "grpc_timeout_us", serialize_with = "super::event::micros")]
+        timeout: Duration,
+    },
+    /// The server's own `Server::timeout`: the request sent no
+    /// `grpc-timeout` tonic reads, or one the run did not last.
+    ServerTimeout {
+        /// The request's `grpc-timeout`, if it sent one, *simulated* time.
+        #[serde(
+            rename = "grpc_timeout_us",
+            serialize_with = "super::event::opt_micros",
+            skip_serializing_if = "Option::is_none"
+        )]
+        grpc_timeout: Option<Duration>,
+    },
 }
 
 /// The fields of [`EventKind::ShutdownStillDraining`](super::event::EventKind::ShutdownStillDraining),

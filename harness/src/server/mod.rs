@@ -17,9 +17,12 @@
 //!
 //! So a run `hN` is recorded for every request that reaches the service
 //! stack, also one a layer of yours answers itself (its status is the
-//! run's), and tonic's server `timeout` ends a run by dropping it (`hN
-//! handler … dropped after 1000ms`, the caller gets `CANCELLED "Timeout
-//! expired"`). An error one of your layers returns instead of a response
+//! run's), and tonic's server `timeout` (or the request's `grpc-timeout`)
+//! ends a run by dropping it and answering the stream itself (`hN handler
+//! … dropped by tonic's server timeout after 1000ms (…): tonic answered
+//! CANCELLED "Timeout expired" (spec DEADLINE_EXCEEDED)`, told from the
+//! answer on the wire: [`ServerTimeout`](crate::recorder::event::ServerTimeout);
+//! the caller gets `CANCELLED "Timeout expired"`). An error one of your layers returns instead of a response
 //! is answered as tonic's `RecoverError` does when it is a `Status` (and
 //! recorded as the run's status); any other error goes to hyper, which
 //! resets the stream, and the run is recorded as dropped.

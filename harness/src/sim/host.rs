@@ -54,7 +54,7 @@ impl Host {
     /// by `configure`. Timeouts are *simulated* time.
     pub fn channel_with(&self, to: &str, configure: impl FnOnce(Endpoint) -> Endpoint) -> Channel {
         Channel::new(
-            self.tonic_channel_with(to, configure),
+            self.plain_channel(to, false, configure),
             CallSite {
                 recorder: self.shared.recorder.clone(),
                 from: HostName::new(&self.name),
@@ -192,7 +192,12 @@ impl Host {
     /// findings include it, marked
     /// [`Call::seen_on_wire`](crate::trace::Call::seen_on_wire) (what the
     /// wire cannot tell, such as when the caller made the call or a
-    /// deadline it did not send, is listed there). The handler layer still
+    /// deadline it did not send, is listed there). A call that fails before
+    /// its connection is up writes no frame: it is recorded where its
+    /// channel's connection attempt failed or timed out, with the status
+    /// tonic gave it ([`EventKind::CallFailedConnecting`](crate::EventKind::CallFailedConnecting);
+    /// not for the tonic channel of [`Channel::into_inner`](crate::Channel::into_inner),
+    /// whose dials the recorded channel shares). The handler layer still
     /// records its run on the server;
     /// [`Trace::assert_deadline_propagated`](crate::Trace::assert_deadline_propagated)
     /// checks such a hop against the request HEADERS on the wire.
@@ -286,10 +291,22 @@ impl Host {
         to: &str,
         configure: impl FnOnce(Endpoint) -> Endpoint,
     ) -> tonic::transport::Channel {
+        self.plain_channel(to, true, configure)
+    }
+
+    /// The tonic channel to `to`; `unrecorded` when no recorded channel
+    /// wraps it (its failed dials are then its calls' failures).
+    fn plain_channel(
+        &self,
+        to: &str,
+        unrecorded: bool,
+        configure: impl FnOnce(Endpoint) -> Endpoint,
+    ) -> tonic::transport::Channel {
         let known = self
             .shared
             .check_host(to, &format!("tonic_channel() on host `{}`", self.name));
-        crate::net::channel(&self.shared.wiring(), known, &self.name, to, configure)
+        let wiring = self.shared.wiring();
+        crate::net::channel(&wiring, known, &self.name, to, unrecorded, configure)
     }
 }
 

@@ -63,8 +63,11 @@ fn test_dir() -> PathBuf {
 }
 
 /// Writes `trace` as a failure artifact, with `error.txt` holding `why`
-/// (what failed), and says where on stderr. Returns the folder, or `None`
-/// when turned off or the write failed.
+/// (what failed). Returns the folder, or `None` when turned off or the
+/// write failed (which it says on stderr). It does not print the folder:
+/// the failed run's `Error` and the failed assertion's `Violation` carry
+/// it, and their message names it with the seed to reproduce, once; only
+/// a panic, whose message cannot, has the hook print it ([`announce`]).
 pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
     if turned_off() {
         return None;
@@ -78,14 +81,7 @@ pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
         .write_with_verdict(&dir, "trace", &super::RunVerdict::fail(why))
         .and_then(|_| std::fs::write(dir.join("error.txt"), format!("{why}\n")));
     match written {
-        Ok(()) => {
-            eprintln!(
-                "grpc-chaos: trace written to {} (reproduce with {})",
-                dir.display(),
-                trace.replay_env()
-            );
-            Some(dir)
-        }
+        Ok(()) => Some(dir),
         Err(e) => {
             eprintln!(
                 "grpc-chaos: could not write the trace to {}: {e}",
@@ -94,6 +90,16 @@ pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// Says on stderr where a panic's trace was written (`dir`), and how to
+/// reproduce the run: the panic's own message names neither.
+fn announce(trace: &Trace, dir: &Path) {
+    eprintln!(
+        "grpc-chaos: trace written to {} (reproduce with {})",
+        dir.display(),
+        trace.replay_env()
+    );
 }
 
 /// A run of `seed` passed in this thread's test: removes the failure
@@ -212,7 +218,9 @@ fn install_hook() {
                 Some(at) => format!("panicked at {at}: {message}"),
                 None => format!("panicked: {message}"),
             };
-            write_with(trace, &why);
+            if let Some(dir) = write_with(trace, &why) {
+                announce(trace, &dir);
+            }
         });
     }));
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::views::{Call, CallEnd, HandlerRun, RunEnd};
 use super::{StallEnd, Trace, Window};
-use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId};
+use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId, ServerTimer};
 
 /// The document [`Trace::to_json`] writes.
 #[derive(Serialize)]
@@ -70,12 +70,20 @@ struct JsonCall<'a> {
     /// Seen only on the wire ([`Call::seen_on_wire`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     seen_on_wire: bool,
-    /// `status`, `dropped`, `stopped_reading` or `open`.
+    /// Seen only where its connection attempt failed
+    /// ([`Call::failed_connecting`]); its `path` is empty then.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    failed_connecting: bool,
+    /// `status`, `dropped`, `stopped_reading`, `undecodable` or `open`.
     end: &'static str,
     /// For `stopped_reading`: the header of the message the caller's
     /// decoder stopped at.
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped_at_message: Option<StoppedAt>,
+    /// For `undecodable`: the length of the message the caller's decoder
+    /// could not parse, octets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    undecodable_message_len: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<&'a Outcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,6 +105,7 @@ impl<'a> JsonCall<'a> {
                     flag: *flag,
                 }),
             ),
+            CallEnd::Undecodable { .. } => ("undecodable", None),
             CallEnd::Open => ("open", None),
         };
         Self {
@@ -110,8 +119,13 @@ impl<'a> JsonCall<'a> {
             parent: c.parent,
             parent_inferred: c.parent_inferred,
             seen_on_wire: c.seen_on_wire,
+            failed_connecting: c.failed_connecting,
             end,
             stopped_at_message,
+            undecodable_message_len: match c.end {
+                CallEnd::Undecodable { message_len } => Some(message_len),
+                _ => None,
+            },
             outcome: c.outcome(),
             ended_us: c.ended_at.map(micros),
             overran_us: c.overran_deadline().map(micros),
@@ -142,18 +156,24 @@ struct JsonRun<'a> {
     timeout_us: Option<u64>,
     nth: u32,
     /// `finished`, `rejected` (tonic answered before the handler ran),
-    /// `dropped`, `panicked` or `running`.
+    /// `dropped`, `timed_out` (tonic's server timer dropped it and
+    /// answered), `panicked` or `running`.
     end: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
-    /// For `rejected`: the spec's code for tonic's answer, and why tonic
-    /// answered.
+    /// For `rejected` and `timed_out`: the spec's code for tonic's answer;
+    /// for `rejected`, why tonic answered (`timed_out`: the `timer`
+    /// below).
     #[serde(skip_serializing_if = "Option::is_none")]
     spec_code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<&'static str>,
+    /// For `timed_out`: which duration ran out (`timer`: `grpc_timeout`
+    /// or `server_timeout`, with `grpc_timeout_us`).
+    #[serde(flatten)]
+    timer: Option<ServerTimer>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ended_us: Option<u64>,
 }
@@ -166,11 +186,13 @@ impl<'a> JsonRun<'a> {
                 ("rejected", Some(outcome.code), Some(&outcome.message))
             }
             RunEnd::Dropped => ("dropped", None, None),
+            RunEnd::TimedOut(t) => ("timed_out", Some(t.outcome.code), Some(&t.outcome.message)),
             RunEnd::Panicked(message) => ("panicked", None, Some(message)),
             RunEnd::Running => ("running", None, None),
         };
         let (spec_code, why) = match &r.end {
             RunEnd::Rejected { outcome, why } => (Some(outcome.spec_code), Some(*why)),
+            RunEnd::TimedOut(t) => (Some(t.outcome.spec_code), None),
             _ => (None, None),
         };
         Self {
@@ -188,6 +210,10 @@ impl<'a> JsonRun<'a> {
             message: message.map(String::as_str),
             spec_code,
             why,
+            timer: match &r.end {
+                RunEnd::TimedOut(t) => Some(t.timer),
+                _ => None,
+            },
             ended_us: r.ended_at.map(micros),
         }
     }
@@ -227,8 +253,10 @@ impl<'a> Finding<'a> {
 
 impl<'a> Finding<'a> {
     fn of_run(r: &'a HandlerRun) -> Option<Self> {
-        let RunEnd::Rejected { outcome: o, .. } = &r.end else {
-            return None;
+        let o = match &r.end {
+            RunEnd::Rejected { outcome, .. } => outcome,
+            RunEnd::TimedOut(t) => &t.outcome,
+            _ => return None,
         };
         (o.code != o.spec_code).then(|| Self {
             call: None,

@@ -14,6 +14,7 @@ mod render;
 mod retries;
 mod rows;
 mod slow_polls;
+mod server_timeouts;
 mod stalls;
 mod summary;
 mod views;
@@ -106,7 +107,7 @@ impl Serialize for Trace {
 
 impl Trace {
     pub(crate) fn new(seed: u64, hosts: Vec<String>, events: Vec<Event>, ended: Duration) -> Self {
-        let events = wire_calls::complete(events);
+        let events = server_timeouts::complete(wire_calls::complete(events));
         let (calls, runs) = views::build(&events);
         Self {
             seed,

@@ -230,6 +230,9 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
             EventKind::CallStoppedReading(stopped) => {
                 ends.insert(stopped.call, e.at());
             }
+            EventKind::CallUndecodable(undecodable) => {
+                ends.insert(undecodable.call, e.at());
+            }
             _ => {}
         }
     }
@@ -318,11 +321,16 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         EventKind::CallEnded { outcome, .. } if outcome.code != outcome.spec_code => {
             RowKind::CallDiffers
         }
+        EventKind::CallFailedConnecting(f) if f.outcome.code != f.outcome.spec_code => {
+            RowKind::CallDiffers
+        }
         // tonic's OUT_OF_RANGE where the spec says RESOURCE_EXHAUSTED.
         EventKind::CallStoppedReading { .. } => RowKind::CallDiffers,
         EventKind::CallStarted(_)
         | EventKind::CallSeenOnWire { .. }
         | EventKind::CallEnded { .. }
+        | EventKind::CallFailedConnecting(_)
+        | EventKind::CallUndecodable(_)
         | EventKind::CallDropped { .. } => RowKind::Call,
         EventKind::HandlerStarted(_)
         | EventKind::HandlerDequeued { .. }
@@ -663,6 +671,35 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
         }
         // Its words are on the call's start row.
         EventKind::CallSeenOnWire { .. } => (host, String::new()),
+        EventKind::CallFailedConnecting(failed) => {
+            let event::CallFailedConnecting {
+                call,
+                target,
+                attempt,
+                outcome,
+            } = &**failed;
+            (
+                format!("{host}→{target}"),
+                format!(
+                    "{call} call ended {} before its connection was up (a call through a plain tonic channel, seen where its channel's connect attempt {attempt} ended without a connection: tonic fails the call that waited for it; its method, start and deadline are not seen)",
+                    status(outcome)
+                ),
+            )
+        }
+        EventKind::CallUndecodable(undecodable) => {
+            let event::CallUndecodable {
+                call,
+                path,
+                message_len,
+            } = &**undecodable;
+            (
+                host,
+                format!(
+                    "{call} call {path} ended INTERNAL: {}",
+                    words::undecodable(*message_len)
+                ),
+            )
+        }
         EventKind::CallStoppedReading(stopped) => {
             let event::CallStoppedReading {
                 call,
@@ -766,11 +803,22 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             )
         }
         EventKind::HandlerDropped(dropped) => {
-            let event::HandlerDropped { run, path, ran } = &**dropped;
-            (
-                host,
-                format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
-            )
+            let event::HandlerDropped {
+                run,
+                path,
+                ran,
+                timed_out,
+            } = &**dropped;
+            let text = match timed_out {
+                Some(t) => format!(
+                    "{run} handler {path} dropped by tonic's server timeout after {} ({}): tonic answered {}",
+                    fmt_duration(*ran),
+                    server_timer(&t.timer),
+                    answered(&t.outcome)
+                ),
+                None => format!("{run} handler {path} dropped after {}", fmt_duration(*ran)),
+            };
+            (host, text)
         }
         EventKind::HandlerPanicked(handler_panicked) => {
             let event::HandlerPanicked {
@@ -1178,6 +1226,25 @@ pub(crate) fn status(o: &Outcome) -> String {
     }
 }
 
+/// Which of tonic's server durations ran out: `its grpc-timeout=100ms ran
+/// out`, `Server::timeout; the request sent no grpc-timeout`.
+fn server_timer(timer: &event::ServerTimer) -> String {
+    match timer {
+        event::ServerTimer::GrpcTimeout { timeout } => {
+            format!("its grpc-timeout={} ran out", fmt_duration(*timeout))
+        }
+        event::ServerTimer::ServerTimeout { grpc_timeout: None } => {
+            "Server::timeout; the request sent no grpc-timeout".to_owned()
+        }
+        event::ServerTimer::ServerTimeout {
+            grpc_timeout: Some(t),
+        } => format!(
+            "Server::timeout, shorter than its grpc-timeout={}",
+            fmt_duration(*t)
+        ),
+    }
+}
+
 /// What tonic answered, then the spec's code when it differs:
 /// `OUT_OF_RANGE "…" (spec RESOURCE_EXHAUSTED)`.
 fn answered(o: &Outcome) -> String {
@@ -1202,6 +1269,7 @@ pub(crate) fn call_end(end: &super::CallEnd) -> String {
         CallEnd::StoppedReading { .. } => {
             "stopped reading: OUT_OF_RANGE (spec RESOURCE_EXHAUSTED)".to_owned()
         }
+        CallEnd::Undecodable { .. } => "undecodable response: INTERNAL".to_owned(),
         CallEnd::Open => "open when the run ended".to_owned(),
     }
 }
@@ -1217,6 +1285,11 @@ pub(crate) fn run_end(end: &super::RunEnd) -> String {
             format!("never ran: tonic answered {}: {why}", said(outcome))
         }
         RunEnd::Dropped => "dropped".to_owned(),
+        RunEnd::TimedOut(t) => format!(
+            "dropped by tonic's server timeout ({}): tonic answered {}",
+            server_timer(&t.timer),
+            answered(&t.outcome)
+        ),
         RunEnd::Panicked(message) => format!("panicked: {}", words::quoted(message)),
         RunEnd::Running => "running when the run ended".to_owned(),
     }

@@ -84,8 +84,13 @@ pub struct Stall {
     /// running out, until credit reopens the connection window, if the
     /// stream then sends DATA (it had something to send); a starvation
     /// still going when the run ended is reported too ([`StallEnd::Open`]),
-    /// though the stream may have had nothing to send. One that ends with
-    /// the stream closing without DATA is not: it needed no window. The
+    /// though the stream may have had nothing to send, and so is one still
+    /// going when RST_STREAM (from either side, a client's cancel
+    /// included) closes the stream, or ended by credit at that very
+    /// instant ([`StallEnd::Closed`]: h2 writes a cancelled stream's
+    /// connection credit just before the RST_STREAM). One that ends with
+    /// the sender's END_STREAM without DATA is not: it needed no window.
+    /// The
     /// octets a stream holds are its DATA minus the connection credit, the
     /// credit given back in the order the DATA was sent (as a receiver
     /// that reads in order does).
@@ -219,8 +224,10 @@ enum Step {
     Data { stream: u32, len: i64, end: bool },
     /// The sender wrote HEADERS that leave the stream open.
     Opened { stream: u32 },
-    /// The stream closed in this direction.
+    /// The sender ended the stream with END_STREAM on HEADERS.
     Closed { stream: u32 },
+    /// RST_STREAM from either side closed the stream in this direction.
+    Reset { stream: u32 },
     /// The receiver's WINDOW_UPDATE reached the sender.
     Credit { stream: u32, increment: i64 },
     /// The receiver's SETTINGS_INITIAL_WINDOW_SIZE reached the sender.
@@ -385,9 +392,9 @@ fn replay(trace: &Trace) -> Vec<Stall> {
                 steps.push((e.at(), seq, me, Step::Opened { stream }));
             }
             FrameDetail::RstStream { .. } => {
-                steps.push((e.at(), seq, me, Step::Closed { stream }));
+                steps.push((e.at(), seq, me, Step::Reset { stream }));
                 if let Some(at) = left_at {
-                    steps.push((at, seq + 1, peer, Step::Closed { stream }));
+                    steps.push((at, seq + 1, peer, Step::Reset { stream }));
                 }
             }
             FrameDetail::WindowUpdate { increment } => {
@@ -562,9 +569,41 @@ fn apply_own(dir: &mut Dir, key: &DirKey, at: Duration, step: Step, stalls: &mut
         Step::Closed { stream } => {
             let s = dir.stream(stream);
             s.closed = true;
-            // Closed without DATA: it needed no window.
+            // Trailers without DATA: it had nothing to send (h2 writes
+            // trailers only after the stream's queued DATA), so it needed
+            // no window.
             s.starved = None;
             s.unproven.clear();
+            if let Some(open) = s.stall.take() {
+                stalls.push(stall(key, &receiver, stream, open, at, StallEnd::Closed));
+            }
+        }
+        Step::Reset { stream } => {
+            let s = dir.stream(stream);
+            s.closed = true;
+            // A reset says nothing about what the stream had to send: a
+            // starvation still going is reported, ended with the stream
+            // (as one still going at the end of the run is). So is one the
+            // credit ended at this very instant: the sender had no time to
+            // use it (h2 writes a cancelled stream's connection credit in
+            // the cancel's own write, WINDOW_UPDATE first; seen). One the
+            // credit ended earlier with no DATA after stays unproven.
+            for mut ended in s.unproven.drain(..).filter(|u| u.until == at) {
+                ended.end = StallEnd::Closed;
+                stalls.push(ended);
+            }
+            if let Some((since, held_by)) = s.starved.take() {
+                let mut ended = stall(
+                    key,
+                    &receiver,
+                    stream,
+                    (since, Window::Connection, s.sent),
+                    at,
+                    StallEnd::Closed,
+                );
+                ended.held_by = held_by;
+                stalls.push(ended);
+            }
             if let Some(open) = s.stall.take() {
                 stalls.push(stall(key, &receiver, stream, open, at, StallEnd::Closed));
             }
@@ -1101,6 +1140,80 @@ mod tests {
         let s1: Vec<&Stall> = stalls.iter().filter(|s| s.stream == 1).collect();
         assert_eq!(s1.len(), 1, "{stalls:?}");
         assert!(s1[0].held_by.is_empty());
+    }
+
+    /// A starvation still going when the stream is reset, by the client
+    /// (its cancel reaching the sender) or by the sender itself, happened:
+    /// it is reported as ended with the stream, the same as one still
+    /// going when the run ends; only END_STREAM without DATA shows the
+    /// stream had nothing to send. h2 gives a cancelled stream's
+    /// connection credit back in the cancel's own write, WINDOW_UPDATE
+    /// first (seen): credit at the reset's instant came too late to use.
+    #[test]
+    fn a_starved_stream_reset_while_starved_is_reported() {
+        for (from, until, credit) in [(C, 200, None), (S, 210, None), (C, 200, Some(200))] {
+            let trace = starved_s3(credit)
+                .frame(until, from, 3, rst_stream(), Fate::Passed)
+                .trace(300);
+            let stalls = trace.stalls(Duration::ZERO);
+            let s3: Vec<&Stall> = stalls.iter().filter(|s| s.stream == 3).collect();
+            let case = format!("reset by {from}, credit {credit:?}");
+            assert_eq!(s3.len(), 1, "{case}: {stalls:?}");
+            assert_eq!(
+                (s3[0].since, s3[0].until, s3[0].end),
+                (ms(5), ms(until), StallEnd::Closed),
+                "{case}"
+            );
+            assert_eq!(s3[0].held_by, vec![(1, 65_535)]);
+            assert!(
+                s3[0]
+                    .to_string()
+                    .ends_with("s3 had sent 0 bytes, then the stream closed"),
+                "{}",
+                s3[0]
+            );
+        }
+    }
+
+    /// Credit that came before the reset, with no DATA in between, shows
+    /// nothing: the stream may have had nothing to send.
+    #[test]
+    fn a_starvation_the_credit_ended_before_the_reset_stays_unproven() {
+        let trace = starved_s3(Some(150))
+            .frame(200, C, 3, rst_stream(), Fate::Passed)
+            .trace(300);
+        let stalls = trace.stalls(Duration::ZERO);
+        assert!(stalls.iter().all(|s| s.stream != 3), "{stalls:?}");
+    }
+
+    /// Stream 1 uses up the connection window at 3 ms; stream 3 is
+    /// answered at 5 ms and sends nothing; connection credit at `credit`.
+    fn starved_s3(credit: Option<u64>) -> Script {
+        let script = fill(Script::new().frame(
+            0,
+            C,
+            0,
+            settings(&[(SettingId::InitialWindowSize, 1_048_576)]),
+            Fate::Passed,
+        ))
+        .frame(
+            4,
+            C,
+            3,
+            headers(BlockKind::Request, (ShownHeader::Path, "/w")),
+            Fate::Passed,
+        )
+        .frame(
+            5,
+            S,
+            3,
+            headers(BlockKind::Response, (ShownHeader::Status, "200")),
+            Fate::Passed,
+        );
+        match credit {
+            Some(at) => script.update(at, 0, 70_000, Fate::Passed),
+            None => script,
+        }
     }
 
     /// Starved: a stream the server answered, with window of its own

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::rows::{fmt_ms, kind, RowKind, Words};
 use super::{CallEnd, Trace};
-use crate::recorder::event::{CallId, Event, EventKind, Fate, FrameDetail};
+use crate::recorder::event::{CallId, Event, EventKind, Fate, FrameDetail, RunId};
 use crate::units::fmt_duration;
 
 /// How many items a section lists before it says how many more there are:
@@ -270,6 +270,8 @@ fn item(words: &Words, events: &[Event], i: usize) -> Item {
 fn first_error(events: &[Event]) -> Option<Item> {
     let i = events.iter().position(|e| match &e.kind {
         EventKind::CallEnded { outcome, .. } => outcome.spec_code != "OK",
+        EventKind::CallFailedConnecting(failed) => failed.outcome.spec_code != "OK",
+        EventKind::CallUndecodable(_) => true,
         EventKind::HandlerPanicked(_) | EventKind::ProtocolError { .. } => true,
         _ => false,
     })?;
@@ -281,7 +283,9 @@ fn counts(trace: &Trace) -> String {
     for c in trace.calls() {
         match &c.end {
             CallEnd::Status(o) if o.spec_code == "OK" => ok += 1,
-            CallEnd::Status(_) | CallEnd::StoppedReading { .. } => failed += 1,
+            CallEnd::Status(_) | CallEnd::StoppedReading { .. } | CallEnd::Undecodable { .. } => {
+                failed += 1
+            }
             CallEnd::Dropped => dropped += 1,
             CallEnd::Open => open += 1,
         }
@@ -304,26 +308,43 @@ fn counts(trace: &Trace) -> String {
     )
 }
 
-/// One line per distinct (tonic's status, spec's code), at its first call,
-/// naming the calls it was seen on.
+/// One line per distinct (tonic's status, spec's code), at its first call
+/// or handler run, naming the calls it was seen on, then the runs tonic's
+/// server timer ended (whose answer the spec wants otherwise).
 fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
     let ends = call_ends(events);
-    let mut seen: Vec<(String, Vec<CallId>, Option<usize>)> = Vec::new();
+    let mut seen: Vec<(String, Vec<String>, Option<usize>)> = Vec::new();
+    let mut note = |line: String, id: String, event: Option<usize>| match seen
+        .iter_mut()
+        .find(|(l, ..)| *l == line)
+    {
+        Some((_, ids, _)) => ids.push(id),
+        None => seen.push((line, vec![id], event)),
+    };
     for call in trace.calls() {
-        let Some(line) = call.outcome().and_then(super::words::finding) else {
-            continue;
-        };
-        match seen.iter_mut().find(|(l, ..)| *l == line) {
-            Some((_, ids, _)) => ids.push(call.id),
-            None => seen.push((line, vec![call.id], ends.get(&call.id).copied())),
+        if let Some(line) = call.outcome().and_then(super::words::finding) {
+            note(line, call.id.to_string(), ends.get(&call.id).copied());
+        }
+    }
+    let timed_out = run_timeouts(events);
+    for run in trace.handler_runs() {
+        if let super::RunEnd::TimedOut(t) = &run.end {
+            if let Some(line) = super::words::finding(&t.outcome) {
+                note(line, run.id.to_string(), timed_out.get(&run.id).copied());
+            }
         }
     }
     seen.into_iter()
         .map(|(line, ids, event)| {
-            let named: Vec<String> = ids.iter().take(8).map(ToString::to_string).collect();
+            let named: Vec<&str> = ids.iter().take(8).map(String::as_str).collect();
             let mut text = format!("{line}: {}", named.join(" "));
             if ids.len() > named.len() {
-                let _ = write!(text, " … ({} calls)", ids.len());
+                let what = if ids.iter().all(|id| id.starts_with('r')) {
+                    "calls"
+                } else {
+                    "calls and runs"
+                };
+                let _ = write!(text, " … ({} {what})", ids.len());
             }
             Item {
                 event,
@@ -337,6 +358,18 @@ fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
         .collect()
 }
 
+/// Where tonic's server timer ended each run it ended, by id.
+fn run_timeouts(events: &[Event]) -> BTreeMap<RunId, usize> {
+    events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match &e.kind {
+            EventKind::HandlerDropped(d) if d.timed_out.is_some() => Some((d.run, i)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Where each call ended (or was dropped), by id.
 fn call_ends(events: &[Event]) -> BTreeMap<CallId, usize> {
     events
@@ -346,6 +379,8 @@ fn call_ends(events: &[Event]) -> BTreeMap<CallId, usize> {
             EventKind::CallEnded { call, .. } | EventKind::CallDropped { call, .. } => {
                 Some((*call, i))
             }
+            EventKind::CallFailedConnecting(failed) => Some((failed.call, i)),
+            EventKind::CallUndecodable(undecodable) => Some((undecodable.call, i)),
             _ => None,
         })
         .collect()

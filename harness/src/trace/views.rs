@@ -4,7 +4,7 @@ use crate::recorder::event;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId};
+use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId, ServerTimeout};
 
 /// One client call as its caller saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +57,14 @@ pub struct Call {
     /// [`HandlerRun::call`]. Needs the wire tap
     /// ([`SimBuilder::wire_tap`](crate::SimBuilder::wire_tap)).
     pub seen_on_wire: bool,
+    /// True for a call through [`Host::tonic_channel`](crate::Host::tonic_channel)
+    /// that failed before its connection was up
+    /// ([`EventKind::CallFailedConnecting`](crate::EventKind::CallFailedConnecting)):
+    /// it is known only from its channel's failed connection attempt, so
+    /// [`Call::path`] is empty (the method is not seen), [`Call::started`]
+    /// is when it failed (its start is not seen), [`Call::timeout`] none
+    /// (not seen either), and [`Call::end`] the status tonic gave it.
+    pub failed_connecting: bool,
 }
 
 /// How a call ended.
@@ -78,6 +86,16 @@ pub enum CallEnd {
         message_len: u32,
         /// The message's Compressed-Flag octet.
         flag: u8,
+    },
+    /// The caller's decoder could not parse a whole response message of
+    /// `message_len` octets as protobuf (see
+    /// [`EventKind::CallUndecodable`](crate::EventKind::CallUndecodable)):
+    /// tonic ended the call with INTERNAL "failed to decode Protobuf
+    /// message: …" (its words after that depend on the caller's message
+    /// type, which the harness does not know), INTERNAL by the spec too.
+    Undecodable {
+        /// The message's length, octets.
+        message_len: u32,
     },
     /// Still open when the run ended.
     Open,
@@ -174,8 +192,13 @@ pub enum RunEnd {
         /// Why, in the trace's words.
         why: &'static str,
     },
-    /// hyper dropped it before it finished.
+    /// hyper dropped it before it finished (the peer reset the stream,
+    /// the connection closed, the host crashed).
     Dropped,
+    /// tonic's server timer ran out and tonic answered the stream itself
+    /// (CANCELLED "Timeout expired", spec DEADLINE_EXCEEDED), dropping the
+    /// handler: see [`ServerTimeout`] for how the harness tells.
+    TimedOut(ServerTimeout),
     /// It panicked.
     Panicked(String),
     /// Still running when the run ended.
@@ -234,6 +257,25 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     end: CallEnd::Open,
                     ended_at: None,
                     seen_on_wire: on_wire.remove(call),
+                    failed_connecting: false,
+                });
+            }
+            EventKind::CallFailedConnecting(failed) => {
+                call_ix.insert(failed.call.0, calls.len());
+                calls.push(Call {
+                    id: failed.call,
+                    host: e.host.to_string(),
+                    target: failed.target.to_string(),
+                    replica: None,
+                    path: String::new(),
+                    started: e.at(),
+                    timeout: None,
+                    parent: None,
+                    parent_inferred: false,
+                    end: CallEnd::Status(failed.outcome.clone()),
+                    ended_at: Some(e.at()),
+                    seen_on_wire: false,
+                    failed_connecting: true,
                 });
             }
             EventKind::CallEnded { call, outcome, .. } => {
@@ -252,6 +294,14 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     c.end = CallEnd::StoppedReading {
                         message_len: stopped.message_len,
                         flag: stopped.flag,
+                    };
+                    c.ended_at = Some(e.at());
+                }
+            }
+            EventKind::CallUndecodable(undecodable) => {
+                if let Some(c) = call_ix.get(undecodable.call.0).map(|i| &mut calls[i]) {
+                    c.end = CallEnd::Undecodable {
+                        message_len: undecodable.message_len,
                     };
                     c.ended_at = Some(e.at());
                 }
@@ -317,7 +367,11 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                 end_run(&mut runs, &run_ix, *run, e.at(), end);
             }
             EventKind::HandlerDropped(dropped) => {
-                end_run(&mut runs, &run_ix, dropped.run, e.at(), RunEnd::Dropped);
+                let end = match &dropped.timed_out {
+                    Some(timed_out) => RunEnd::TimedOut(timed_out.clone()),
+                    None => RunEnd::Dropped,
+                };
+                end_run(&mut runs, &run_ix, dropped.run, e.at(), end);
             }
             EventKind::HandlerPanicked(handler_panicked) => {
                 let event::HandlerPanicked { run, message, .. } = &**handler_panicked;
@@ -475,6 +529,7 @@ mod tests {
             end: CallEnd::Open,
             ended_at: None,
             seen_on_wire: false,
+            failed_connecting: false,
         }
     }
 

@@ -261,6 +261,17 @@ pub(crate) fn stopped_reading(message_len: u32, received: u64, flag: u8) -> Stri
     }
 }
 
+/// What a caller's decoder made of a whole response message that is not
+/// protobuf: `its decoder could not parse the 2-byte response message as
+/// protobuf (tonic-prost: "failed to decode Protobuf message: …")`. The
+/// rest of tonic-prost's words name the caller's message type and field,
+/// which the harness does not know.
+pub(crate) fn undecodable(message_len: u32) -> String {
+    format!(
+        "its decoder could not parse the {message_len}-byte response message as protobuf (tonic-prost: \"failed to decode Protobuf message: …\")"
+    )
+}
+
 /// `held until 900ms`, `held until release "window"`, `held by the
 /// partition, never repaired`.
 impl fmt::Display for WaitingFor {

@@ -14,6 +14,16 @@ pub struct MessageHeader {
     pub len: u32,
 }
 
+/// What [`Framing::feed_bodies`] reports, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessagePart {
+    /// Octets of a message body: their range in the data fed.
+    Body(std::ops::Range<usize>),
+    /// A message is whole (its last octet, or for an empty one its
+    /// header, was in the data fed).
+    Whole(MessageHeader),
+}
+
 /// Follows the framing of one direction of one stream.
 #[derive(Debug, Clone, Default)]
 pub struct Framing {
@@ -30,8 +40,25 @@ impl Framing {
     /// the first octet of its header.
     pub fn feed(&mut self, data: &[u8]) -> Vec<(usize, MessageHeader)> {
         let mut found = Vec::new();
-        self.walk(data, |_, _| {}, |start, header| found.push((start, header)));
+        let complete = |start, header| found.push((start, header));
+        self.walk(data, |_, _| {}, complete, |_| {}, |_| {});
         found
+    }
+
+    /// Feeds the next `data` octets like [`Framing::feed`], calling `part`
+    /// with each run of message-body octets in `data` and each message as
+    /// it becomes whole (an empty one at its header), in order. Collects
+    /// nothing itself.
+    pub fn feed_bodies(&mut self, data: &[u8], mut part: impl FnMut(MessagePart)) {
+        // One closure for both: the caller's state is borrowed once.
+        let part = std::cell::RefCell::new(&mut part);
+        self.walk(
+            data,
+            |_, _| {},
+            |_, _| {},
+            |range| (part.borrow_mut())(MessagePart::Body(range)),
+            |header| (part.borrow_mut())(MessagePart::Whole(header)),
+        );
     }
 
     /// Feeds the next `data` octets like [`Framing::feed`], and returns the
@@ -41,19 +68,23 @@ impl Framing {
     /// nothing else, so it does not allocate.
     pub fn feed_first_flag(&mut self, data: &[u8]) -> Option<u8> {
         let mut first = None;
-        self.walk(data, |_, flag| first = first.or(Some(flag)), |_, _| {});
+        let begins = |_, flag| first = first.or(Some(flag));
+        self.walk(data, begins, |_, _| {}, |_| {}, |_| {});
         first
     }
 
     /// The one walk over the framing: `begins(offset, flag)` for each
     /// prefix whose first octet is in `data`, `complete(start, header)`
     /// for each prefix whose last octet is (`start` is where its part in
-    /// `data` begins: 0 for one split across calls).
+    /// `data` begins: 0 for one split across calls), `body(range)` for
+    /// each run of body octets, `whole(header)` as each message is whole.
     fn walk(
         &mut self,
         mut data: &[u8],
         mut begins: impl FnMut(usize, u8),
         mut complete: impl FnMut(usize, MessageHeader),
+        mut body: impl FnMut(std::ops::Range<usize>),
+        mut whole: impl FnMut(MessageHeader),
     ) {
         let mut offset = 0;
         while !data.is_empty() {
@@ -63,9 +94,12 @@ impl Framing {
                     .min(data.len());
                 self.remaining -= take as u64;
                 data = &data[take..];
+                body(offset..offset + take);
                 offset += take;
                 if self.remaining == 0 {
-                    self.current = None;
+                    if let Some(header) = self.current.take() {
+                        whole(header);
+                    }
                 }
                 continue;
             }
@@ -88,6 +122,9 @@ impl Framing {
                 self.remaining = u64::from(header.len);
                 self.current = (header.len > 0).then_some(header);
                 complete(start, header);
+                if header.len == 0 {
+                    whole(header);
+                }
             }
         }
     }
@@ -120,6 +157,35 @@ mod tests {
         let found = f.feed(&[9, 1, 0, 0, 0, 0]);
         assert_eq!(found, vec![(1, MessageHeader { flag: 1, len: 0 })]);
         assert_eq!(f.inside(), None, "both messages are whole");
+    }
+
+    /// Body octets come as ranges of each call's data, and each message
+    /// is whole once its last octet (an empty one: its header) is fed.
+    #[test]
+    fn bodies_come_by_range_and_messages_whole_in_order() {
+        let mut f = Framing::default();
+        let mut seen = Vec::new();
+        let mut feed = |f: &mut Framing, data: &[u8]| {
+            let mut out: Vec<String> = Vec::new();
+            f.feed_bodies(data, |part| {
+                out.push(match part {
+                    MessagePart::Body(r) => format!("{r:?}"),
+                    MessagePart::Whole(h) => format!("whole {}", h.len),
+                });
+            });
+            seen.push(out);
+        };
+        feed(&mut f, &[0, 0, 0, 0, 2, 7]);
+        feed(&mut f, &[8, 0, 0, 0, 0, 0, 0, 0, 0]);
+        feed(&mut f, &[0, 1, 9]);
+        assert_eq!(
+            seen,
+            [
+                vec!["5..6".to_owned()],
+                vec!["0..1".into(), "whole 2".into(), "whole 0".into()],
+                vec!["2..3".into(), "whole 1".into()],
+            ]
+        );
     }
 
     #[test]

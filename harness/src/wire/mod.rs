@@ -50,6 +50,7 @@ pub(crate) mod frame;
 #[allow(unreachable_pub, dead_code)]
 pub(crate) mod grpc_frame;
 mod hpack;
+pub(crate) mod protobuf;
 mod streams;
 
 #[cfg(test)]

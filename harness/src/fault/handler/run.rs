@@ -286,6 +286,8 @@ impl Drop for RunGuard {
                 run: self.run,
                 path,
                 ran,
+                // Told when the trace is built (`trace/server_timeouts.rs`).
+                timed_out: None,
             },
         )));
     }

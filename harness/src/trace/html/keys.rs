@@ -154,6 +154,14 @@ fn event_keys(e: &Event, owners: &Owners) -> BTreeSet<String> {
             calls.push(*call);
             runs.extend(owners.call_parent.get(call));
         }
+        EventKind::CallFailedConnecting(failed) => {
+            calls.push(failed.call);
+            runs.extend(owners.call_parent.get(&failed.call));
+        }
+        EventKind::CallUndecodable(undecodable) => {
+            calls.push(undecodable.call);
+            runs.extend(owners.call_parent.get(&undecodable.call));
+        }
         EventKind::HandlerStarted(handler_started) => {
             let event::HandlerStarted { run, call, .. } = &**handler_started;
             runs.push(*run);

@@ -46,6 +46,12 @@ pub(super) fn calls(page: &mut Page, calls: &[Call], known: &BTreeSet<String>) {
                 "INTERNAL",
                 NONE,
             ),
+            CallEnd::Undecodable { message_len } => (
+                "call",
+                format!("INTERNAL (its decoder, a {message_len}-byte message that is not protobuf)"),
+                "INTERNAL",
+                NONE,
+            ),
             CallEnd::StoppedReading { message_len, .. } => (
                 "call differs",
                 format!("OUT_OF_RANGE (its decoder, a {message_len}-byte message)"),
@@ -62,7 +68,12 @@ pub(super) fn calls(page: &mut Page, calls: &[Call], known: &BTreeSet<String>) {
             &[
                 &c.id.to_string(),
                 &format!("{}→{}", c.host, c.target),
-                &c.path,
+                // A call seen only where its connection attempt failed.
+                if c.failed_connecting {
+                    "(not seen)"
+                } else {
+                    &c.path
+                },
                 &fmt_duration(c.started),
                 &took(c.latency()),
                 &tonic,

@@ -325,6 +325,7 @@ fn call_bar(page: &mut Page, view: &View<'_>, i: usize, b: &Bar, y: f64, scale: 
         CallEnd::Dropped => "call dropped",
         CallEnd::StoppedReading { flag, .. } if *flag > 1 => "call failed",
         CallEnd::StoppedReading { .. } => "call failed differs",
+        CallEnd::Undecodable { .. } => "call failed",
         CallEnd::Open => "call open",
     };
     let end = call_end(&c.end);
@@ -375,6 +376,7 @@ fn run_bar(
             format!("never ran: tonic answered {} ({why})", outcome.code),
         ),
         RunEnd::Dropped => ("run dropped", "dropped".to_owned()),
+        RunEnd::TimedOut(_) => ("run failed", crate::trace::rows::run_end(&r.end)),
         RunEnd::Panicked(m) => ("run failed", format!("panicked: {}", quoted(m))),
         RunEnd::Running => ("run open", "running when the run ended".to_owned()),
     };
