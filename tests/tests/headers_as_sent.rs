@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{FrameDetail, ShownHeader};
+use grpc_chaos::recorder::event::{FrameDetail, HeaderFields, ShownHeader};
 use grpc_chaos::trace::{MaskMetadata, RenderOptions};
 use grpc_chaos::wire::{encode, frame::PREFACE, BlockKind};
 use grpc_chaos::{EventKind, Sim, Trace};
@@ -56,6 +56,20 @@ fn with_metadata() -> grpc_chaos::Result<Trace> {
     with_metadata_showing(true)
 }
 
+/// The typed fields of the first request HEADERS the player wrote.
+fn request_block(trace: &Trace) -> HeaderFields {
+    trace
+        .events_on("player")
+        .find_map(|e| match &e.kind {
+            EventKind::Frame {
+                detail: FrameDetail::Headers(b),
+                ..
+            } if b.kind() == BlockKind::Request => Some(b.clone()),
+            _ => None,
+        })
+        .expect("a request block")
+}
+
 /// The row of the first request HEADERS `host` wrote.
 fn request_row(text: &str, host: &str) -> String {
     text.lines()
@@ -89,16 +103,7 @@ fn credentials_are_masked_by_default_in_every_render_and_the_json() -> grpc_chao
         trace.to_json().contains(r#""<masked>""#),
         "the key stays, masked"
     );
-    let block = trace
-        .events_on("player")
-        .find_map(|e| match &e.kind {
-            EventKind::Frame {
-                detail: FrameDetail::Headers(b),
-                ..
-            } if b.kind() == BlockKind::Request => Some(b.clone()),
-            _ => None,
-        })
-        .expect("a request block");
+    let block = request_block(&trace);
     assert_eq!(block.field("authorization"), Some("<masked>"));
     assert_eq!(
         block.field("tenant"),
@@ -166,16 +171,7 @@ fn every_header_and_masked_metadata_on_request() -> grpc_chaos::Result {
     let page = trace.render_html_with(&masked);
     assert!(!page.contains("token"), "the page masks too");
     // The typed event and the JSON keep every field, values whole.
-    let block = trace
-        .events_on("player")
-        .find_map(|e| match &e.kind {
-            EventKind::Frame {
-                detail: FrameDetail::Headers(b),
-                ..
-            } if b.kind() == BlockKind::Request => Some(b.clone()),
-            _ => None,
-        })
-        .expect("a request block");
+    let block = request_block(&trace);
     assert_eq!(block.field("trace-bin"), Some("AAEC"), "base64, as sent");
     assert_eq!(block.field("user-agent"), Some("tonic/0.14.9"));
     assert_eq!(

@@ -256,6 +256,25 @@ struct Stream {
     unproven: Vec<Stall>,
 }
 
+impl Stream {
+    /// Its starvation on the connection window, if one is going, ended at
+    /// `at` as `end`.
+    fn end_starvation(
+        &mut self,
+        key: &DirKey,
+        receiver: &str,
+        stream: u32,
+        at: Duration,
+        end: StallEnd,
+    ) -> Option<Stall> {
+        let (since, held_by) = self.starved.take()?;
+        let open = (since, Window::Connection, self.sent);
+        let mut ended = stall(key, receiver, stream, open, at, end);
+        ended.held_by = held_by;
+        Some(ended)
+    }
+}
+
 struct Dir {
     receiver: String,
     conn_window: i64,
@@ -537,18 +556,7 @@ fn apply_own(dir: &mut Dir, key: &DirKey, at: Duration, step: Step, stalls: &mut
             let s = dir.stream(stream);
             // It sent: the starvations before are proven (it had data).
             stalls.append(&mut s.unproven);
-            if let Some((since, held_by)) = s.starved.take() {
-                let mut ended = stall(
-                    key,
-                    &receiver,
-                    stream,
-                    (since, Window::Connection, s.sent),
-                    at,
-                    StallEnd::Reopened,
-                );
-                ended.held_by = held_by;
-                stalls.push(ended);
-            }
+            stalls.extend(s.end_starvation(key, &receiver, stream, at, StallEnd::Reopened));
             if let Some(open) = s.stall.take() {
                 // DATA went out, so the window was open after all.
                 stalls.push(stall(key, &receiver, stream, open, at, StallEnd::Reopened));
@@ -592,18 +600,7 @@ fn apply_own(dir: &mut Dir, key: &DirKey, at: Duration, step: Step, stalls: &mut
                 ended.end = StallEnd::Closed;
                 stalls.push(ended);
             }
-            if let Some((since, held_by)) = s.starved.take() {
-                let mut ended = stall(
-                    key,
-                    &receiver,
-                    stream,
-                    (since, Window::Connection, s.sent),
-                    at,
-                    StallEnd::Closed,
-                );
-                ended.held_by = held_by;
-                stalls.push(ended);
-            }
+            stalls.extend(s.end_starvation(key, &receiver, stream, at, StallEnd::Closed));
             if let Some(open) = s.stall.take() {
                 stalls.push(stall(key, &receiver, stream, open, at, StallEnd::Closed));
             }
