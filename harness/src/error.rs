@@ -115,11 +115,15 @@ pub(crate) enum Kind {
     },
     Violation(Violation),
     Nondeterministic {
+        /// In the render, the JSON, or how the runs ended.
+        at: crate::sim::Differs,
         line: usize,
         left: String,
         right: String,
         /// Which run said `left` and which `right`.
         sides: [&'static str; 2],
+        /// What the run failed with, when it failed.
+        run_error: Option<String>,
     },
     Io(std::io::Error),
 }
@@ -473,16 +477,19 @@ impl fmt::Display for Kind {
             // The error says where the trace is, after the replay hint.
             Kind::Violation(v) => write!(f, "{}: {}", v.rule(), v.detail()),
             Kind::Nondeterministic {
+                at,
                 line,
                 left,
                 right,
                 sides: [first, second],
+                run_error,
             } => {
-                // Line 0: the traces agree, the runs ended differently.
-                let at = match (line, instant(left)) {
-                    (0, _) => "in how they ended".to_owned(),
-                    (n, Some(t)) => format!("at line {n} of the trace, at {t} ms"),
-                    (n, None) => format!("at line {n} of the trace"),
+                use crate::sim::Differs;
+                let at = match (at, instant(left)) {
+                    (Differs::Ending, _) => "in how they ended".to_owned(),
+                    (Differs::Render, Some(t)) => format!("at line {line} of the trace, at {t} ms"),
+                    (Differs::Render, None) => format!("at line {line} of the trace"),
+                    (Differs::Json, _) => format!("at line {line} of the JSON event log (the renders agree)"),
                 };
                 // The two rows under each other, whatever the labels.
                 let w = first.len().max(second.len()) + 1;
@@ -491,6 +498,9 @@ impl fmt::Display for Kind {
                     f,
                     "two runs with the same seed differ {at}:\n  {first:<w$} {left}\n  {second:<w$} {right}\nsee the README's \"Determinism and reproducing failures\" for the known sources"
                 )?;
+                if let Some(e) = run_error {
+                    write!(f, "; the run itself failed: {e}")?;
+                }
                 if !crate::env::tokio_rng_seeded() {
                     // The one source the harness cannot close by itself.
                     f.write_str("; tokio's select! RNG is not seeded: if your code uses select!, build with RUSTFLAGS=\"--cfg tokio_unstable\"")?;

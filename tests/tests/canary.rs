@@ -71,6 +71,55 @@ fn state_outside_the_closures_sees_one_run() {
     let trace = sim.run().expect("deterministic, and the child agrees");
     assert_eq!(hits.load(Ordering::Relaxed), 1);
     assert_eq!(trace.seed(), 12);
+    assert_checked();
+}
+
+/// A run on this thread now is compared: the canary is on for this test
+/// (a pass above was a check, not a canary that did nothing).
+fn assert_checked() {
+    let pid = std::process::id();
+    let err = logging(format!("pid {pid}")).run().expect_err("compared");
+    assert!(err.is_nondeterministic(), "{err}");
+}
+
+#[test]
+fn a_run_that_ends_differently_keeps_its_own_error() {
+    canary_on();
+    let pid = std::process::id();
+    let mut sim = Sim::builder().seed(13).build();
+    sim.server("store", |s| s);
+    // A client's error is not in the trace: only the endings differ.
+    sim.client("player", move |_| async move {
+        Err(format!("pid {pid}").into())
+    });
+    let err = sim.run().expect_err("fails, differently in the child");
+    assert!(err.is_nondeterministic(), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("differ in how they ended"), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "the run itself failed: client `player` failed: pid {pid}"
+        )),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_thread_of_the_test_in_the_child_writes_nothing_down() {
+    canary_on();
+    // Run 1 of the test's thread; then a thread of its own makes a run
+    // that differs between processes. In the child, that thread must not
+    // write over the test's run 1.
+    logging("same".into()).run().expect("run 1 agrees");
+    let pid = std::process::id();
+    std::thread::Builder::new()
+        .name("a_helper_of_this_test".into())
+        .spawn(move || logging(format!("pid {pid}")).run())
+        .expect("thread")
+        .join()
+        .expect("no panic")
+        .expect("not compared");
+    logging("same again".into()).run().expect("run 2 agrees");
 }
 
 #[test]
@@ -95,6 +144,7 @@ fn a_run_off_the_test_thread_is_not_checked() {
         .join()
         .expect("no panic")
         .expect("not compared");
+    assert_checked();
 }
 
 #[test]
@@ -109,4 +159,5 @@ fn a_thread_named_like_no_test_is_not_checked() {
         .join()
         .expect("no panic")
         .expect("not compared");
+    assert_checked();
 }

@@ -30,6 +30,11 @@ use tonic::{Request, Response, Status, Streaming};
 /// loaded machine gives a thread that does not block.
 const BLOCKED: Duration = Duration::from_millis(100);
 
+/// The threshold of the tests that check a handler that does not block is
+/// not reported: far above any pause a loaded CI machine gives a thread
+/// (57 ms seen beside 7 busy loops on 2 cores), so they cannot flake.
+const LOADED: Duration = Duration::from_millis(500);
+
 /// A Store whose `Save` blocks its thread for [`BLOCKED`]; `Load` answers
 /// at once.
 #[derive(Debug, Clone, Copy)]
@@ -97,7 +102,6 @@ fn a_handler_that_sleeps_is_reported_with_its_path_and_the_trace_is_unchanged() 
         .find(|r| r.path == SAVE)
         .expect("Save ran");
     assert_eq!((poll.run, poll.at), (run.id, run.started));
-    assert!(on(&trace, LOAD).is_empty(), "{:?}", trace.slow_polls());
     // Nothing of it in the trace: the same render and JSON as with the
     // report off.
     let off = save_and_load(Some(Duration::ZERO)).run().expect("again");
@@ -107,9 +111,19 @@ fn a_handler_that_sleeps_is_reported_with_its_path_and_the_trace_is_unchanged() 
 }
 
 #[test]
+fn a_poll_under_the_threshold_is_not_reported() {
+    // Save's 100 ms block is under a 500 ms threshold; Load never blocks.
+    let trace = save_and_load(Some(LOADED))
+        .run()
+        .expect("the calls succeed");
+    assert!(on(&trace, SAVE).is_empty(), "{:?}", trace.slow_polls());
+    assert!(on(&trace, LOAD).is_empty(), "{:?}", trace.slow_polls());
+}
+
+#[test]
 fn a_fast_handler_is_not_reported() {
     // The reference Store: its handlers never block.
-    let mut sim = Sim::builder().seed(4).build();
+    let mut sim = Sim::builder().seed(4).slow_poll_threshold(LOADED).build();
     sim.server("store", |s| {
         s.add_service(grpc_chaos_scenarios::services::Store::default().into_server())
     });
@@ -250,7 +264,6 @@ fn the_run_warns_on_stderr_naming_host_run_method_and_both_clocks() {
         "{line}"
     );
     assert!(err.contains("tokio::task::spawn_blocking"), "{err}");
-    assert!(!err.contains("/tt.v1.Store/Load"), "{err}");
 }
 
 #[test]

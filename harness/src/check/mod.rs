@@ -5,7 +5,7 @@ mod sweep;
 
 pub use sweep::{sweep, SweepReport};
 
-use crate::error::{Error, Kind};
+use crate::error::Error;
 use crate::sim::Record;
 use crate::trace::Trace;
 use crate::Sim;
@@ -52,15 +52,11 @@ pub fn check_determinism(build: impl Fn() -> Sim) -> Result<Trace, Error> {
         Err(e) => e.trace(),
     };
     match (a.difference(&b), trace) {
-        (Some((line, left, right)), Some(trace)) => Err(crate::sim::run_failed(
-            Error::new(Kind::Nondeterministic {
-                line,
-                left,
-                right,
-                sides: ["first", "second"],
-            }),
-            trace.clone(),
-        )),
+        (Some(diff), Some(trace)) => {
+            let run_error = first.as_ref().err().map(Error::what);
+            let e = diff.into_error(["first", "second"], run_error);
+            Err(crate::sim::run_failed(e, trace.clone()))
+        }
         _ => first,
     }
 }
@@ -71,14 +67,17 @@ pub use crate::sim::CANARY_ENV;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Kind;
 
     #[test]
     fn nondeterminism_points_at_the_readme_and_at_tokio_unstable() {
         let e = Error::new(Kind::Nondeterministic {
+            at: crate::sim::Differs::Render,
             line: 3,
             left: "a".into(),
             right: "b".into(),
             sides: ["first", "second"],
+            run_error: None,
         })
         .to_string();
         assert!(

@@ -69,7 +69,8 @@ pub(crate) enum FaultKind {
     note = "a host fault (crash, restart, shutdown, partition, pause, …) needs `.at(time)`; \
             a handler fault needs an action (`.delay(..)`, `.abort(..)`, `.hang()`, `.fail_first(..)`, \
             `.concurrency_limit(..)`); a frame fault needs an action (`.drop()`, `.delay(..)`, \
-            `.hold(..)`, `.rule(..)`); an injection needs its frame and `.at(time)` or `.after(frames)`"
+            `.hold_until(..)`, `.hold(..)`, `.rule(..)`); an injection needs its frame (`.goaway(..)`, \
+            `.rst_stream(..)`, `.ping(..)`, …) and `.at(time)` or `.after(..)`"
 )]
 pub trait IntoFault: into_fault::Sealed {
     /// The fault.

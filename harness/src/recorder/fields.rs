@@ -512,7 +512,8 @@ const RESERVED: [&str; 14] = [
 /// Google Cloud Endpoints). The trace records their values as
 /// [`CREDENTIAL_MASK`] unless the run shows them
 /// ([`SimBuilder::show_credentials`](crate::SimBuilder::show_credentials)),
-/// so a failure artifact written in CI holds no secret.
+/// so a failure artifact written in CI holds none of these headers' values
+/// (a secret your code logs or puts in a message is not masked).
 pub const CREDENTIALS: [&str; 5] = [
     "authorization",
     "proxy-authorization",
@@ -524,16 +525,18 @@ pub const CREDENTIALS: [&str; 5] = [
 /// What the trace records in place of a credential's value ([`CREDENTIALS`]).
 pub const CREDENTIAL_MASK: &str = "<masked>";
 
-/// Whether a field named `name` (lower case, as HTTP/2 sends names) is one
-/// of the [`CREDENTIALS`].
+/// Whether a field named `name` is one of the [`CREDENTIALS`], in any
+/// case (HTTP/2 requires lower case, RFC 9113 §8.2.1, but a raw peer may
+/// send `Authorization`).
 ///
 /// ```
 /// use grpc_chaos::recorder::event::is_credential;
 /// assert!(is_credential("authorization"));
+/// assert!(is_credential("Authorization"));
 /// assert!(!is_credential("tenant"));
 /// ```
 pub fn is_credential(name: &str) -> bool {
-    CREDENTIALS.contains(&name)
+    CREDENTIALS.iter().any(|c| c.eq_ignore_ascii_case(name))
 }
 
 /// Whether a field named `name` is the application's own metadata: gRPC's

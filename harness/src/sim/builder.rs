@@ -186,9 +186,12 @@ impl SimBuilder {
     /// `set-cookie` and `x-api-key`
     /// ([`CREDENTIALS`](crate::recorder::event::CREDENTIALS)) are recorded
     /// as `<masked>`, in every render, the JSON and the failure artifacts
-    /// (the key stays, so a missing token still shows). Frame rules and
-    /// connection policies see the values as sent either way; only the log
-    /// is masked. Turn it on for a test that asserts on a token's value.
+    /// (the key stays, so a missing token still shows), and in what a frame
+    /// rule's [`FrameView`](crate::fault::FrameView) shows; the bytes sent
+    /// are never changed. Field names match in any case. Only these fields
+    /// are masked: a token your code logs, puts in an error message or in
+    /// `grpc-message` is recorded as it is. Turn it on for a test that
+    /// asserts on a token's value, or a frame rule that reads one.
     pub fn show_credentials(mut self, shown: bool) -> Self {
         self.show_credentials = shown;
         self

@@ -36,6 +36,11 @@ pub const CANARY_ENV: &str = "GRPC_CHAOS_CANARY";
 /// Set in the child: the folder it writes its runs to.
 const CHILD_ENV: &str = "GRPC_CHAOS_CANARY_CHILD";
 
+/// Set in the child: the test it runs. Only that test's thread writes its
+/// runs down (a thread the test names, or a process it starts that
+/// inherits the environment, does not).
+const CHILD_TEST_ENV: &str = "GRPC_CHAOS_CANARY_TEST";
+
 /// What the canary does with this thread's runs.
 enum Role {
     /// Not a test's thread, or the canary is off.
@@ -107,7 +112,10 @@ fn role() -> Role {
         return Role::Off;
     };
     if let Some(dir) = std::env::var_os(CHILD_ENV) {
-        return Role::Child { dir: dir.into() };
+        return match std::env::var(CHILD_TEST_ENV) {
+            Ok(name) if name == test => Role::Child { dir: dir.into() },
+            _ => Role::Off,
+        };
     }
     if !turned_on() {
         return Role::Off;
@@ -136,6 +144,7 @@ fn run_child(test: &str, dir: &Path) -> Option<ChildEnd> {
             Command::new(exe)
                 .args([test, "--exact", "--include-ignored", "--test-threads=1"])
                 .env(CHILD_ENV, dir)
+                .env(CHILD_TEST_ENV, test)
                 // Its failure artifacts stay in its own folder
                 // (trace/artifacts.rs).
                 .env("CARGO_TARGET_DIR", dir.join("target"))
@@ -145,7 +154,11 @@ fn run_child(test: &str, dir: &Path) -> Option<ChildEnd> {
     let out = match out {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("grpc-chaos: the determinism canary could not run `{test}` again: {e}");
+            // Past libtest's capture: a check that did not happen must be
+            // seen even when the test passes.
+            let line =
+                format!("grpc-chaos: the determinism canary could not run `{test}` again: {e}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             return None;
         }
     };
@@ -183,16 +196,59 @@ impl Record {
         })
     }
 
-    /// The first difference from `other`: the line (1-based; 0 when only
-    /// the endings differ) and both versions of it.
-    pub(crate) fn difference(&self, other: &Self) -> Option<(usize, String, String)> {
+    /// The first difference from `other`: where (the render, the JSON, or
+    /// how the runs ended), the line (1-based; 0 for the ending) and both
+    /// versions of it.
+    pub(crate) fn difference(&self, other: &Self) -> Option<Difference> {
+        let found = |at: Differs, (line, left, right)| Difference {
+            at,
+            line,
+            left,
+            right,
+        };
         first_difference(&self.render, &other.render)
-            .or_else(|| first_difference(&self.json, &other.json))
+            .map(|d| found(Differs::Render, d))
+            .or_else(|| first_difference(&self.json, &other.json).map(|d| found(Differs::Json, d)))
             // A client's error is not in the trace: compare the endings too.
             .or_else(|| {
                 let (x, y) = (&self.ending, &other.ending);
-                (x != y).then(|| (0, x.clone(), y.clone()))
+                (x != y).then(|| found(Differs::Ending, (0, x.clone(), y.clone())))
             })
+    }
+}
+
+/// Where two runs differ first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Differs {
+    /// In the full render (the line is the render's).
+    Render,
+    /// In the JSON event log only (the line is the JSON's).
+    Json,
+    /// In how they ended only.
+    Ending,
+}
+
+/// The first difference between two runs.
+#[derive(Debug)]
+pub(crate) struct Difference {
+    pub(crate) at: Differs,
+    pub(crate) line: usize,
+    pub(crate) left: String,
+    pub(crate) right: String,
+}
+
+impl Difference {
+    /// The error for it; `run_error` is what the run itself failed with,
+    /// if it failed (kept in the message).
+    pub(crate) fn into_error(self, sides: [&'static str; 2], run_error: Option<String>) -> Error {
+        Error::new(Kind::Nondeterministic {
+            at: self.at,
+            line: self.line,
+            left: self.left,
+            right: self.right,
+            sides,
+            run_error,
+        })
     }
 }
 
@@ -236,30 +292,26 @@ fn compare(
     };
     let diff = match read_down(dir, k) {
         Some(theirs) => mine.difference(&theirs),
-        None => Some((
-            0,
-            mine.ending.clone(),
-            format!(
-                "(no run {k}: the child made {} run(s) and ended with {}; its output ends:\n{})",
+        None => Some(Difference {
+            at: Differs::Ending,
+            line: 0,
+            left: mine.ending.clone(),
+            right: format!(
+                "(no run {k}: the child wrote down {} run(s) with a trace and ended with {}; its output ends:\n{})",
                 runs_written(dir),
                 child.status,
                 child.output
             ),
-        )),
+        }),
     };
-    let Some((line, left, right)) = diff else {
+    let Some(diff) = diff else {
         return run;
     };
-    let trace = match run {
-        Ok(trace) => Some(trace),
-        Err(e) => e.trace().cloned(),
+    let (trace, run_error) = match run {
+        Ok(trace) => (Some(trace), None),
+        Err(e) => (e.trace().cloned(), Some(e.what())),
     };
-    let e = Error::new(Kind::Nondeterministic {
-        line,
-        left,
-        right,
-        sides: ["this process", "the canary's child process"],
-    });
+    let e = diff.into_error(["this process", "the canary's child process"], run_error);
     match trace {
         Some(trace) => Err(super::run_failed(e, trace)),
         None => Err(e),

@@ -13,13 +13,16 @@ use crate::units::fmt_duration;
 /// counted.
 const SHOWN: usize = 10;
 
-/// Prints the trace's slow polls on stderr, over `threshold`.
+/// Prints the trace's slow polls on stderr, over `threshold`: straight to
+/// the process's stderr, past libtest's capture (which `eprintln!` goes
+/// through), so a test that passes still shows them.
 pub(crate) fn warn(trace: &Trace, threshold: Duration) {
     let polls = trace.slow_polls();
     if polls.is_empty() {
         return;
     }
-    eprintln!("{}", warning(polls, threshold));
+    let text = format!("{}\n", warning(polls, threshold));
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
 }
 
 /// The whole warning: one line per slow poll (the first [`SHOWN`]), a

@@ -230,9 +230,9 @@ fn chance_item(events: &[Event], race: super::chance::SelectRace) -> Item {
         at: Some(signal.at()),
         place: signal.host.to_string(),
         text: format!(
-            "{what} and {traffic} in one tick: tonic's select! picked their order with tokio's RNG, \
-             unseeded in this build, so it may differ between processes (exact replay: build with \
-             --cfg tokio_unstable)"
+            "{what} and {traffic} in one tick: tonic's select! may have picked their order with \
+             tokio's RNG, unseeded in this build, so it may differ between processes (exact replay: \
+             build with --cfg tokio_unstable)"
         ),
     }
 }

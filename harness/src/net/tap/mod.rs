@@ -786,7 +786,8 @@ impl DirectionTap {
                     .settings_sent(direction, max_frame_size(values));
             }
             // Injected frames are rare: no block shared with the sender's.
-            let mut summary = summary::summarize(&frame, &mut summary::Blocks::default());
+            let mut summary =
+                summary::summarize(&frame, &mut summary::Blocks::new(self.env.show_credentials));
             if let (Some(kind), FrameDetail::Headers(block)) = (kind, &mut summary.detail) {
                 block.set_kind(kind);
             }
@@ -868,7 +869,8 @@ impl DirectionTap {
                 (true, 0) => preface::in_place(&frame, broken),
                 _ => broken,
             };
-            let summary = summary::summarize(&frame, &mut summary::Blocks::default());
+            let summary =
+                summary::summarize(&frame, &mut summary::Blocks::new(self.env.show_credentials));
             self.record(EventKind::FrameReplaced(Box::new(event::FrameReplaced {
                 conn: self.conn,
                 to: self.to,

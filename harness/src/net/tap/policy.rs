@@ -324,8 +324,10 @@ impl DirectionTap {
             let (from, to) = self.hosts_of(hop.direction);
             for (frame, broken, bytes) in self.split_frames(&hop.bytes, hop.direction) {
                 // Sent frames are rare: no block shared with the sender's.
-                let mut summary =
-                    super::summary::summarize(&frame, &mut super::summary::Blocks::default());
+                let mut summary = super::summary::summarize(
+                    &frame,
+                    &mut super::summary::Blocks::new(self.env.show_credentials),
+                );
                 if let (Some(kind), crate::recorder::event::FrameDetail::Headers(block)) =
                     (hop.kind, &mut summary.detail)
                 {

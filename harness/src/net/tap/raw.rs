@@ -110,8 +110,10 @@ impl RawRead {
             wire::Event::Preface { .. } => return,
             wire::Event::Frame(frame) => {
                 // A raw peer is rare: no block shared across its frames.
-                let summary =
-                    super::summary::summarize(frame, &mut super::summary::Blocks::default());
+                let summary = super::summary::summarize(
+                    frame,
+                    &mut super::summary::Blocks::new(self.env.show_credentials),
+                );
                 EventKind::Frame {
                     conn: self.conn,
                     to: (&self.me).into(),

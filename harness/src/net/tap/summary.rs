@@ -40,9 +40,9 @@ pub(crate) struct Summary {
 /// pointer, without comparing fields.
 ///
 /// Credentials ([`CREDENTIALS`](crate::recorder::event::CREDENTIALS)) are
-/// recorded masked unless the run shows them: the decoded block keeps the
-/// value (frame rules and policies see it), the log never does.
-#[derive(Default)]
+/// recorded masked unless the run shows them; the recorded form is also
+/// what a frame rule's [`FrameView`](crate::fault::FrameView) shows, so a
+/// rule reads `<masked>` too (the bytes on the wire are never touched).
 pub(crate) struct Blocks {
     kept: VecDeque<Remembered>,
     /// [`SimBuilder::show_credentials`](crate::SimBuilder::show_credentials).
@@ -257,7 +257,7 @@ mod tests {
     /// gets a list of its own; every block reads back what was sent.
     #[test]
     fn requests_that_differ_in_their_call_id_share_one_list() {
-        let mut blocks = Blocks::default();
+        let mut blocks = Blocks::new(false);
         let request = |id: &str, path: &str| {
             let fields = [
                 (":method", "POST"),
@@ -308,7 +308,7 @@ mod tests {
     /// are another.
     #[test]
     fn a_repeated_block_is_shared_and_a_different_one_is_not() {
-        let mut blocks = Blocks::default();
+        let mut blocks = Blocks::new(false);
         let block = |fields: &[(&str, &str)]| headers_frame(Direction::ServerToClient, fields);
         let trailers = [("grpc-status", "0")];
         let (Some(a), Some(b), Some(c)) = (
@@ -344,7 +344,7 @@ mod tests {
     /// also after other blocks were recorded in between.
     #[test]
     fn the_same_decoded_block_is_the_same_recorded_block() {
-        let mut blocks = Blocks::default();
+        let mut blocks = Blocks::new(false);
         let frames = [
             headers_frame(Direction::ServerToClient, &[("grpc-status", "0")]),
             headers_frame(Direction::ServerToClient, &[(":status", "200")]),
