@@ -182,6 +182,7 @@ impl Error {
     pub fn message(&self) -> String {
         let mut out = self.kind.to_string();
         if let Some(dir) = &self.artifact {
+            crate::trace::artifact_shown(dir);
             out.push_str(&format!("; trace in {}", dir.display()));
         }
         out
@@ -533,6 +534,7 @@ impl fmt::Display for Error {
             write!(f, " (reproduce with {replay})")?;
         }
         if let Some(dir) = &self.artifact {
+            crate::trace::artifact_shown(dir);
             write!(f, "; trace in {}", dir.display())?;
         }
         Ok(())

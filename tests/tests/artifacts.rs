@@ -226,6 +226,7 @@ fn a_passing_run_removes_an_earlier_processs_failure_of_its_seed() {
 
 /// Run by the next test, with `CARGO_TARGET_DIR` set to a temp dir: a test
 /// that fails as `PROBE_FAILS` says: `run` (a failed run, unwrapped),
+/// `unshown` (a failed run whose error the test never shows),
 /// `assertion` (a failed trace assertion, unwrapped), `panic` (a panic
 /// after a run that passed).
 #[test]
@@ -237,6 +238,14 @@ fn once_probe() {
             let mut sim = Sim::builder().seed(31).build();
             sim.client("player", |_| async { Err("on purpose".into()) });
             sim.run().unwrap();
+        }
+        "unshown" => {
+            // The run's error is never displayed: the assertion's panic
+            // carries no path.
+            let mut sim = Sim::builder().seed(31).build();
+            sim.client("player", |_| async { Err("on purpose".into()) });
+            let e = sim.run().unwrap_err();
+            assert!(e.is_timeout(), "a client failure, not a timeout");
         }
         "assertion" => {
             let story = catalog::find("fresh-request").expect("story");
@@ -259,7 +268,7 @@ fn once_probe() {
 fn a_failure_names_its_trace_once() {
     let target = std::env::temp_dir().join(format!("grpc-chaos-once-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&target);
-    for how in ["run", "assertion", "panic"] {
+    for how in ["run", "unshown", "assertion", "panic"] {
         let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
             .args(["--ignored", "--exact", "once_probe", "--nocapture"])
             .env("CARGO_TARGET_DIR", &target)

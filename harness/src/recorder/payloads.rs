@@ -131,7 +131,11 @@ pub struct CallUndecodable {
 /// caller; measured with both kinds of channel). A dial dropped because
 /// the channel itself was dropped fails no call and is not recorded so.
 /// The method, the start and any deadline of the call are not seen: tonic
-/// hands the connector the endpoint's URI, never the request.
+/// hands the connector the endpoint's URI, never the request. Not known
+/// either: whether the call still waited when the dial failed. A caller
+/// that gave up first (its own `tokio::time::timeout`, a dropped future)
+/// is gone from tower's buffer, and tonic keeps the error for the next
+/// call; the row is then recorded at the dial's failure all the same.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallFailedConnecting {
     /// The call (numbered where it failed, as it is first seen there).

@@ -49,6 +49,26 @@ const FILES: [&str; 4] = ["trace.txt", "trace.json", "trace.html", "error.txt"];
 /// The artifact folders this process wrote: [`clear_stale`] leaves them.
 static WRITTEN: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 
+/// The artifact folders a message has named (an `Error` or a `Violation`
+/// displayed): a panic after that does not name them again.
+static SHOWN: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+/// A message named the artifact folder `dir`.
+pub(crate) fn shown(dir: &Path) {
+    if let Ok(mut shown) = SHOWN.lock() {
+        shown
+            .get_or_insert_with(HashSet::new)
+            .insert(dir.to_owned());
+    }
+}
+
+/// Whether a message named `dir` (see [`shown`]).
+fn was_shown(dir: &Path) -> bool {
+    SHOWN
+        .lock()
+        .is_ok_and(|s| s.as_ref().is_some_and(|s| s.contains(dir)))
+}
+
 fn turned_off() -> bool {
     std::env::var(ARTIFACTS_ENV).is_ok_and(|v| v.trim() == "0")
 }
@@ -211,6 +231,14 @@ fn install_hook() {
             let Ok(last) = last.try_borrow() else { return };
             let Some(trace) = last.as_ref() else { return };
             if trace.written.load(Ordering::Relaxed) {
+                // Written with a run's error or an assertion's violation:
+                // named by its message, unless the test never showed it
+                // (`assert!(err.is_timeout())` panics without it).
+                let dir = test_dir().join(trace.seed().to_string());
+                if !was_shown(&dir) {
+                    shown(&dir);
+                    announce(trace, &dir);
+                }
                 return;
             }
             let message = crate::units::panic_message(info.payload());

@@ -60,6 +60,7 @@ impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.rule, self.detail)?;
         if let Some(dir) = &self.artifact {
+            super::artifacts::shown(dir);
             write!(f, " (trace in {})", dir.display())?;
         }
         Ok(())

@@ -33,6 +33,7 @@ use serde::Serialize;
 
 pub use crate::recorder::{Polled, SlowPoll};
 pub(crate) use artifacts::passed as run_passed;
+pub(crate) use artifacts::shown as artifact_shown;
 pub(crate) use artifacts::write_with as write_artifacts_with;
 pub use artifacts::ARTIFACTS_ENV;
 pub(crate) use artifacts::{forget as forget_last_run, remember as remember_run, running};
