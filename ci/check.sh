@@ -9,6 +9,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # crate turns on for the whole workspace: the private codec must build and
 # lint clean too.
 cargo clippy -p grpc-chaos --lib --tests --locked -- -D warnings
+# The harness's API docs build without a warning (a broken or private
+# link, bad HTML), with and without the codec feature.
+RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked
+RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked --features unstable-codec
 # The one-way module flow (harness/src/flow_check.rs): fails on any import
 # from a module above the importer in DESIGN's order.
 cargo test -p grpc-chaos --locked --lib -- flow_check
