@@ -313,8 +313,9 @@ fn counts(trace: &Trace) -> String {
 /// server timer ended (whose answer the spec wants otherwise).
 fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
     let ends = call_ends(events);
-    let mut seen: Vec<(String, Vec<String>, Option<usize>)> = Vec::new();
-    let mut note = |line: String, id: String, event: Option<usize>| match seen
+    // Each id with whether it is a handler run's (else a call's).
+    let mut seen: Vec<(String, Vec<(bool, String)>, Option<usize>)> = Vec::new();
+    let mut note = |line: String, id: (bool, String), event: Option<usize>| match seen
         .iter_mut()
         .find(|(l, ..)| *l == line)
     {
@@ -323,26 +324,35 @@ fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
     };
     for call in trace.calls() {
         if let Some(line) = call.outcome().and_then(super::words::finding) {
-            note(line, call.id.to_string(), ends.get(&call.id).copied());
+            note(
+                line,
+                (false, call.id.to_string()),
+                ends.get(&call.id).copied(),
+            );
         }
     }
     let timed_out = run_timeouts(events);
     for run in trace.handler_runs() {
         if let super::RunEnd::TimedOut(t) = &run.end {
             if let Some(line) = super::words::finding(&t.outcome) {
-                note(line, run.id.to_string(), timed_out.get(&run.id).copied());
+                note(
+                    line,
+                    (true, run.id.to_string()),
+                    timed_out.get(&run.id).copied(),
+                );
             }
         }
     }
     seen.into_iter()
         .map(|(line, ids, event)| {
-            let named: Vec<&str> = ids.iter().take(8).map(String::as_str).collect();
+            let named: Vec<&str> = ids.iter().take(8).map(|(_, id)| id.as_str()).collect();
             let mut text = format!("{line}: {}", named.join(" "));
             if ids.len() > named.len() {
-                let what = if ids.iter().all(|id| id.starts_with('r')) {
-                    "calls"
-                } else {
-                    "calls and runs"
+                let runs = ids.iter().filter(|(run, _)| *run).count();
+                let what = match (runs, ids.len() - runs) {
+                    (0, _) => "calls",
+                    (_, 0) => "handler runs",
+                    _ => "calls and runs",
                 };
                 let _ = write!(text, " … ({} {what})", ids.len());
             }
