@@ -27,6 +27,17 @@ pub struct Error {
     artifact: Option<std::path::PathBuf>,
 }
 
+/// Where two runs differ first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Differs {
+    /// In the full render (the line is the render's).
+    Render,
+    /// In the JSON event log only (the line is the JSON's).
+    Json,
+    /// In how they ended only.
+    Ending,
+}
+
 #[derive(Debug)]
 pub(crate) enum Kind {
     UnknownHost {
@@ -116,7 +127,7 @@ pub(crate) enum Kind {
     Violation(Violation),
     Nondeterministic {
         /// In the render, the JSON, or how the runs ended.
-        at: crate::sim::Differs,
+        at: Differs,
         line: usize,
         left: String,
         right: String,
@@ -485,7 +496,6 @@ impl fmt::Display for Kind {
                 sides: [first, second],
                 run_error,
             } => {
-                use crate::sim::Differs;
                 let at = match (at, instant(left)) {
                     (Differs::Ending, _) => "in how they ended".to_owned(),
                     (Differs::Render, Some(t)) => format!("at line {line} of the trace, at {t} ms"),

@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn nondeterminism_points_at_the_readme_and_at_tokio_unstable() {
         let e = Error::new(Kind::Nondeterministic {
-            at: crate::sim::Differs::Render,
+            at: crate::error::Differs::Render,
             line: 3,
             left: "a".into(),
             right: "b".into(),

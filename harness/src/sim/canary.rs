@@ -27,7 +27,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::error::{Error, Kind};
+use crate::error::{Differs, Error, Kind};
 use crate::trace::{RenderOptions, Trace};
 
 /// Environment variable that turns the canary on when set to `1`.
@@ -215,17 +215,6 @@ impl Record {
                 (x != y).then(|| found(Differs::Ending, (0, x.clone(), y.clone())))
             })
     }
-}
-
-/// Where two runs differ first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Differs {
-    /// In the full render (the line is the render's).
-    Render,
-    /// In the JSON event log only (the line is the JSON's).
-    Json,
-    /// In how they ended only.
-    Ending,
 }
 
 /// The first difference between two runs.
