@@ -313,8 +313,10 @@ fn counts(trace: &Trace) -> String {
 /// server timer ended (whose answer the spec wants otherwise).
 fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
     let ends = call_ends(events);
-    // Each id with whether it is a handler run's (else a call's).
-    let mut seen: Vec<(String, Vec<(bool, String)>, Option<usize>)> = Vec::new();
+    // Per finding: its line, each id with whether it is a handler run's
+    // (else a call's), and the event it points at.
+    type Seen = (String, Vec<(bool, String)>, Option<usize>);
+    let mut seen: Vec<Seen> = Vec::new();
     let mut note = |line: String, id: (bool, String), event: Option<usize>| match seen
         .iter_mut()
         .find(|(l, ..)| *l == line)
