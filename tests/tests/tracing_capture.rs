@@ -343,3 +343,241 @@ mod own_events {
         Ok(())
     }
 }
+
+/// A user's own subscriber (`tracing_subscriber::fmt`), the thread's
+/// default when the run starts: it keeps printing what the run logs, the
+/// trace captures the same as without it.
+mod user_subscriber {
+    use std::io;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use grpc_chaos::recorder::SimTime;
+    use grpc_chaos::trace::RenderOptions;
+    use grpc_chaos::{Sim, Trace};
+    use tracing::Level;
+    use tracing_subscriber::fmt::format::FmtSpan;
+
+    use super::{logs, ms, save_into, STORE_TARGET};
+
+    /// What a user's `fmt` subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Buffer {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+
+        fn lines_with(&self, needle: &str) -> Vec<String> {
+            self.text()
+                .lines()
+                .filter(|l| l.contains(needle))
+                .map(str::to_owned)
+                .collect()
+        }
+    }
+
+    /// A plain `fmt` subscriber up to `level`, no wall-clock time.
+    fn fmt_into(buf: &Buffer, level: Level) -> impl tracing::Subscriber + Send + Sync {
+        let buf = buf.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || buf.clone())
+            .with_ansi(false)
+            .without_time()
+            .with_max_level(level)
+            .finish()
+    }
+
+    /// Everything a trace says: its JSON document and its full render.
+    fn whole(trace: &Trace) -> (String, String) {
+        (
+            trace.to_json(),
+            trace.render_with(&RenderOptions::everything()),
+        )
+    }
+
+    fn store_run() -> grpc_chaos::Result<Trace> {
+        save_into(&["store"], ms(100), Duration::ZERO).run()
+    }
+
+    #[test]
+    fn a_thread_default_fmt_subscriber_prints_the_runs_logs() -> grpc_chaos::Result {
+        let buf = Buffer::default();
+        let trace = tracing::subscriber::with_default(fmt_into(&buf, Level::INFO), store_run)?;
+        let saved = buf.lines_with("saved match_id=m0 total=3");
+        assert_eq!(saved.len(), 1, "{}", buf.text());
+        // turmoil's INFO `node` span, which the user's filter lets through,
+        // is the context the user's subscriber knows the line by.
+        assert_eq!(
+            saved[0],
+            format!(" INFO node{{name=\"store\"}}: {STORE_TARGET}: saved match_id=m0 total=3"),
+        );
+        assert_eq!(logs(&trace).len(), 1, "the trace captures it too");
+        Ok(())
+    }
+
+    /// The user's subscriber, even one that wants every span and event of
+    /// the stack (h2, hyper, tonic, turmoil), changes nothing in the trace.
+    #[test]
+    fn the_trace_is_the_same_with_or_without_a_user_subscriber() -> grpc_chaos::Result {
+        let alone = whole(&store_run()?);
+        for level in [Level::TRACE, Level::INFO, Level::WARN] {
+            let buf = Buffer::default();
+            let trace = tracing::subscriber::with_default(fmt_into(&buf, level), store_run)?;
+            assert!(alone == whole(&trace), "{level}: the trace differs");
+            if level == Level::TRACE {
+                // What the capture leaves out still reaches the user.
+                assert!(!buf.lines_with(" h2::").is_empty(), "{}", buf.text());
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_users_level_filter_does_not_narrow_the_trace() -> grpc_chaos::Result {
+        let mut sim = Sim::builder().seed(4).build();
+        sim.server("store", |s| s);
+        sim.client("player", |_| async move {
+            tracing::debug!("a detail");
+            tracing::info!("a fact");
+            tracing::warn!("a worry");
+            Ok(())
+        });
+        let buf = Buffer::default();
+        let trace = tracing::subscriber::with_default(fmt_into(&buf, Level::WARN), || sim.run())?;
+        let captured: Vec<&str> = logs(&trace)
+            .iter()
+            .map(|e| match &e.kind {
+                grpc_chaos::EventKind::Log(log) => log.message.as_str(),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(captured, ["a detail", "a fact", "a worry"]);
+        let printed: Vec<String> = buf.lines_with("tracing_capture");
+        assert_eq!(
+            printed,
+            [" WARN tracing_capture::user_subscriber: a worry"],
+            "{}",
+            buf.text()
+        );
+        Ok(())
+    }
+
+    /// Spans reach the user's subscriber whole, with the ids it gave them:
+    /// one the test opened before the run, one the client opens inside it
+    /// (an explicit parent after a sleep, then closed), and turmoil's.
+    #[test]
+    fn spans_reach_the_users_subscriber() -> grpc_chaos::Result {
+        let mut sim = Sim::builder().seed(4).build();
+        sim.server("store", |s| s);
+        sim.client("player", |_| async move {
+            let batch = tracing::info_span!("batch", n = 3);
+            batch.in_scope(|| tracing::info!("inside the batch"));
+            tokio::time::sleep(ms(5)).await;
+            tracing::info!(parent: &batch, "after a sleep");
+            drop(batch);
+            tracing::info!("after the batch");
+            Ok(())
+        });
+        let buf = Buffer::default();
+        let buf2 = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || buf2.clone())
+            .with_ansi(false)
+            .without_time()
+            .with_span_events(FmtSpan::CLOSE)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let case = tracing::info_span!("case", name = "spans");
+            let _in_case = case.enter();
+            sim.run()
+        })?;
+        let mine: Vec<String> = buf
+            .lines_with("tracing_capture")
+            .into_iter()
+            // A closed span's line ends with its wall-clock busy and idle times.
+            .map(|l| l.split(" time.busy=").next().unwrap_or_default().to_owned())
+            .collect();
+        let node = "case{name=\"spans\"}:node{name=\"player\"}:";
+        let target = "tracing_capture::user_subscriber";
+        assert_eq!(
+            mine,
+            [
+                format!(" INFO {node}batch{{n=3}}: {target}: inside the batch"),
+                format!(" INFO {node}batch{{n=3}}: {target}: after a sleep"),
+                format!(" INFO {node}batch{{n=3}}: {target}: close"),
+                format!(" INFO {node} {target}: after the batch"),
+                format!(" INFO case{{name=\"spans\"}}: {target}: close"),
+            ],
+            "{}",
+            buf.text()
+        );
+        Ok(())
+    }
+
+    /// A `fmt` subscriber with [`SimTime`], up to `level`.
+    fn timed_into(buf: &Buffer, level: Level) -> impl tracing::Subscriber + Send + Sync {
+        let buf = buf.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || buf.clone())
+            .with_ansi(false)
+            .with_timer(SimTime)
+            .with_max_level(level)
+            .finish()
+    }
+
+    /// [`SimTime`] stamps the user's lines with the run's simulated time,
+    /// as the trace has it, and the host; in the driver, outside any host,
+    /// with the time alone; outside a run, with `-`.
+    #[test]
+    fn sim_time_stamps_lines_with_simulated_time_and_host() -> grpc_chaos::Result {
+        let buf = Buffer::default();
+        let trace = tracing::subscriber::with_default(timed_into(&buf, Level::INFO), || {
+            tracing::info!("before the run");
+            save_into(&["store"], ms(100), ms(20)).run()
+        })?;
+        let at = logs(&trace)[0].at();
+        assert!(at >= ms(100), "{}", trace.render());
+        let ms = format!("{:.3}", at.as_secs_f64() * 1e3);
+        assert_eq!(
+            buf.lines_with("saved"),
+            [format!(
+                "{ms:>10}ms store  INFO node{{name=\"store\"}}: {STORE_TARGET}: saved match_id=m0 total=3"
+            )],
+            "{}",
+            buf.text()
+        );
+        assert_eq!(
+            buf.lines_with("before the run"),
+            ["-  INFO tracing_capture::user_subscriber: before the run"],
+        );
+        // turmoil counts its steps at TRACE, in the driver's loop.
+        let buf = Buffer::default();
+        tracing::subscriber::with_default(timed_into(&buf, Level::TRACE), store_run)?;
+        let steps: Vec<String> = buf
+            .lines_with("turmoil: step ")
+            .into_iter()
+            .take(2)
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "     0.000ms TRACE turmoil: step 1",
+                "     1.000ms TRACE turmoil: step 2"
+            ],
+        );
+        Ok(())
+    }
+}

@@ -12,18 +12,33 @@
 //! (`turmoil/src/sim.rs`, `Sim::step`), is then a callsite the capture never
 //! wants: `Interest::never`, so an idle step costs it nothing (measured in
 //! the bench's idle rows).
+//!
+//! The capture composes with the user's own subscriber: the dispatcher that
+//! was the default when the run started (a global
+//! `tracing_subscriber::fmt().init()`, or a thread default) is the
+//! capture's *forward*, and gets every event and span as if it were still
+//! the default, so the user's output goes on live during a run; [`SimTime`]
+//! stamps it with the simulated time and the host. The capture keeps no
+//! span of its own, so every span id is the forward's: no two subscribers
+//! number one span (the trap of stacking two dispatchers). Without a
+//! forward, a span is a callsite the capture never wants either.
 
 use crate::recorder::event;
+use crate::trace::fmt_ms;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::runtime::{Handle, Id as RuntimeId};
+use tracing::dispatcher::{self, Dispatch};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Record};
-use tracing::subscriber::Interest;
+use tracing::subscriber::{DefaultGuard, Interest, NoSubscriber};
 use tracing::{Event as TracingEvent, Id, Metadata, Subscriber};
+use tracing_core::span::Current;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::FormatTime;
 
 use super::event::{EventKind, HostName};
 use super::Recorder;
@@ -48,11 +63,17 @@ fn is_dependency(target: &str) -> bool {
     })
 }
 
-/// The id every span gets: no span carries anything the capture needs.
+/// The id of a span made without a forward, which only `Span::new` called
+/// directly does (the macros ask [`Capture::enabled`] first): no span
+/// carries anything the capture needs.
 const ANY_SPAN: u64 = 1;
 
 pub(crate) struct Capture {
     recorder: Arc<Recorder>,
+    /// The dispatcher that was this thread's default when the run started,
+    /// unless it was the no-op one: it gets every span and every event it
+    /// is enabled for, as its own dispatcher would give them to it.
+    forward: Option<Dispatch>,
 }
 
 /// This thread's hosts during a run: the runtime each one's software runs
@@ -63,6 +84,9 @@ pub(crate) struct Capture {
 struct Hosts {
     runtimes: Vec<(RuntimeId, HostName)>,
     driving: Vec<HostName>,
+    /// The recorder of the run this thread drives (innermost last), for
+    /// [`SimTime`]'s clock.
+    runs: Vec<Arc<Recorder>>,
 }
 
 impl Hosts {
@@ -123,69 +147,224 @@ impl Drop for DrivingHost {
     }
 }
 
+/// While alive, a run's [`Capture`] is this thread's default dispatcher;
+/// the one it replaced is its forward, and the default again after.
+pub(crate) struct Installed {
+    default: Option<DefaultGuard>,
+}
+
+/// Makes a capture into `recorder` this thread's default dispatcher, for
+/// one run, until the guard drops.
+pub(crate) fn install(recorder: Arc<Recorder>) -> Installed {
+    let forward =
+        dispatcher::get_default(|default| (!default.is::<NoSubscriber>()).then(|| default.clone()));
+    let capture = Capture::new(recorder.clone(), forward);
+    with_hosts(|hosts| hosts.runs.push(recorder));
+    Installed {
+        default: Some(tracing::subscriber::set_default(capture)),
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        // The previous default first: nothing logged after is the run's.
+        self.default.take();
+        with_hosts(|hosts| hosts.runs.pop());
+    }
+}
+
 impl Capture {
     /// A capture for one run. The thread's table starts empty, so it holds
     /// this run's hosts only and a lookup stays a scan of a few entries
     /// (unless a host's code runs now: a run started from inside one).
-    pub(crate) fn new(recorder: Arc<Recorder>) -> Self {
+    fn new(recorder: Arc<Recorder>, forward: Option<Dispatch>) -> Self {
         with_hosts(|hosts| {
             if hosts.current().is_none() {
                 *hosts = Hosts::default();
             }
         });
-        Self { recorder }
-    }
-}
-
-impl Subscriber for Capture {
-    /// Dependencies log at DEBUG/TRACE and open TRACE spans on every frame,
-    /// turmoil a `node` span per host per step: turn them off at the call
-    /// site, once, instead of filtering each one. A disabled span is
-    /// transparent; an event's host does not depend on spans.
-    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
-        if is_dependency(meta.target()) {
-            Interest::never()
-        } else {
-            Interest::always()
-        }
+        Self { recorder, forward }
     }
 
-    fn enabled(&self, meta: &Metadata<'_>) -> bool {
-        !is_dependency(meta.target())
+    /// Whether the capture itself wants what `meta` describes: the events
+    /// of the user's code, whatever their level (the render hides DEBUG and
+    /// TRACE, the trace keeps them). Dependencies log at DEBUG/TRACE on
+    /// every frame; spans carry nothing the capture needs.
+    fn wants(meta: &Metadata<'_>) -> bool {
+        meta.is_event() && !is_dependency(meta.target())
     }
 
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(ANY_SPAN)
-    }
-
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-    fn event(&self, event: &TracingEvent<'_>) {
-        let meta = event.metadata();
-        let target = meta.target();
-        if is_dependency(target) {
-            return;
-        }
+    /// Records a user's event on the host whose code emitted it.
+    fn record_log(&self, event: &TracingEvent<'_>) {
         let Some(host) = with_hosts(|hosts| hosts.current()) else {
             return; // outside any host: not part of the simulated world
         };
+        let meta = event.metadata();
         let mut message = MessageVisitor::default();
         event.record(&mut message);
         self.recorder.push(
             host,
             EventKind::Log(Box::new(event::Log {
                 level: level_name(meta.level()),
-                target: target.to_owned(),
+                target: meta.target().to_owned(),
                 message: message.finish(),
             })),
         );
     }
+}
 
-    fn enter(&self, _: &Id) {}
+/// The interest and the answers are the capture's or the forward's,
+/// whichever wants more. Without a forward: dependency events (h2, hyper,
+/// tonic and turmoil log on every frame) and every span, turmoil's `node`
+/// span per host per step among them, are turned off at the call site,
+/// once, instead of being filtered one by one; a disabled span is
+/// transparent, and an event's host does not depend on spans. With one,
+/// what the user's subscriber wants it gets, and pays for.
+impl Subscriber for Capture {
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if Self::wants(meta) {
+            // The forward is asked per event (`event`).
+            return Interest::always();
+        }
+        match &self.forward {
+            Some(forward) => forward.register_callsite(meta),
+            None => Interest::never(),
+        }
+    }
 
-    fn exit(&self, _: &Id) {}
+    fn enabled(&self, meta: &Metadata<'_>) -> bool {
+        Self::wants(meta) || self.forward.as_ref().is_some_and(|f| f.enabled(meta))
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        match &self.forward {
+            Some(forward) => forward.new_span(span),
+            None => Id::from_u64(ANY_SPAN),
+        }
+    }
+
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        if let Some(forward) = &self.forward {
+            forward.record(span, values);
+        }
+    }
+
+    fn record_follows_from(&self, span: &Id, follows: &Id) {
+        if let Some(forward) = &self.forward {
+            forward.record_follows_from(span, follows);
+        }
+    }
+
+    fn event(&self, event: &TracingEvent<'_>) {
+        let meta = event.metadata();
+        if !Self::wants(meta) {
+            // Here because the forward is enabled for it (`enabled`, or
+            // its interest `always`).
+            if let Some(forward) = &self.forward {
+                forward.event(event);
+            }
+            return;
+        }
+        self.record_log(event);
+        if let Some(forward) = &self.forward {
+            // Enabled for the capture's sake: ask the forward, as its own
+            // dispatcher would have.
+            if forward.enabled(meta) {
+                forward.event(event);
+            }
+        }
+    }
+
+    fn enter(&self, span: &Id) {
+        if let Some(forward) = &self.forward {
+            forward.enter(span);
+        }
+    }
+
+    fn exit(&self, span: &Id) {
+        if let Some(forward) = &self.forward {
+            forward.exit(span);
+        }
+    }
+
+    fn clone_span(&self, span: &Id) -> Id {
+        match &self.forward {
+            Some(forward) => forward.clone_span(span),
+            None => span.clone(),
+        }
+    }
+
+    fn try_close(&self, span: Id) -> bool {
+        self.forward
+            .as_ref()
+            .is_some_and(|forward| forward.try_close(span))
+    }
+
+    fn current_span(&self) -> Current {
+        match &self.forward {
+            Some(forward) => forward.current_span(),
+            None => Current::none(),
+        }
+    }
+}
+
+/// A timer for your own `tracing_subscriber::fmt` subscriber: it stamps
+/// each line with the run's *simulated* time, in milliseconds as the
+/// trace's `t(ms)` column shows it, and the host whose code logged it, so
+/// what you read live lines up with the trace.
+///
+/// ```text
+///    102.000ms store  INFO node{name="store"}: my_service: saved match_id=m0
+/// ```
+///
+/// The time is right-aligned in 10 columns; `node{..}` is turmoil's span
+/// for the host being polled, which `fmt` shows when its filter lets INFO
+/// spans through. During a run but outside any host (turmoil's own step
+/// loop) it writes the time alone; outside any run, and on a thread the
+/// run does not drive (one a host spawned with `std::thread`), it writes
+/// `-`. Set it with `.with_timer(SimTime)` on the subscriber you install
+/// before the run: the run forwards every span and event to the
+/// subscriber that was the default when it started (global or the
+/// thread's), and records the same trace, byte for byte, with or without
+/// one.
+///
+/// ```
+/// use grpc_chaos::recorder::SimTime;
+///
+/// let subscriber = tracing_subscriber::fmt().with_timer(SimTime).finish();
+/// tracing::subscriber::with_default(subscriber, || {
+///     let mut sim = grpc_chaos::Sim::builder().build();
+///     sim.server("store", |s| s);
+///     sim.client("player", |_| async {
+///         // `     0.000ms player  INFO node{name="player"}: …: hello`
+///         tracing::info!("hello");
+///         Ok(())
+///     });
+///     sim.run()
+/// })?;
+/// # Ok::<(), grpc_chaos::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimTime;
+
+impl FormatTime for SimTime {
+    fn format_time(&self, w: &mut Writer<'_>) -> std::fmt::Result {
+        // Never borrowed here while the capture holds the table (it lets
+        // go before it forwards), but a timer must not panic.
+        let stamp = HOSTS
+            .try_with(|hosts| {
+                let hosts = hosts.try_borrow().ok()?;
+                let run = hosts.runs.last()?;
+                Some((run.now(), hosts.current()))
+            })
+            .ok()
+            .flatten();
+        match stamp {
+            Some((at, Some(host))) => write!(w, "{:>10}ms {host}", fmt_ms(at)),
+            Some((at, None)) => write!(w, "{:>10}ms", fmt_ms(at)),
+            None => w.write_str("-"),
+        }
+    }
 }
 
 fn level_name(level: &tracing::Level) -> &'static str {

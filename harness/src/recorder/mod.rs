@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub(crate) use capture::{hosted, Capture, DrivingHost};
+pub use capture::SimTime;
+pub(crate) use capture::{hosted, install, DrivingHost};
 use event::{CallId, Event, EventKind, HostName, RunId};
 use order::after_its_frames;
 pub(crate) use slow_polls::SlowPolls;

@@ -13,7 +13,7 @@ use super::{defaults, Host, ServeHost, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::recorder::event::{EventKind, WaitingFor};
-use crate::recorder::{hosted, Capture, DrivingHost};
+use crate::recorder::{hosted, DrivingHost};
 use crate::trace::Trace;
 use crate::units::fmt_duration;
 
@@ -263,8 +263,9 @@ fn drive(
     // A `Duration::MAX` run stops at its step ceiling (finite durations
     // past it were refused), or earlier when nothing moves.
     let duration = config.end();
-    let subscriber = Capture::new(shared.recorder.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // The user's `tracing` events go into the trace, and on to the
+    // subscriber that was the default before the run.
+    let _capture = crate::recorder::install(shared.recorder.clone());
     let mut stall = config.no_progress_limit().map(|limit| Stall {
         limit,
         // Sorted by time: the last is the last due.
