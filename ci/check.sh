@@ -37,6 +37,12 @@ execs=$((properties * cases))
 echo "wire and tap proptests: ${properties} properties x ${cases} cases = ${execs} executions" \
     "in ${ms} ms wall = $((execs * 1000 / (ms > 0 ? ms : 1))) executions/s"
 
+# The fuzz targets (fuzz/), on the stable toolchain, over a copy of their
+# committed seeds for FUZZ_SECONDS of wall-clock time side by side
+# (default 90; README, "Fuzzing"); fails on any crash. Its build has its
+# own target dir, fuzz/target (the flags differ from the workspace's).
+bash ci/fuzz.sh
+
 # The README's test command, last, so its summary closes the log. cargo
 # prints one summary per test binary (the last one is a doc-test binary with
 # no tests), so end with the totals over all of them.

@@ -46,9 +46,10 @@ pub mod trace;
 mod units;
 pub mod wire;
 
-/// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz builds with
-/// `--cfg fuzzing`). Not part of the API: absent from every other build,
-/// undocumented, and free to change with any release.
+/// Entry points for the fuzz targets in `fuzz/` (`ci/fuzz.sh` and
+/// cargo-fuzz build with `--cfg fuzzing`). Not part of the API: absent
+/// from every other build, undocumented, and free to change with any
+/// release.
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing {

@@ -1018,6 +1018,8 @@ fn decode_on_its_own(direction: Direction, bytes: &[u8]) -> (Vec<wire::Event>, u
 }
 
 #[cfg(test)]
+mod fuzz_seeds;
+#[cfg(test)]
 mod mock_io;
 #[cfg(test)]
 mod proptests;
