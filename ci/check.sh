@@ -9,10 +9,18 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # crate turns on for the whole workspace: the private codec must build and
 # lint clean too.
 cargo clippy -p grpc-chaos --lib --tests --locked -- -D warnings
-# The harness's API docs build without a warning (a broken or private
-# link, bad HTML), with and without the codec feature.
+# Publishable (harness/README.md, CHANGELOG.md): the crate as crates.io
+# would get it, built from the package alone (cargo's verify build of
+# target/package/grpc-chaos-*/: a build of the library and its
+# dependencies in the default dev profile, 1 min 30 s cold on 2 cores,
+# 2026-12-02); its docs as docs.rs builds them, warnings refused (a broken
+# intra-doc link fails docs.rs's build: the lint is `deny`).
+cargo package -p grpc-chaos --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked --features unstable-codec
+# The minimum Rust version (rust-version), checked by rustc 1.85 (Debian's);
+# ci/msrv.sh says what it covers and what it does not.
+bash ci/msrv.sh
 # The one-way module flow (harness/src/flow_check.rs): fails on any import
 # from a module above the importer in DESIGN's order.
 cargo test -p grpc-chaos --locked --lib -- flow_check

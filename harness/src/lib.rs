@@ -75,3 +75,9 @@ pub use sim::{
 pub use spec::spec_code;
 pub use trace::Trace;
 pub use units::fmt_duration;
+
+// The crate's own README (its crates.io page) runs as a doctest, so its
+// example stays true; it ships in the package, so this holds there too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctest;

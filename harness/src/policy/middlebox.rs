@@ -281,7 +281,7 @@ pub enum Expiry {
     /// no more timers on that connection.
     ///
     /// From the reset on, both ends' reads and writes fail with
-    /// `ConnectionReset` ("connection reset by `<name>`"), as after a real
+    /// `ConnectionReset` (`"connection reset by <name>"`), as after a real
     /// RST (RFC 9293 §3.10.7.4). For a call in flight, tonic then reports
     /// UNKNOWN "transport error" (spec: UNAVAILABLE), the `io::Error` of
     /// kind `ConnectionReset` in its source chain (measured in

@@ -244,7 +244,8 @@ pub enum Detail {
         /// stream's `grpc-encoding`) of the first message whose 5-octet
         /// prefix begins in this frame; `None` when none does (the frame
         /// carries the rest of a message, or nothing). Followed per stream
-        /// by the wire decoder, across frames.
+        /// by the wire decoder (`Decoder`, public with the `unstable-codec`
+        /// feature), across frames.
         compressed_flag: Option<u8>,
     },
     /// HEADERS (RFC 9113 §6.2), reported once the field block is complete:
