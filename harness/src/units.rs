@@ -40,6 +40,11 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "non-string panic payload".to_owned())
 }
 
+/// *Simulated* time as the timeline's ms column shows it: `500.400`.
+pub(crate) fn fmt_ms(at: std::time::Duration) -> String {
+    format!("{:.3}", at.as_nanos() as f64 / 1e6)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

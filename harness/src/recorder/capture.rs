@@ -24,7 +24,7 @@
 //! forward, a span is a callsite the capture never wants either.
 
 use crate::recorder::event;
-use crate::trace::fmt_ms;
+use crate::units::fmt_ms;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::future::Future;

@@ -41,7 +41,6 @@ pub use assert::{Orphan, Violation, ORPHAN_GRACE};
 pub use mermaid::MermaidOf;
 pub use render::{MaskMetadata, RenderOptions};
 pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
-pub(crate) use rows::fmt_ms;
 pub(crate) use slow_polls::warn as warn_slow_polls;
 pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;

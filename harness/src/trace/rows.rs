@@ -282,10 +282,7 @@ impl Words {
     }
 }
 
-/// *Simulated* time as the timeline's ms column shows it: `500.400`.
-pub(crate) fn fmt_ms(at: std::time::Duration) -> String {
-    format!("{:.3}", at.as_nanos() as f64 / 1e6)
-}
+pub(crate) use crate::units::fmt_ms;
 
 /// `s` with control characters (a newline in a log message) and bidi
 /// overrides escaped: one row stays one line, and reads as it is stored.
