@@ -69,6 +69,9 @@ impl SlowPolls {
         let Some(threshold) = self.threshold else {
             return poll();
         };
+        // The wall clock, on purpose: a blocked thread takes no simulated
+        // time. The figure goes only to `Trace::slow_polls` and stderr,
+        // never into an event, so traces stay the same for a seed.
         let start = Instant::now();
         let out = poll();
         let wall = start.elapsed();
