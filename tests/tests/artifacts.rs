@@ -68,9 +68,7 @@ fn failed_run_writes_the_trace_and_names_the_seed() {
 /// the test; artifacts are filed under that name), expects it to panic, and
 /// returns the artifact folder for `seed`.
 fn panicking_probe(name: &str, seed: u64, body: impl FnOnce() + Send + 'static) -> PathBuf {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(target, Into::into);
-    let dir = target.join(format!("grpc-chaos/{name}/{seed}"));
+    let dir = artifact_dir(name, seed);
     // What an earlier run of this test left must not pass for this run's.
     let _ = std::fs::remove_dir_all(&dir);
     let probe = std::thread::Builder::new()
@@ -79,6 +77,13 @@ fn panicking_probe(name: &str, seed: u64, body: impl FnOnce() + Send + 'static) 
         .expect("thread");
     assert!(probe.join().is_err(), "the probe panicked");
     dir
+}
+
+/// Where the artifacts of test `name` for `seed` go.
+fn artifact_dir(name: &str, seed: u64) -> PathBuf {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(target, Into::into);
+    target.join(format!("grpc-chaos/{name}/{seed}"))
 }
 
 fn error_txt(dir: &Path) -> String {
@@ -115,6 +120,38 @@ fn panic_after_the_trace_was_dropped_still_writes_it() {
         error_txt(&dir).contains("snapshot differs"),
         "{}",
         error_txt(&dir)
+    );
+}
+
+#[test]
+fn a_failed_sweep_leaves_the_failing_seeds_trace_not_the_last_seeds() {
+    // Seed 21 panics; seeds 22 and 23 pass; then `assert_passed` panics
+    // with the sweep's summary while seed 23's trace is the last one run.
+    let name = "artifact_sweep_probe";
+    let last = artifact_dir(name, 23);
+    let _ = std::fs::remove_dir_all(&last);
+    let failing = panicking_probe(name, 21, || {
+        grpc_chaos::check::sweep(20..24, |seed| {
+            let story = catalog::find("deadline-chain").expect("story");
+            let rendered = (story.simulate)(seed)?.render();
+            assert!(
+                seed != 21 || rendered.contains("no such line"),
+                "seed 21 is bad"
+            );
+            Ok(())
+        })
+        .assert_passed();
+    });
+    assert_written(&failing, 21);
+    assert!(
+        error_txt(&failing).contains("seed 21 is bad"),
+        "{}",
+        error_txt(&failing)
+    );
+    assert!(
+        !last.exists(),
+        "the sweep's own panic wrote the last seed's passing trace: {}",
+        last.display()
     );
 }
 

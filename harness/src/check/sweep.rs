@@ -103,7 +103,11 @@ impl SweepReport {
 ///
 /// A seed fails when `body` returns an error or panics (a failed
 /// `assert!`): the panic is caught, its message becomes that seed's
-/// failure, and the other seeds still run.
+/// failure, and the other seeds still run. Each failing seed leaves its
+/// own trace on disk (`<target>/grpc-chaos/<test name>/<seed>/`, as
+/// [`Sim::run`](crate::Sim::run) says); the panic of
+/// [`SweepReport::assert_passed`] writes none, so no passing seed's trace
+/// stands in for the failure.
 ///
 /// A body whose sims all ran with another seed than the one it was given
 /// (a `Sim::builder()` without `.seed(seed)` runs `CHAOS_SEED` or 0 every
@@ -194,6 +198,10 @@ fn sweep_with(
         }
         report.failures.push((seed, message));
     }
+    // `assert_passed` panics after the loop: that panic is about the sweep,
+    // and the last seed's trace (which may have passed) is not its artifact;
+    // each failing seed wrote its own.
+    crate::trace::forget_last_run();
     report
 }
 
