@@ -62,7 +62,7 @@ pub mod fuzzing {
     }
 }
 
-pub use client::{Channel, RecordedBody, ResponseFuture};
+pub use client::{Channel, GrpcChannel, RecordedBody, ResponseFuture};
 pub use error::{Error, Result};
 pub use fault::Fault;
 pub use recorder::event::{

@@ -996,13 +996,11 @@ impl Scoreboard for Feed {
 /// `streams` concurrent `Watch` calls of `secs` scores each on one
 /// channel (the harness's recorded one or tonic's); the scores received,
 /// counted.
-async fn watch_all<T>(channel: T, streams: u64, secs: u64) -> Result<u64, Status>
-where
-    T: tonic::client::GrpcService<tonic::body::Body> + Clone,
-    T::Error: Into<tonic::codegen::StdError>,
-    T::ResponseBody: tonic::codegen::Body<Data = tonic::codegen::Bytes> + Send + 'static,
-    <T::ResponseBody as tonic::codegen::Body>::Error: Into<tonic::codegen::StdError> + Send,
-{
+async fn watch_all<T: grpc_chaos::GrpcChannel>(
+    channel: T,
+    streams: u64,
+    secs: u64,
+) -> Result<u64, Status> {
     let count = u32::try_from(secs).unwrap_or(u32::MAX);
     let received = Rc::new(Cell::new(0u64));
     let watches = (0..streams).map(|i| {

@@ -3,6 +3,7 @@
 
 mod body;
 mod future;
+mod generic;
 mod request;
 
 use crate::recorder::event;
@@ -13,6 +14,7 @@ use tonic::body::Body;
 
 pub use body::RecordedBody;
 pub use future::ResponseFuture;
+pub use generic::GrpcChannel;
 
 use crate::deadline::parse_grpc_timeout;
 use crate::recorder::event::{CallId, EventKind, HostName, Outcome};
