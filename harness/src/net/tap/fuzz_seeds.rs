@@ -165,6 +165,14 @@ fn frame_decoder_seeds() -> Vec<Seed> {
     oversized[..3].copy_from_slice(&[0xff, 0xff, 0xff]);
     let mut cut_short = Wire::client().headers(request(1)).into_bytes();
     cut_short.truncate(cut_short.len() - 20);
+    // An input libFuzzer once saved as a crash of this target, while the
+    // targets were being written (`crash-f78613b0…`, its SHA-1): SETTINGS
+    // on stream 0x180000, an undefined frame type 0x26, 194 zero octets and
+    // a cut field block. It has not crashed since (release fuzz build and
+    // debug, 2026-12-03); kept so every fuzz run starts from it.
+    let mut old_crash = unhex("00000004000018000000002600a903000000260000030000000000000403");
+    old_crash.resize(old_crash.len() + 194, 0);
+    old_crash.extend(unhex("2f0200073a6d657468010b737400000000000101000007"));
 
     #[rustfmt::skip]
     let list: Vec<(&str, Direction, u8, Vec<u8>, bool)> = vec![
@@ -216,6 +224,7 @@ fn frame_decoder_seeds() -> Vec<Seed> {
         ("s2c-refused", S2C, 2, Wire::server().settings(&[(SettingId::MaxConcurrentStreams, 0)])
             .rst(1, ErrorCode::RefusedStream).into_bytes(), true),
         ("s2c-a-client-preface", S2C, 9, Wire::client().into_bytes(), false),
+        ("s2c-old-crash-f78613", S2C, 2, old_crash, false),
     ];
     list.into_iter()
         .map(|(name, d, chunk, bytes, ok)| Seed {
