@@ -626,3 +626,60 @@ fn a_repair_without_a_partition_is_a_misconfiguration() {
     );
     assert!(msg.contains("a pause ends with Fault::resume"), "{msg}");
 }
+
+/// Connection backoff (grpc's `doc/connection-backoff.md`; #30): with the
+/// store unreachable (a black hole refuses each SYN at once) for 5 s and
+/// the player calling every 100 ms, tonic's channel (0.14.9,
+/// `transport/channel/service/reconnect.rs`) dials once per call: the
+/// failed attempt's error goes to the call that waited, and the next call
+/// dials again at once, with no delay between attempts and none growing.
+/// connection-backoff.md would start its attempts at 0 s, ~1 s, ~2.6 s and
+/// ~5.2 s (INITIAL_BACKOFF 1 s, MULTIPLIER 1.6, JITTER ±20%): 4 in the
+/// window, not 50. Measured here in the sim; read in tonic's code.
+#[test]
+fn tonic_redials_on_every_call_with_no_backoff() -> grpc_chaos::Result {
+    let mut sim = store_sim(ms(6_000));
+    sim.fault(Fault::black_hole("player", "store").at(Duration::ZERO));
+    sim.fault(Fault::repair("player", "store").at(ms(5_000)));
+    sim.client("player", |c| async move {
+        let mut store = StoreClient::new(c.channel("store"));
+        for _ in 0..50 {
+            let failed = store.load(LoadRequest::default()).await;
+            assert!(failed.is_err(), "the store is unreachable: {failed:?}");
+            tokio::time::sleep(ms(100)).await;
+        }
+        store.load(LoadRequest::default()).await?;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let started: Vec<(Duration, u32)> = trace
+        .events_on("player")
+        .filter_map(|e| match e.kind {
+            EventKind::ConnectStarted { attempt, .. } => Some((e.at(), attempt)),
+            _ => None,
+        })
+        .collect();
+    let failed = trace
+        .events_on("player")
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::ConnectFailed {
+                    reason: ConnectFailure::Refused,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(failed, 50, "one refused dial per failed call");
+    assert_eq!(
+        started.len(),
+        51,
+        "and one more that connects after the repair"
+    );
+    // Attempt n starts with call n, (n - 1) × 100 ms in: the call's own
+    // rhythm, nothing of the channel's.
+    let rhythm: Vec<(Duration, u32)> = (1..=51).map(|n| (ms(100 * u64::from(n - 1)), n)).collect();
+    assert_eq!(started, rhythm);
+    Ok(())
+}
