@@ -681,5 +681,60 @@ fn tonic_redials_on_every_call_with_no_backoff() -> grpc_chaos::Result {
     // rhythm, nothing of the channel's.
     let rhythm: Vec<(Duration, u32)> = (1..=51).map(|n| (ms(100 * u64::from(n - 1)), n)).collect();
     assert_eq!(started, rhythm);
+    // The summary says so, at the first redial.
+    let render = trace.render_summary(None);
+    assert!(
+        render.contains(
+            "redialled sooner than connection backoff allows: 50 of 50 redials after a failed \
+             connect (shortest 100ms after the failed attempt began; connection-backoff.md \
+             allows 800ms"
+        ),
+        "{render}"
+    );
+    Ok(())
+}
+
+/// A caller that waits as connection-backoff.md says before each new call
+/// (1 s, then ×1.6) redials no sooner than allowed: no finding.
+#[test]
+fn redials_spaced_as_connection_backoff_says_are_not_a_finding() -> grpc_chaos::Result {
+    let mut sim = store_sim(ms(8_000));
+    sim.fault(Fault::black_hole("player", "store").at(Duration::ZERO));
+    sim.fault(Fault::repair("player", "store").at(ms(4_500)));
+    sim.client("player", |c| async move {
+        let mut store = StoreClient::new(c.channel("store"));
+        for wait in [1_000, 1_600, 2_560] {
+            let failed = store.load(LoadRequest::default()).await;
+            assert!(failed.is_err(), "the store is unreachable: {failed:?}");
+            tokio::time::sleep(ms(wait)).await;
+        }
+        store.load(LoadRequest::default()).await?;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let summary = trace.render_summary(None);
+    assert!(!summary.contains("redialled"), "{summary}");
+    // The same run with one wait cut to 1 s is flagged at that redial.
+    let mut sim = store_sim(ms(8_000));
+    sim.fault(Fault::black_hole("player", "store").at(Duration::ZERO));
+    sim.fault(Fault::repair("player", "store").at(ms(4_500)));
+    sim.client("player", |c| async move {
+        let mut store = StoreClient::new(c.channel("store"));
+        for wait in [1_000, 1_000, 2_560] {
+            let _ = store.load(LoadRequest::default()).await;
+            tokio::time::sleep(ms(wait)).await;
+        }
+        store.load(LoadRequest::default()).await?;
+        Ok(())
+    });
+    let summary = sim.run()?.render_summary(None);
+    assert!(
+        summary.contains(
+            "redialled sooner than connection backoff allows: 1 of 3 redials after a failed \
+             connect (shortest 1000ms after the failed attempt began; connection-backoff.md \
+             allows 1280ms"
+        ),
+        "{summary}"
+    );
     Ok(())
 }

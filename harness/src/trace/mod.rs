@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod assert;
+mod backoff;
 mod balancer_rows;
 mod chance;
 mod fold;

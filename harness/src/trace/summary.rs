@@ -310,7 +310,8 @@ fn counts(trace: &Trace) -> String {
 
 /// One line per distinct (tonic's status, spec's code), at its first call
 /// or handler run, naming the calls it was seen on, then the runs tonic's
-/// server timer ended (whose answer the spec wants otherwise).
+/// server timer ended (whose answer the spec wants otherwise), then each
+/// host that redialled a server sooner than connection backoff allows.
 fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
     let ends = call_ends(events);
     // Per finding: its line, each id with whether it is a handler run's
@@ -345,7 +346,8 @@ fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
             }
         }
     }
-    seen.into_iter()
+    let mut items: Vec<Item> = seen
+        .into_iter()
         .map(|(line, ids, event)| {
             let named: Vec<&str> = ids.iter().take(8).map(|(_, id)| id.as_str()).collect();
             let mut text = format!("{line}: {}", named.join(" "));
@@ -367,7 +369,27 @@ fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
                 text,
             }
         })
-        .collect()
+        .collect();
+    items.extend(super::backoff::quick_redials(events).iter().map(|q| Item {
+        event: Some(q.first),
+        at: Some(events[q.first].at()),
+        place: format!("{}→{}", q.host, q.to),
+        text: redial_words(q),
+    }));
+    items
+}
+
+/// A host that redialled sooner than connection backoff allows, in words.
+fn redial_words(q: &super::backoff::QuickRedials) -> String {
+    format!(
+        "redialled sooner than connection backoff allows: {} of {} redials after a failed \
+         connect (shortest {} after the failed attempt began; connection-backoff.md allows {}: \
+         1s, ×1.6 per failure, up to 120s, less 20% jitter)",
+        q.count,
+        q.redials,
+        fmt_duration(q.shortest),
+        fmt_duration(q.allowed)
+    )
 }
 
 /// Where tonic's server timer ended each run it ended, by id.
