@@ -1,5 +1,6 @@
-//! The README's example, as a user would paste it into `tests/chaos.rs`.
-//! `the_readme_shows_this_file` keeps the README and this file the same.
+//! The README's example, as a user would paste it into `tests/chaos.rs`;
+//! the guide's first page (`harness/src/guide/own_services.md`) shows it
+//! too. `the_readme_shows_this_file` keeps both and this file the same.
 
 use grpc_chaos::{spec_code, Fault, Sim};
 use grpc_chaos_scenarios::services::pb::{scoreboard_client::ScoreboardClient, Rally};
@@ -44,5 +45,9 @@ fn the_readme_shows_this_file() {
     assert!(
         include_str!("../../README.md").contains(example),
         "README.md's example differs from tests/tests/readme_example.rs"
+    );
+    assert!(
+        include_str!("../../harness/src/guide/own_services.md").contains(example),
+        "harness/src/guide/own_services.md's example differs from tests/tests/readme_example.rs"
     );
 }
