@@ -14,7 +14,9 @@ cargo clippy -p grpc-chaos --lib --tests --locked -- -D warnings
 # target/package/grpc-chaos-*/: a build of the library and its
 # dependencies in the default dev profile, 1 min 30 s cold on 2 cores,
 # 2026-12-02); its docs as docs.rs builds them, warnings refused (a broken
-# intra-doc link fails docs.rs's build: the lint is `deny`).
+# intra-doc link fails docs.rs's build: the lint is `deny`), the guide's
+# pages (harness/src/guide/) with them; their examples run as doctests in
+# the test command at the end.
 cargo package -p grpc-chaos --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked --features unstable-codec
