@@ -14,7 +14,9 @@ cargo clippy -p grpc-chaos --lib --tests --locked -- -D warnings
 # target/package/grpc-chaos-*/: a build of the library and its
 # dependencies in the default dev profile, 1 min 30 s cold on 2 cores,
 # 2026-12-02); its docs as docs.rs builds them, warnings refused (a broken
-# intra-doc link fails docs.rs's build: the lint is `deny`).
+# intra-doc link fails docs.rs's build: the lint is `deny`), the guide's
+# pages (harness/src/guide/) with them; their examples run as doctests in
+# the test command at the end.
 cargo package -p grpc-chaos --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked --features unstable-codec
@@ -28,8 +30,8 @@ cargo test -p grpc-chaos --locked --lib -- flow_check
 # high case count (`cargo test` runs them at proptest's default of 256
 # cases). 10,000 cases per property is about a minute on 2 cores in a debug
 # build (47 s for both files; the tap's 3 properties alone 18 s); raise
-# PROPTEST_CASES here only with a new measurement (README, "Determinism and
-# reproducing failures").
+# PROPTEST_CASES here only with a new measurement (CONTRIBUTING.md,
+# "Testing the wire decoder and the tap").
 cases="${PROPTEST_CASES:-10000}"
 cargo test -p grpc-chaos --locked --lib --no-run
 # A property is a `fn` indented once, inside `proptest!`; helpers in these
@@ -47,16 +49,16 @@ echo "wire and tap proptests: ${properties} properties x ${cases} cases = ${exec
 
 # The fuzz targets (fuzz/), on the stable toolchain, over a copy of their
 # committed seeds for FUZZ_SECONDS of wall-clock time side by side
-# (default 90; README, "Fuzzing"); fails on any crash. Its build has its
+# (default 90; CONTRIBUTING.md, "Fuzzing"); fails on any crash. Its build has its
 # own target dir, fuzz/target (the flags differ from the workspace's).
 bash ci/fuzz.sh
 
 # The README's test command, last, so its summary closes the log. cargo
 # prints one summary per test binary (the last one is a doc-test binary with
 # no tests), so end with the totals over all of them.
-# With the determinism canary on (README, "Determinism and reproducing
-# failures"): every run a test makes is compared with the same test's run
-# in a second process.
+# With the determinism canary on (harness/src/guide/determinism.md): every
+# run a test makes is compared with the same test's run in a second
+# process.
 log=$(mktemp)
 GRPC_CHAOS_CANARY=1 cargo test --workspace --locked 2>&1 | tee "$log"
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"

@@ -2,7 +2,7 @@
 # Mutation testing of the harness's rule-bearing modules with cargo-mutants
 # (`cargo install cargo-mutants --locked`). Not part of CI: each mutant is a
 # rebuild of the harness's unit-test binary, 3 s to minutes on 2 shared cores
-# (README, "Mutation testing", has measured figures).
+# (CONTRIBUTING.md, "Mutation testing", has measured figures).
 #
 #   ci/mutants.sh                      every module below, one at a time
 #   ci/mutants.sh harness/src/spec.rs  only the files given (all unit tests)
@@ -29,7 +29,7 @@
 # tests take under 1 s and whose mutants include loops that never end
 # (MUTANTS_TIMEOUT overrides both).
 # Results: target/mutants/<file>/mutants.out/{caught,missed,unviable,timeout}.txt,
-# and one summary line per file at the end. README, "Mutation testing", has
+# and one summary line per file at the end. CONTRIBUTING.md, "Mutation testing", has
 # the last figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -507,7 +507,7 @@ impl fmt::Display for Kind {
                 let (first, second) = (format!("{first}:"), format!("{second}:"));
                 write!(
                     f,
-                    "two runs with the same seed differ {at}:\n  {first:<w$} {left}\n  {second:<w$} {right}\nsee the README's \"Determinism and reproducing failures\" for the known sources"
+                    "two runs with the same seed differ {at}:\n  {first:<w$} {left}\n  {second:<w$} {right}\nsee grpc_chaos::guide::determinism for the known sources"
                 )?;
                 if let Some(e) = run_error {
                     write!(f, "; the run itself failed: {e}")?;

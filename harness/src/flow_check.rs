@@ -19,7 +19,7 @@
 //! | 4 | the error every box above reports with (it carries a run's trace) | `error` |
 //! | 5 | trace and its renderers | `trace` |
 //! | 6 | recorder | `recorder` |
-//! | 7 | leaves | `units`, `env`, `wire`, `spec`, `deadline` |
+//! | 7 | leaves | `units`, `env`, `wire`, `spec`, `deadline`, `guide` (documentation only: it imports nothing) |
 //!
 //! The recorder sits below the trace in import terms: every box writes
 //! into it and the trace is read from its events, so each of them names
@@ -57,6 +57,7 @@ const RANKS: &[(&str, u8)] = &[
     ("wire", 7),
     ("spec", 7),
     ("deadline", 7),
+    ("guide", 7),
 ];
 
 /// The rank of module `m` (`net::tap::ends`); `None` for a top-level

@@ -22,6 +22,10 @@
 //! Data flows one way: [`Sim`] (world) → the wiring of every connection →
 //! [faults](Fault) → the recorder → [`Trace`] → renderers.
 //!
+//! The [`guide`] has a page per topic: your own services, your server as
+//! in production, faults, replicas, keepalive, middleboxes, retries,
+//! reading a trace, determinism and replay.
+//!
 //! [turmoil]: https://docs.rs/turmoil
 
 #![warn(missing_debug_implementations)]
@@ -35,6 +39,7 @@ mod error;
 pub mod fault;
 #[cfg(test)]
 mod flow_check;
+pub mod guide;
 mod net;
 pub mod policy;
 pub mod recorder;

@@ -20,9 +20,10 @@ pub fn story(name: &str) -> (Trace, Report) {
     (trace, report)
 }
 
-/// The example part of a test file that the README shows: what follows its
-/// first blank line (the module docs), up to its
-/// `#[test] fn the_readme_shows_this_file`.
+/// The example part of a test file that the README or a guide page
+/// (`harness/src/guide/`) shows: what follows its first blank line (the
+/// module docs), up to its `#[test] fn the_readme_shows_this_file` or
+/// `#[test] fn the_guide_shows_this_file`.
 ///
 /// # Panics
 /// When `file` has no blank line.
@@ -30,8 +31,10 @@ pub fn readme_example(file: &str) -> &str {
     let (_, rest) = file
         .split_once("\n\n")
         .expect("a blank line after the module docs");
-    rest.split("\n#[test]\nfn the_readme_shows_this_file")
-        .next()
-        .unwrap_or(rest)
-        .trim_end()
+    let end = ["readme", "guide"]
+        .iter()
+        .filter_map(|page| rest.find(&format!("\n#[test]\nfn the_{page}_shows_this_file")))
+        .min()
+        .unwrap_or(rest.len());
+    rest[..end].trim_end()
 }

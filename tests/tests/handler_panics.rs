@@ -1,7 +1,7 @@
 //! A handler that panics: the caller and the wire see what tonic's server
 //! does in production, measured outside the simulation with tonic 0.14.9,
-//! hyper 1.12.0, h2 0.4.20 and tokio 1.54.1 on 127.0.0.1 (README, "A
-//! handler that panics"): hyper's task for the stream dies, h2 resets the
+//! hyper 1.12.0, h2 0.4.20 and tokio 1.54.1 on 127.0.0.1 (the guide's
+//! page, harness/src/guide/handler_panics.md): hyper's task for the stream dies, h2 resets the
 //! stream with RST_STREAM(CANCEL), the client sees CANCELLED, and the next
 //! call on the same connection works. The sim catches the panic to record
 //! it and fail the run, and asks hyper for that same reset.

@@ -1,5 +1,6 @@
-//! The README's example, as a user would paste it into `tests/chaos.rs`.
-//! `the_readme_shows_this_file` keeps the README and this file the same.
+//! The README's example, as a user would paste it into `tests/chaos.rs`;
+//! the guide's first page (`harness/src/guide/own_services.md`) shows it
+//! too. `the_readme_shows_this_file` keeps both and this file the same.
 
 use grpc_chaos::{spec_code, Fault, Sim};
 use grpc_chaos_scenarios::services::pb::{scoreboard_client::ScoreboardClient, Rally};
@@ -45,4 +46,55 @@ fn the_readme_shows_this_file() {
         include_str!("../../README.md").contains(example),
         "README.md's example differs from tests/tests/readme_example.rs"
     );
+    assert!(
+        include_str!("../../harness/src/guide/own_services.md").contains(example),
+        "harness/src/guide/own_services.md's example differs from tests/tests/readme_example.rs"
+    );
+}
+
+/// The README stays a front page (#29): at most 200 lines, one Rust
+/// example of at most 40, and the two commands as CI runs them; the
+/// guides are the harness's `guide` pages.
+#[test]
+fn the_readme_is_a_front_page() {
+    let readme = include_str!("../../README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines; move text into harness/src/guide/"
+    );
+    let examples: Vec<usize> = readme
+        .split("```rust")
+        .skip(1)
+        .map(|block| block.split("\n```").next().unwrap_or(block).lines().count())
+        .collect();
+    assert_eq!(examples.len(), 1, "README.md's Rust examples: {examples:?}");
+    assert!(
+        examples[0] <= 40,
+        "README.md's example has {} lines",
+        examples[0]
+    );
+    for command in [
+        "cargo run --release --bin grpc-chaos -- run --all",
+        "cargo test --workspace",
+    ] {
+        assert!(readme.contains(&format!("\n{command}\n")), "{command}");
+    }
+    assert!(readme.contains("grpc_chaos::guide"));
+}
+
+/// The guide module holds pages only: each line of its `mod.rs` is a
+/// comment, a page's `#[doc = include_str!(..)]` or the empty module it
+/// documents, so it adds no item to the crate.
+#[test]
+fn the_guide_is_documentation_only() {
+    let module = include_str!("../../harness/src/guide/mod.rs");
+    for line in module.lines().map(str::trim) {
+        let page = line.starts_with("#[doc = include_str!(\"") && line.ends_with(".md\")]");
+        let empty_mod = line.starts_with("pub mod ") && line.ends_with(" {}");
+        assert!(
+            line.is_empty() || line.starts_with("//!") || page || empty_mod,
+            "harness/src/guide/mod.rs: {line}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
-//! The README's "Middleboxes" example, as a user would paste it.
-//! `the_readme_shows_this_file` keeps the README and this file the same.
+//! The guide's "Middleboxes" example (`harness/src/guide/middleboxes.md`),
+//! as a user would paste it. `the_guide_shows_this_file` keeps the page
+//! and this file the same.
 
 use std::time::Duration;
 
@@ -64,11 +65,11 @@ fn an_alb_cuts_a_quiet_watch() -> grpc_chaos::Result {
 }
 
 #[test]
-fn the_readme_shows_this_file() {
-    let readme = include_str!("../../README.md");
+fn the_guide_shows_this_file() {
+    let page = include_str!("../../harness/src/guide/middleboxes.md");
     let example = grpc_chaos_tests::readme_example(include_str!("readme_middleboxes.rs"));
     assert!(
-        readme.contains(example),
-        "README.md's Middleboxes example differs from tests/tests/readme_middleboxes.rs"
+        page.contains(example),
+        "harness/src/guide/middleboxes.md's Middleboxes example differs from tests/tests/readme_middleboxes.rs"
     );
 }

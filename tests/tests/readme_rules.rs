@@ -1,6 +1,6 @@
-//! The README's "Your own frame rules and connection policies" example, as a
-//! user would paste it. `the_readme_shows_this_file` keeps the README and
-//! this file the same.
+//! The guide's "Your own frame rules and connection policies" example
+//! (`harness/src/guide/rules_and_policies.md`), as a user would paste it.
+//! `the_guide_shows_this_file` keeps the page and this file the same.
 
 use std::time::Duration;
 
@@ -130,11 +130,11 @@ fn an_idle_timer_closes_the_connection_under_a_slow_call() -> grpc_chaos::Result
 }
 
 #[test]
-fn the_readme_shows_this_file() {
-    let readme = include_str!("../../README.md");
+fn the_guide_shows_this_file() {
+    let page = include_str!("../../harness/src/guide/rules_and_policies.md");
     let example = grpc_chaos_tests::readme_example(include_str!("readme_rules.rs"));
     assert!(
-        readme.contains(example),
-        "README.md's frame rule and connection policy example differs from tests/tests/readme_rules.rs"
+        page.contains(example),
+        "harness/src/guide/rules_and_policies.md's frame rule and connection policy example differs from tests/tests/readme_rules.rs"
     );
 }

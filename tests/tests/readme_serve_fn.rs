@@ -1,5 +1,6 @@
-//! The README's "Your own serve function" example, as a user would paste
-//! it. `the_readme_shows_this_file` keeps the README and this file the same.
+//! The guide's "Your own serve function" example
+//! (`harness/src/guide/serve_fn.md`), as a user would paste it.
+//! `the_guide_shows_this_file` keeps the page and this file the same.
 
 use std::future::Future;
 use std::time::Duration;
@@ -86,19 +87,16 @@ fn as_main_calls_it_the_harness_sees_frames_only() -> grpc_chaos::Result {
 }
 
 #[test]
-fn the_readme_shows_this_file() {
-    let readme = include_str!("../../README.md");
+fn the_guide_shows_this_file() {
+    let page = include_str!("../../harness/src/guide/serve_fn.md");
     let this = include_str!("readme_serve_fn.rs");
     let example = this
         .split_once("\n\n")
         .map(|(_, rest)| rest)
-        .and_then(|rest| {
-            rest.split("\n#[test]\nfn the_readme_shows_this_file")
-                .next()
-        })
+        .and_then(|rest| rest.split("\n#[test]\nfn the_guide_shows_this_file").next())
         .expect("the example part of this file");
     assert!(
-        readme.contains(example.trim_end()),
-        "README.md's serve fn example differs from tests/tests/readme_serve_fn.rs"
+        page.contains(example.trim_end()),
+        "harness/src/guide/serve_fn.md's serve fn example differs from tests/tests/readme_serve_fn.rs"
     );
 }

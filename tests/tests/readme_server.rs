@@ -1,5 +1,6 @@
-//! The README's "Your server as in production" example, as a user would
-//! paste it. `the_readme_shows_this_file` keeps the README and this file the same.
+//! The guide's "Your server as in production" example
+//! (`harness/src/guide/production_server.md`), as a user would paste it.
+//! `the_guide_shows_this_file` keeps the page and this file the same.
 
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -101,10 +102,10 @@ fn one_service_behind_its_own_layer() -> grpc_chaos::Result {
 }
 
 #[test]
-fn the_readme_shows_this_file() {
+fn the_guide_shows_this_file() {
     let example = grpc_chaos_tests::readme_example(include_str!("readme_server.rs"));
     assert!(
-        include_str!("../../README.md").contains(example),
-        "README.md's server example differs from tests/tests/readme_server.rs"
+        include_str!("../../harness/src/guide/production_server.md").contains(example),
+        "harness/src/guide/production_server.md's server example differs from tests/tests/readme_server.rs"
     );
 }

@@ -1,8 +1,8 @@
 //! A seed sweep split into ranges, one test per range, so that CI workers
 //! can share it: `cargo nextest run --partition count:K/N -p
 //! grpc-chaos-tests --test sweeps` runs every N-th test of this file (see
-//! the README's "Determinism and reproducing failures"). Plain `cargo test`
-//! runs all of them.
+//! the guide's determinism page, harness/src/guide/determinism.md). Plain
+//! `cargo test` runs all of them.
 //!
 //! A failing seed is printed with `reproduce with CHAOS_SEED=<n>`:
 //! `CHAOS_SEED=<n> cargo test -p grpc-chaos-tests --test sweeps` runs that

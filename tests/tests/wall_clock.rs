@@ -1,5 +1,5 @@
-//! The stack under test reads the wall clock in a few places (README,
-//! "Determinism and reproducing failures"); a run must not depend on how
+//! The stack under test reads the wall clock in a few places (the guide's
+//! determinism page, harness/src/guide/determinism.md); a run must not depend on how
 //! fast the machine runs it. These tests stop the simulation's thread for
 //! longer than any such timeout, on purpose, and compare the traces.
 

@@ -329,7 +329,7 @@ pub enum LayerSide {
 /// resets the stream whose handles it dropped with RST_STREAM(CANCEL)
 /// (h2 0.4.20 `proto/streams/streams.rs`, `maybe_cancel`). The caller sees
 /// CANCELLED; the connection and its other streams carry on. Measured
-/// outside the simulation (README, "A handler that panics"). The sim
+/// outside the simulation (the guide's [handler panics](crate::guide::handler_panics) page). The sim
 /// catches the panic (to record it and fail the run) and asks hyper for
 /// the same reset instead; the variants say where that is the same on
 /// the wire and where not.

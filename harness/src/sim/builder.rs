@@ -37,14 +37,14 @@ pub mod defaults {
     /// Unix epoch (2026-01-01T00:00:00Z).
     pub const EPOCH_SECS: u64 = 1_767_225_600;
     /// The most steps (ticks) a run takes. An idle step costs about 4 µs of
-    /// wall time in a release build (the README's speed table: ~250
+    /// wall time in a release build (CONTRIBUTING.md's speed table: ~250
     /// simulated seconds per wall second at a 1 ms tick), more in debug.
     pub const MAX_STEPS: u64 = 10_000_000;
     /// How long a `duration(Duration::MAX)` run may go without progress
     /// while every client still running waits on a call, *simulated* time
     /// (see `SimBuilder::no_progress_limit`). 10 minutes: 600,000 steps at
     /// the 1 ms tick; a hung call stopped so took 2.6–3.1 s of wall time
-    /// in a debug build with the README's optimized dependencies
+    /// in a debug build with the workspace's optimized dependencies
     /// (measured, `tests/tests/no_progress.rs`), where the step ceiling
     /// took 33 s. Longer than the timers of tonic and h2 the stories use,
     /// which the harness cannot see (a keepalive interval of 10 s to a few
@@ -172,7 +172,7 @@ impl SimBuilder {
     /// Whether the wire tap decodes and records every HTTP/2 frame. Defaults
     /// to `true`. With `false`, hosts write straight to their sockets: the
     /// trace keeps calls, attempts, handler runs, host faults and logs, but
-    /// no frames, and a run is cheaper (see the speed table in the README).
+    /// no frames, and a run is cheaper (see the speed table in the repository's CONTRIBUTING.md).
     /// Frame faults, injected frames and keepalive policies act through the
     /// tap, so with it off they are an [`Error`](crate::Error) from
     /// [`Sim::run`](crate::Sim::run) that says so.

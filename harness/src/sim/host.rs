@@ -78,7 +78,7 @@ impl Host {
     /// ([`Fault::leave`](crate::Fault::leave), [`Fault::join`](crate::Fault::join))
     /// reach the balancer as `tower::discover` changes when it next routes
     /// a call. The details, and where this differs from tonic, are in the
-    /// README's "Replicas behind one name".
+    /// guide's [replicas](crate::guide::replicas) page.
     ///
     /// Each call is recorded with the set as its target, then
     /// `rN balanced to <replica>` when the balancer hands it to a
@@ -402,8 +402,8 @@ impl ServerHost {
     /// compile here (E0277, `NamedService` is not implemented). Put the
     /// layer on the builder instead ([`ServerHost::configure`], `b.layer(l)`:
     /// the production way, it wraps every service), or, for one service
-    /// only, a small wrapper that implements `NamedService` (the README
-    /// shows one).
+    /// only, a small wrapper that implements `NamedService` (the guide's
+    /// [production server](crate::guide::production_server) page shows one).
     pub fn add_service<S>(mut self, svc: S) -> Self
     where
         S: tower::Service<http::Request<Body>, Error = Infallible>
