@@ -691,6 +691,12 @@ fn tonic_redials_on_every_call_with_no_backoff() -> grpc_chaos::Result {
         ),
         "{render}"
     );
+    let json: serde_json::Value = serde_json::from_str(&trace.to_json()).expect("JSON");
+    assert_eq!(
+        json["quick_redials"],
+        serde_json::json!([{"host": "player", "to": "store", "redials": 50, "too_soon": 50,
+            "first_us": 100_000, "shortest_us": 100_000, "allowed_us": 800_000}])
+    );
     Ok(())
 }
 
@@ -714,6 +720,7 @@ fn redials_spaced_as_connection_backoff_says_are_not_a_finding() -> grpc_chaos::
     let trace = sim.run()?;
     let summary = trace.render_summary(None);
     assert!(!summary.contains("redialled"), "{summary}");
+    assert!(!trace.to_json().contains("quick_redials"));
     // The same run with one wait cut to 1 s is flagged at that redial.
     let mut sim = store_sim(ms(8_000));
     sim.fault(Fault::black_hole("player", "store").at(Duration::ZERO));

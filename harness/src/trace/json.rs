@@ -23,6 +23,10 @@ pub(super) struct Document<'a> {
     findings: Vec<Finding<'a>>,
     faults_never_fired: Vec<NeverFired<'a>>,
     stalls: Vec<JsonStall>,
+    /// Hosts that redialled a server sooner than connection backoff
+    /// allows (the summary's finding); absent when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    quick_redials: Vec<JsonRedials>,
     events: &'a [Event],
 }
 
@@ -45,6 +49,10 @@ impl<'a> Document<'a> {
                 .stalls(Duration::ZERO)
                 .iter()
                 .map(JsonStall::of)
+                .collect(),
+            quick_redials: super::backoff::quick_redials(trace.events())
+                .iter()
+                .map(|q| JsonRedials::of(q, trace.events()))
                 .collect(),
             events: trace.events(),
         }
@@ -286,6 +294,35 @@ fn never_fired(events: &[Event]) -> Vec<NeverFired<'_>> {
             _ => None,
         })
         .collect()
+}
+
+/// One host→server's redials after failed attempts, times in *simulated*
+/// µs: how many, how many came sooner than connection-backoff.md allows,
+/// the first of those, the shortest gap from a failed attempt's start and
+/// what the document allowed there.
+#[derive(Serialize)]
+struct JsonRedials {
+    host: String,
+    to: String,
+    redials: usize,
+    too_soon: usize,
+    first_us: u64,
+    shortest_us: u64,
+    allowed_us: u64,
+}
+
+impl JsonRedials {
+    fn of(q: &super::backoff::QuickRedials, events: &[Event]) -> Self {
+        Self {
+            host: q.host.to_string(),
+            to: q.to.to_string(),
+            redials: q.redials,
+            too_soon: q.count,
+            first_us: micros(events[q.first].at()),
+            shortest_us: micros(q.shortest),
+            allowed_us: micros(q.allowed),
+        }
+    }
 }
 
 /// A [`Stall`](super::Stall), with the sentence the text prints for it.
