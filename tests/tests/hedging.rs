@@ -219,6 +219,17 @@ fn hedging_under_overload_is_stopped_by_throttling() {
     trace
         .assert_hedging_conforms(&config(&throttled_json))
         .expect("conforms");
+    // A bucket of 4 (half = 2) would have refused call 1's third attempt:
+    // the checker replays the bucket and says so.
+    let small = throttled_json.replace("\"maxTokens\": 10", "\"maxTokens\": 4");
+    let v = trace
+        .assert_hedging_conforms(&config(&small))
+        .expect_err("hedged while throttled");
+    assert_eq!(
+        v.detail(),
+        "g1 /tt.v1.Store/Save (player→store): hedge 3 was sent at 5ms, but the channel's \
+         retry tokens were then at 2 of 4 (no hedge at or below half)"
+    );
     let calls = trace.hedged_calls();
     let sent: Vec<usize> = calls.iter().map(|c| c.attempts.len()).collect();
     assert_eq!(&sent[..3], [3, 2, 1]);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tonic::Code;
 
 use super::{HedgingPolicy, RetryConfig};
-use crate::recorder::event::HedgeVerdict;
+use crate::recorder::event::{Hedge, HedgeStep, HedgeVerdict};
 use crate::spec::code_from_name;
 use crate::trace::{HedgedCall, Trace, Violation, TICK_TOLERANCE};
 use crate::units::fmt_duration;
@@ -36,8 +36,10 @@ impl Trace {
     ///   refused hedge; at most one attempt wins, and every attempt still
     ///   in flight then is cancelled at that instant, naming the winner.
     ///
-    /// Not checked: the token bucket (hedges are refused at or below half;
-    /// the retry check replays the bucket for retried calls only).
+    /// - with `retryThrottling`: the token bucket of each channel, replayed
+    ///   from the trace (−1 per non-fatal or retryable failure or pushback
+    ///   stop, +`tokenRatio` per attempt that ended OK, retried and hedged
+    ///   calls alike), is above half whenever a hedge was sent.
     ///
     /// # Errors
     /// The first [`Violation`] (rule `hedging policy`), naming the call
@@ -60,8 +62,30 @@ impl Trace {
                 self.keep(Violation::custom(RULE, format!("{}: {d}", call.label())))
             })?;
         }
-        Ok(())
+        self.check_throttling(&self.retried_calls(), config)
+            .map_err(|v| self.keep(v))
     }
+}
+
+/// Whether a hedged attempt's end took a token: a non-fatal code or a
+/// pushback stop, not after response headers (A6 "Throttling").
+pub(super) fn takes_token(h: &Hedge, config: &RetryConfig) -> bool {
+    let HedgeStep::Ended {
+        code,
+        committed,
+        pushback_ms,
+        ..
+    } = &h.step
+    else {
+        return false;
+    };
+    let code = code.and_then(code_from_name);
+    let non_fatal = code.is_some_and(|c| {
+        config
+            .hedging_for(&h.path)
+            .is_some_and(|p| p.is_non_fatal(c))
+    });
+    !committed && code != Some(Code::Ok) && (pushback_ms.is_some_and(|ms| ms < 0) || non_fatal)
 }
 
 fn check_call(call: &HedgedCall, policy: &HedgingPolicy) -> Result<(), String> {
