@@ -249,3 +249,19 @@ fn the_checker_names_the_call_the_attempt_and_the_schedule() {
          (hedgingDelay 80ms after attempt 1, or at a non-fatal end or its pushback)"
     );
 }
+
+#[test]
+fn hedged_traces_are_deterministic_and_read_as_a_race() {
+    let (a, _) = slow_replica(true);
+    let (b, _) = slow_replica(true);
+    let text = a.render();
+    assert_eq!(text, b.render());
+    // g15 needed all three attempts: two went to store-2.
+    let rows: String = text
+        .lines()
+        .filter(|l| l.contains(" g15 ") || l.contains("RST_STREAM"))
+        .filter(|l| l.contains(" g15 ") || l.contains("1410.000"))
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect();
+    insta::assert_snapshot!(rows);
+}

@@ -78,7 +78,9 @@ pub(crate) fn recording_observer(
                     AttemptEventKind::Hedged(_) => entry.1.take(),
                     _ => None,
                 };
-                let (step, ends) = super::record_hedge::step(&event.kind, outcome);
+                let Some((step, ends)) = super::record_hedge::step(&event.kind, outcome) else {
+                    return;
+                };
                 if let event::HedgeStep::Ended {
                     verdict: event::HedgeVerdict::NextAfter { delay },
                     ..
@@ -95,12 +97,14 @@ pub(crate) fn recording_observer(
                         step,
                     })),
                 );
+                let not_sent = matches!(event.kind, AttemptEventKind::HedgeNotSent(_));
                 let live = open.hedged.entry(event.call).or_default();
-                if !matches!(event.kind, AttemptEventKind::HedgeNotSent(_)) {
+                if !not_sent {
+                    // An end or a cancellation: one attempt fewer in flight.
                     live.0 = live.0.saturating_sub(1);
                 }
-                live.1 |=
-                    ends || live.0 == 0 && matches!(event.kind, AttemptEventKind::HedgeNotSent(_));
+                // A refused hedge with nothing in flight ends the call too.
+                live.1 |= ends || (not_sent && live.0 == 0);
                 if live.1 && live.0 == 0 {
                     open.hedged.remove(&event.call);
                     open.calls.remove(&event.call);

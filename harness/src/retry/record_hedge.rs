@@ -9,9 +9,13 @@ use crate::spec::code_name;
 
 /// The payload step for a `Hedged`, `Cancelled` or `HedgeNotSent` event
 /// (`outcome`: how the attempt ended, for `Hedged`), and whether the call
-/// ends with it (a win or a failure; cancellations may still follow).
-pub(super) fn step(kind: &AttemptEventKind, outcome: Option<AttemptOutcome>) -> (HedgeStep, bool) {
-    match kind {
+/// ends with it (a win or a failure; cancellations may still follow);
+/// `None` for the other kinds.
+pub(super) fn step(
+    kind: &AttemptEventKind,
+    outcome: Option<AttemptOutcome>,
+) -> Option<(HedgeStep, bool)> {
+    Some(match kind {
         AttemptEventKind::Hedged(decision) => {
             let (verdict, done) = verdict(*decision);
             let step = HedgeStep::Ended {
@@ -30,9 +34,8 @@ pub(super) fn step(kind: &AttemptEventKind, outcome: Option<AttemptOutcome>) -> 
             },
             false,
         ),
-        // Not hedging events; record.rs handles them.
-        _ => (HedgeStep::NotSent { stop: "" }, false),
-    }
+        _ => return None,
+    })
 }
 
 /// The verdict, and whether it ends the call.
