@@ -264,4 +264,14 @@ fn hedged_traces_are_deterministic_and_read_as_a_race() {
         .map(|l| format!("{}\n", l.trim_end()))
         .collect();
     insta::assert_snapshot!(rows);
+    // The JSON export carries the same steps as typed fields.
+    let json: String = a.to_json().split_whitespace().collect();
+    assert!(json.contains(r#""hedged":true"#), "hedged attempts marked");
+    for step in [
+        r#""step":"ended""#,
+        r#""verdict":"won""#,
+        r#""step":"cancelled","winner":3"#,
+    ] {
+        assert!(json.contains(step), "{step} missing from the JSON");
+    }
 }
