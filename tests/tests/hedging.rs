@@ -275,3 +275,19 @@ fn hedged_traces_are_deterministic_and_read_as_a_race() {
         assert!(json.contains(step), "{step} missing from the JSON");
     }
 }
+
+#[test]
+fn the_catalog_stories_pass_and_say_what_happened() {
+    let (_, slow) = grpc_chaos_tests::story("hedging-slow-replica");
+    assert_eq!(
+        slow.happened,
+        "30 hedged calls: p90 112ms, slowest 512ms; 1 at 500ms or more (every attempt of each \
+         picked store-2); 18 hedges sent (1.60 attempts per call)"
+    );
+    let (_, overload) = grpc_chaos_tests::story("hedging-overload");
+    assert_eq!(
+        overload.happened,
+        "30 calls made 33 attempts (1.10 per call): 3, then 2, then 1 each once the tokens \
+         were at half; unthrottled it would be 90"
+    );
+}
