@@ -40,6 +40,23 @@ struct State {
     live: BTreeSet<u32>,
 }
 
+impl State {
+    /// Books the next attempt as sent at `now`: its number, the time since
+    /// the previous one, and when the one after is due (`None`: the last).
+    fn send(&mut self, now: Instant, policy: &HedgingPolicy) -> (u32, Duration, Option<Duration>) {
+        self.sent += 1;
+        let since_previous = if self.sent == 1 {
+            Duration::ZERO
+        } else {
+            now - self.last_sent
+        };
+        self.last_sent = now;
+        self.live.insert(self.sent);
+        self.next_at = (self.sent < policy.max_attempts()).then(|| now + policy.hedging_delay());
+        (self.sent, since_previous, self.next_at.map(|at| at - now))
+    }
+}
+
 /// Runs a hedged call to its end; see the module docs.
 pub(super) async fn run<S, B>(
     svc: S,
@@ -79,19 +96,9 @@ where
         if st.next_at.is_some_and(|at| now >= at) {
             match allowed(&st, call, shared, policy) {
                 Ok(()) => {
-                    st.sent += 1;
-                    let delay = if st.sent == 1 {
-                        Duration::ZERO
-                    } else {
-                        now - st.last_sent
-                    };
-                    st.last_sent = now;
-                    st.live.insert(st.sent);
-                    st.next_at =
-                        (st.sent < policy.max_attempts()).then(|| now + policy.hedging_delay());
                     let svc = first.take().unwrap_or_else(|| template.clone());
-                    let next_in = st.next_at.map(|at| at - now);
-                    inflight.push(launch(call, shared, svc, (st.sent, delay, next_in)));
+                    let plan = st.send(now, policy);
+                    inflight.push(launch(call, shared, svc, plan));
                 }
                 Err(stop) => {
                     call.emit(shared, st.sent + 1, AttemptEventKind::HedgeNotSent(stop));
