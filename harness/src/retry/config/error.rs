@@ -18,7 +18,8 @@ pub enum ConfigError {
         /// The parser's description, without the position.
         message: String,
     },
-    /// A required field of `retryPolicy` or `retryThrottling` is absent.
+    /// A required field of `retryPolicy`, `hedgingPolicy` or `retryThrottling`
+    /// is absent.
     MissingField {
         /// Where the field belongs, e.g. `methodConfig[0].retryPolicy`.
         location: String,
