@@ -18,9 +18,9 @@ pub use super::host_name::HostName;
 pub use super::payloads::{
     Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, CallUndecodable, FaultFired,
     FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped,
-    HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, KeepalivePing, Log,
-    PolicyActed, PolicyClosed, PolicyReset, RetryAttempt, RetryDecision, ServerTimeout,
-    ServerTimer, ShutdownStillDraining,
+    HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, Hedge, HedgeStep,
+    HedgeVerdict, KeepalivePing, Log, PolicyActed, PolicyClosed, PolicyReset, RetryAttempt,
+    RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
 };
 use crate::wire::FrameType;
 
@@ -898,6 +898,13 @@ pub enum EventKind {
     ///
     /// Its fields are in [`RetryDecision`] (boxed).
     RetryDecision(Box<RetryDecision>),
+    /// A step of a hedged call (gRFC A6 `hedgingPolicy`) through a retry
+    /// layer: an attempt ended and what it meant, an attempt cancelled
+    /// because another won, or a hedge not sent. Recorded on the calling
+    /// host.
+    ///
+    /// Its fields are in [`Hedge`] (boxed).
+    Hedge(Box<Hedge>),
     /// A fault that never acted during the run (recorded at its end): a
     /// typo in a method path, a window no request fell in, an injection with
     /// no connection to go on. It is not an error; it is a question. A
@@ -1046,6 +1053,7 @@ impl EventKind {
             | Self::GrpcTimeoutInvalid(_)
             | Self::RetryArrived { .. }
             | Self::RetryDecision(_)
+            | Self::Hedge(_)
             | Self::ReplicaLeft { .. }
             | Self::ReplicaJoined { .. }
             | Self::CallRouted { .. }

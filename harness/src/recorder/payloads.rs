@@ -457,9 +457,92 @@ pub struct RetryAttempt {
     /// The attempt number, 1 for the original call.
     pub attempt: u32,
     /// The delay the layer waited before it (zero for attempt 1),
-    /// *simulated* time.
+    /// *simulated* time. For a hedge: the time since the previous attempt
+    /// was sent.
     #[serde(rename = "delay_us", serialize_with = "super::event::micros")]
     pub delay: Duration,
+    /// The call is hedged (gRFC A6 `hedgingPolicy`): this attempt runs
+    /// beside the earlier ones instead of after them, and its end is a
+    /// `Hedge` event, not a `RetryDecision`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hedged: bool,
+}
+
+/// The fields of [`EventKind::Hedge`](super::event::EventKind::Hedge),
+/// boxed like the other retry-layer events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hedge {
+    /// The logical call (see `RetryAttempt`).
+    pub group: u32,
+    /// The method path.
+    pub path: String,
+    /// The attempt (hedge number, 1 for the original) the step is about.
+    pub attempt: u32,
+    /// What happened to it.
+    pub step: HedgeStep,
+}
+
+/// One step of a hedged call, about one attempt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum HedgeStep {
+    /// The attempt ended and the layer decided.
+    Ended {
+        /// How it ended, as the layer saw it (see `RetryDecision::outcome`).
+        outcome: String,
+        /// The gRPC code name of the attempt, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<&'static str>,
+        /// Whether it received response headers (committed).
+        committed: bool,
+        /// Its `grpc-retry-pushback-ms`, negative when it said stop.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pushback_ms: Option<i64>,
+        /// What that means for the call.
+        verdict: HedgeVerdict,
+    },
+    /// The attempt was in flight when `winner` won (or, `None`, when the
+    /// deadline passed); the layer dropped it then, so its stream is reset.
+    Cancelled {
+        /// The winning attempt.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        winner: Option<u32>,
+    },
+    /// This hedge was due but not sent; no further hedge will be.
+    NotSent {
+        /// The rule (`throttled`, `max_attempts`, `pushback_stop`,
+        /// `buffer_limit`, `deadline`).
+        stop: &'static str,
+    },
+}
+
+/// What an ended attempt of a hedged call meant (gRFC A6 "Summary of Retry
+/// and Hedging Logic").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum HedgeVerdict {
+    /// Its response is the call's (OK, a fatal code, or response headers).
+    Won,
+    /// Non-fatal: the next hedge goes at once.
+    NextNow,
+    /// Non-fatal with a pushback ≥ 0: the next hedge goes after `delay`
+    /// (*simulated* time).
+    NextAfter {
+        /// The pushback.
+        #[serde(rename = "delay_us", serialize_with = "super::event::micros")]
+        delay: Duration,
+    },
+    /// Non-fatal, and no further hedge will be sent; others still run.
+    NoMoreHedges {
+        /// The rule.
+        stop: &'static str,
+    },
+    /// Non-fatal, the last attempt in flight, no hedge to come: the call
+    /// fails with this attempt's status.
+    Failed {
+        /// The rule that left no hedge.
+        stop: &'static str,
+    },
 }
 
 /// The fields of [`EventKind::GrpcTimeoutInvalid`](super::event::EventKind::GrpcTimeoutInvalid),

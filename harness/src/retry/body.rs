@@ -13,7 +13,7 @@
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -52,6 +52,11 @@ struct ReplayState {
     error: Option<Status>,
     /// The attempt allowed to read; older attempts' bodies fail.
     generation: u32,
+    /// Hedged calls: every attempt reads (they run side by side), so no
+    /// body is superseded, and every attempt waiting on the source is
+    /// woken when it yields (the source keeps only the last waker).
+    hedged: bool,
+    waiters: Vec<Waker>,
 }
 
 /// The call's side of the replay buffer.
@@ -71,8 +76,24 @@ impl Replay {
                 committed: false,
                 error: None,
                 generation: 0,
+                hedged: false,
+                waiters: Vec::new(),
             })),
         }
+    }
+
+    /// A replay buffer for a hedged call: bodies handed out stay valid side
+    /// by side (gRFC A6 "Hedging Policy": every hedge sends the same request).
+    pub(crate) fn new_hedged(source: tonic::body::Body, limit: u64) -> Self {
+        let replay = Replay::new(source, limit);
+        replay.lock().hedged = true;
+        replay
+    }
+
+    /// Whether more than the buffer limit of DATA bytes has been pulled: the
+    /// recorded frames are gone, so no new attempt can be started.
+    pub(crate) fn is_committed(&self) -> bool {
+        self.lock().committed
     }
 
     fn lock(&self) -> MutexGuard<'_, ReplayState> {
@@ -119,7 +140,7 @@ impl Body for ReplayBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         let this = &mut *self;
         let mut s = this.replay.lock();
-        if s.generation != this.generation {
+        if !s.hedged && s.generation != this.generation {
             return Poll::Ready(Some(Err(Status::cancelled(
                 "request body superseded by a retry attempt",
             ))));
@@ -135,6 +156,14 @@ impl Body for ReplayBody {
             return Poll::Ready(None);
         };
         let polled = Pin::new(source).poll_frame(cx);
+        if polled.is_pending() {
+            if s.hedged && !s.waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                s.waiters.push(cx.waker().clone());
+            }
+            return Poll::Pending;
+        }
+        // Whoever waited on the source may now replay what was pulled.
+        s.waiters.drain(..).for_each(Waker::wake);
         match polled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(None) => {

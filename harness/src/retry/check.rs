@@ -13,7 +13,7 @@ use tonic::Code;
 use super::{delay_window, Jitter, RetryConfig, Throttler};
 use crate::recorder::event::{CallId, EventKind};
 use crate::spec::code_from_name;
-use crate::trace::{RetriedCall, Trace, Violation, TICK_TOLERANCE};
+use crate::trace::{HedgedCall, RetriedCall, Trace, Violation, TICK_TOLERANCE};
 use crate::units::fmt_duration;
 
 const RULE: &str = "retry policy";
@@ -63,7 +63,9 @@ impl Trace {
     /// - with `retryThrottling`: the token bucket of each channel (calling
     ///   host → called host), replayed from the trace in grpc-go's order
     ///   (−1 per retryable failure or pushback stop, +`tokenRatio` per
-    ///   attempt that ended OK), is above half whenever the layer retried.
+    ///   attempt that ended OK; a hedged call's non-fatal failures and
+    ///   successes too, as they share the bucket), is above half whenever
+    ///   the layer retried.
     ///   Calls of methods without a `retryPolicy` are not in the layer's
     ///   events, so their successes are missing from the replay.
     ///
@@ -94,8 +96,10 @@ impl Trace {
     }
 
     /// Replays each channel's token bucket over the trace (see
-    /// [`Trace::assert_retries_conform_with`]).
-    fn check_throttling(
+    /// [`Trace::assert_retries_conform_with`]), hedged calls included: they
+    /// share the bucket (gRFC A6 "Throttling Retry Attempts and Hedged
+    /// RPCs").
+    pub(super) fn check_throttling(
         &self,
         calls: &[RetriedCall],
         config: &RetryConfig,
@@ -108,9 +112,63 @@ impl Trace {
             .iter()
             .flat_map(|c| c.attempts.iter().filter_map(move |a| Some((a.call?, c))))
             .collect();
+        let hedged = self.hedged_calls();
+        let hedged_by_group: HashMap<u32, &HedgedCall> =
+            hedged.iter().map(|c| (c.group, c)).collect();
+        let hedged_by_call: HashMap<CallId, (&str, &str)> = hedged
+            .iter()
+            .flat_map(|c| {
+                let channel = (c.host.as_str(), c.target.as_str());
+                c.attempts
+                    .iter()
+                    .filter_map(move |a| Some((a.call?, channel)))
+            })
+            .collect();
         let mut buckets: HashMap<(&str, &str), Throttler> = HashMap::new();
         for e in self.events() {
             match &e.kind {
+                EventKind::Hedge(h) => {
+                    let Some(call) = hedged_by_group.get(&h.group) else {
+                        continue;
+                    };
+                    let t = buckets
+                        .entry((call.host.as_str(), call.target.as_str()))
+                        .or_insert_with(|| Throttler::new(policy));
+                    if super::check_hedge::takes_token(h, config) {
+                        t.throttle();
+                    }
+                }
+                EventKind::RetryAttempt(a) if a.hedged && a.attempt > 1 => {
+                    let Some(call) = hedged_by_group.get(&a.group) else {
+                        continue;
+                    };
+                    let t = buckets
+                        .entry((call.host.as_str(), call.target.as_str()))
+                        .or_insert_with(|| Throttler::new(policy));
+                    if t.is_throttled() {
+                        return Err(Violation::custom(
+                            RULE,
+                            format!(
+                                "{}: hedge {} was sent at {}, but the channel's retry tokens were then at {} of {} (no hedge at or below half)",
+                                call.label(),
+                                a.attempt,
+                                fmt_duration(e.at()),
+                                t.tokens(),
+                                policy.max_tokens()
+                            ),
+                        ));
+                    }
+                }
+                EventKind::CallEnded { call, outcome, .. }
+                    if outcome.is_ok() && hedged_by_call.contains_key(call) =>
+                {
+                    if let Some(channel) = hedged_by_call.get(call) {
+                        buckets
+                            .entry(*channel)
+                            .or_insert_with(|| Throttler::new(policy))
+                            .successful_rpc();
+                    }
+                }
                 EventKind::RetryDecision(retry_decision) => {
                     let event::RetryDecision {
                         group,

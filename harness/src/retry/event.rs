@@ -7,6 +7,7 @@ use std::time::Duration;
 use tonic::Code;
 
 use super::decide::{Decision, Pushback};
+use super::hedge::{HedgeDecision, HedgeStop};
 use crate::spec::code_name;
 use crate::units::fmt_duration;
 
@@ -42,13 +43,33 @@ pub enum AttemptEventKind {
     /// records when called.
     Started {
         /// The delay waited before it (zero for attempt 1); simulated time in
-        /// the harness.
+        /// the harness. For a hedge: the time since the previous attempt
+        /// was sent.
         delay_before: Duration,
+        /// The call is hedged (`hedgingPolicy`): the attempt runs beside the
+        /// earlier ones.
+        hedged: bool,
+        /// Hedged calls: when the next hedge is due if nothing comes first
+        /// (`hedgingDelay`); `None` when this is the last one.
+        next_hedge_in: Option<Duration>,
     },
     /// The attempt finished.
     Ended(AttemptOutcome),
     /// The retry decision taken after it.
     Decided(Decision),
+    /// A hedged call: what the attempt's end means for the call (after its
+    /// `Ended`).
+    Hedged(HedgeDecision),
+    /// A hedged call: the attempt was still in flight when another one won
+    /// (`winner`), or when the deadline passed (`None`); it was dropped at
+    /// that moment, which makes tonic reset its stream (RST_STREAM CANCEL).
+    Cancelled {
+        /// The attempt whose response the call committed to.
+        winner: Option<u32>,
+    },
+    /// A hedged call: hedge number `attempt` was due but not sent, and no
+    /// further hedge will be (why).
+    HedgeNotSent(HedgeStop),
 }
 
 /// How an attempt finished.
@@ -114,11 +135,24 @@ impl fmt::Display for AttemptEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} attempt {} ", self.path, self.attempt)?;
         match &self.kind {
-            AttemptEventKind::Started { delay_before } => {
-                write!(f, "started after {}", fmt_duration(*delay_before))
+            AttemptEventKind::Started {
+                delay_before,
+                hedged,
+                ..
+            } => {
+                let what = if *hedged { "hedge sent" } else { "started" };
+                write!(f, "{what} after {}", fmt_duration(*delay_before))
             }
             AttemptEventKind::Ended(outcome) => write!(f, "ended: {outcome}"),
             AttemptEventKind::Decided(decision) => write!(f, "decided: {decision}"),
+            AttemptEventKind::Hedged(decision) => write!(f, "hedging: {decision}"),
+            AttemptEventKind::Cancelled { winner: Some(w) } => {
+                write!(f, "cancelled: attempt {w} won")
+            }
+            AttemptEventKind::Cancelled { winner: None } => {
+                f.write_str("cancelled: deadline exceeded")
+            }
+            AttemptEventKind::HedgeNotSent(stop) => write!(f, "not sent: {stop}"),
         }
     }
 }

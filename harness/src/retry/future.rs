@@ -26,7 +26,7 @@ use super::timeout;
 /// (gRFC A6 "Exposed Retry Metadata"); sent on attempt 2 onwards.
 const PREVIOUS_ATTEMPTS: &str = "grpc-previous-rpc-attempts";
 
-type Output = Result<http::Response<tonic::body::Body>, StdError>;
+pub(super) type Output = Result<http::Response<tonic::body::Body>, StdError>;
 
 /// The future returned by [`Retry`](super::Retry): resolves to the final
 /// attempt's response (or error), after any retries and their delays.
@@ -41,7 +41,10 @@ impl ResponseFuture {
         req: http::Request<tonic::body::Body>,
     ) -> Self
     where
-        S: Service<http::Request<tonic::body::Body>, Response = http::Response<B>> + Send + 'static,
+        S: Service<http::Request<tonic::body::Body>, Response = http::Response<B>>
+            + Clone
+            + Send
+            + 'static,
         S::Future: Send + 'static,
         S::Error: Into<StdError>,
         B: Body<Data = Bytes> + Send + 'static,
@@ -69,27 +72,32 @@ impl fmt::Debug for ResponseFuture {
 
 async fn run<S, B>(mut svc: S, shared: Arc<Shared>, req: http::Request<tonic::body::Body>) -> Output
 where
-    S: Service<http::Request<tonic::body::Body>, Response = http::Response<B>>,
+    S: Service<http::Request<tonic::body::Body>, Response = http::Response<B>> + Clone,
     S::Error: Into<StdError>,
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<StdError>,
 {
+    if let Some(policy) = shared.config.shared_hedging_for(req.uri().path()) {
+        let (parts, body) = req.into_parts();
+        let call = Call::new(
+            &shared,
+            parts,
+            Replay::new_hedged(body, shared.buffer_limit),
+        );
+        return super::hedged::run(svc, &shared, &call, &policy).await;
+    }
     let Some(policy) = shared.config.shared_policy_for(req.uri().path()) else {
         return pass_through(svc, &shared, req).await;
     };
     let (parts, body) = req.into_parts();
-    let call = Call {
-        id: shared.next_call(),
-        path: parts.uri.path().into(),
-        deadline: timeout::parse(&parts.headers).map(|t| Instant::now() + t),
-        replay: Replay::new(body, shared.buffer_limit),
-        parts,
-        policy,
-    };
+    let call = Call::new(&shared, parts, Replay::new(body, shared.buffer_limit));
     let mut backoff_n = 0;
     let mut delay_before = Duration::ZERO;
     for attempt in 1..=u32::MAX {
-        let (outcome, result) = match call.attempt(&shared, &mut svc, attempt, delay_before).await {
+        let (outcome, result) = match call
+            .attempt(&shared, &mut svc, attempt, delay_before, None)
+            .await
+        {
             Attempt::Response(resp) => match trailers_only_code(resp.headers()) {
                 Some(code) => {
                     let pushback = Pushback::from_headers(resp.headers());
@@ -119,7 +127,7 @@ where
             }
         };
         call.emit(&shared, attempt, AttemptEventKind::Ended(outcome));
-        let decision = call.decide(&shared, outcome, attempt, backoff_n);
+        let decision = call.decide(&shared, &policy, outcome, attempt, backoff_n);
         call.emit(&shared, attempt, AttemptEventKind::Decided(decision));
         match decision {
             Decision::Retry { delay, reason } => {
@@ -149,23 +157,32 @@ where
 }
 
 /// The per-call state that does not change between attempts.
-struct Call {
+pub(super) struct Call {
     id: u64,
     path: Arc<str>,
     parts: Parts,
-    deadline: Option<Instant>,
-    replay: Replay,
-    policy: Arc<RetryPolicy>,
+    pub(super) deadline: Option<Instant>,
+    pub(super) replay: Replay,
 }
 
-enum Attempt<B> {
+pub(super) enum Attempt<B> {
     Response(http::Response<B>),
     Error(Status),
     DeadlineExceeded,
 }
 
 impl Call {
-    fn emit(&self, shared: &Shared, attempt: u32, kind: AttemptEventKind) {
+    fn new(shared: &Shared, parts: Parts, replay: Replay) -> Self {
+        Call {
+            id: shared.next_call(),
+            path: parts.uri.path().into(),
+            deadline: timeout::parse(&parts.headers).map(|t| Instant::now() + t),
+            replay,
+            parts,
+        }
+    }
+
+    pub(super) fn emit(&self, shared: &Shared, attempt: u32, kind: AttemptEventKind) {
         if shared.observer.is_some() {
             shared.emit(AttemptEvent {
                 call: self.id,
@@ -178,13 +195,15 @@ impl Call {
 
     /// Sends attempt number `attempt` (1-based) and waits for its response
     /// headers, bounded by the call's deadline. Emits `Started` right
-    /// before calling `svc`, after it is ready.
-    async fn attempt<S, B>(
+    /// before calling `svc`, after it is ready. `hedge`: `Some` for a hedged
+    /// call, with when its next hedge is due.
+    pub(super) async fn attempt<S, B>(
         &self,
         shared: &Shared,
         svc: &mut S,
         attempt: u32,
         delay_before: Duration,
+        hedge: Option<Option<Duration>>,
     ) -> Attempt<B>
     where
         S: Service<http::Request<tonic::body::Body>, Response = http::Response<B>>,
@@ -208,7 +227,12 @@ impl Call {
                 }
             }
             let req = http::Request::from_parts(head, self.replay.body_for_next_attempt());
-            self.emit(shared, attempt, AttemptEventKind::Started { delay_before });
+            let started = AttemptEventKind::Started {
+                delay_before,
+                hedged: hedge.is_some(),
+                next_hedge_in: hedge.flatten(),
+            };
+            self.emit(shared, attempt, started);
             svc.call(req).await.map_err(Into::into)
         };
         let result: Result<http::Response<B>, StdError> = match self.deadline {
@@ -232,6 +256,7 @@ impl Call {
     fn decide(
         &self,
         shared: &Shared,
+        policy: &RetryPolicy,
         outcome: AttemptOutcome,
         attempt: u32,
         backoff_n: u32,
@@ -255,7 +280,7 @@ impl Call {
         let mut rng = shared.rng.lock().unwrap_or_else(|e| e.into_inner());
         decide(
             &input,
-            Some(&self.policy),
+            Some(policy),
             shared.throttler.as_ref(),
             shared.jitter,
             &mut *rng,
@@ -289,13 +314,16 @@ where
 }
 
 /// The status of a trailers-only response (`grpc-status` among the headers).
-fn trailers_only_code(headers: &HeaderMap) -> Option<Code> {
+pub(super) fn trailers_only_code(headers: &HeaderMap) -> Option<Code> {
     headers
         .get(&crate::spec::names::GRPC_STATUS)
         .map(|v| Code::from_bytes(v.as_bytes()))
 }
 
-fn committed<B>(resp: http::Response<B>, shared: &Shared) -> http::Response<tonic::body::Body>
+pub(super) fn committed<B>(
+    resp: http::Response<B>,
+    shared: &Shared,
+) -> http::Response<tonic::body::Body>
 where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<StdError>,
@@ -310,6 +338,6 @@ where
 }
 
 /// What grpc-go reports when the context deadline ends a call.
-fn deadline_exceeded() -> http::Response<tonic::body::Body> {
+pub(super) fn deadline_exceeded() -> http::Response<tonic::body::Body> {
     Status::deadline_exceeded("deadline exceeded").into_http()
 }

@@ -20,6 +20,10 @@ const GROUP_COUNTER: &str = "\u{0}retry-groups";
 #[derive(Default)]
 struct Open {
     calls: HashMap<u64, (u32, Option<AttemptOutcome>)>,
+    /// Hedged calls: attempts in flight, and whether the call has ended.
+    /// Its group is forgotten once both say so (the losers' cancellations
+    /// come after the winner's end).
+    hedged: HashMap<u64, (u32, bool)>,
 }
 
 /// An observer recording into `recorder`, on host `host`, for calls to
@@ -41,17 +45,71 @@ pub(crate) fn recording_observer(
         });
         let group = entry.0;
         match &event.kind {
-            AttemptEventKind::Started { delay_before } => recorder.push(
-                &host,
-                EventKind::RetryAttempt(Box::new(event::RetryAttempt {
-                    group,
-                    target: (&target).into(),
-                    path: event.path.to_string(),
-                    attempt: event.attempt,
-                    delay: *delay_before,
-                })),
-            ),
+            AttemptEventKind::Started {
+                delay_before,
+                hedged,
+                next_hedge_in,
+            } => {
+                if *hedged {
+                    open.hedged.entry(event.call).or_default().0 += 1;
+                }
+                if let Some(d) = next_hedge_in {
+                    // The hedging timer is one the run's no-progress rule
+                    // must sit out, as a backoff is.
+                    recorder.timer_at(recorder.now().saturating_add(*d));
+                }
+                recorder.push(
+                    &host,
+                    EventKind::RetryAttempt(Box::new(event::RetryAttempt {
+                        group,
+                        target: (&target).into(),
+                        path: event.path.to_string(),
+                        attempt: event.attempt,
+                        delay: *delay_before,
+                        hedged: *hedged,
+                    })),
+                )
+            }
             AttemptEventKind::Ended(outcome) => entry.1 = Some(*outcome),
+            AttemptEventKind::Hedged(_)
+            | AttemptEventKind::Cancelled { .. }
+            | AttemptEventKind::HedgeNotSent(_) => {
+                let outcome = match event.kind {
+                    AttemptEventKind::Hedged(_) => entry.1.take(),
+                    _ => None,
+                };
+                let Some((step, ends)) = super::record_hedge::step(&event.kind, outcome) else {
+                    return;
+                };
+                if let event::HedgeStep::Ended {
+                    verdict: event::HedgeVerdict::NextAfter { delay },
+                    ..
+                } = &step
+                {
+                    recorder.timer_at(recorder.now().saturating_add(*delay));
+                }
+                recorder.push(
+                    &host,
+                    EventKind::Hedge(Box::new(event::Hedge {
+                        group,
+                        path: event.path.to_string(),
+                        attempt: event.attempt,
+                        step,
+                    })),
+                );
+                let not_sent = matches!(event.kind, AttemptEventKind::HedgeNotSent(_));
+                let live = open.hedged.entry(event.call).or_default();
+                if !not_sent {
+                    // An end or a cancellation: one attempt fewer in flight.
+                    live.0 = live.0.saturating_sub(1);
+                }
+                // A refused hedge with nothing in flight ends the call too.
+                live.1 |= ends || (not_sent && live.0 == 0);
+                if live.1 && live.0 == 0 {
+                    open.hedged.remove(&event.call);
+                    open.calls.remove(&event.call);
+                }
+            }
             AttemptEventKind::Decided(decision) => {
                 let outcome = entry.1.take();
                 let (retry_in, backoff_n, stop) = match decision {
@@ -67,14 +125,7 @@ pub(crate) fn recording_observer(
                     }
                     Decision::Stop(rule) => (None, None, Some(rule.as_str())),
                 };
-                let pushback_ms = match outcome {
-                    Some(AttemptOutcome::TrailersOnly { pushback, .. }) => match pushback {
-                        Pushback::Absent => None,
-                        Pushback::Wait(d) => Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-                        Pushback::Stop => Some(-1),
-                    },
-                    _ => None,
-                };
+                let pushback_ms = pushback_ms(outcome);
                 recorder.push(
                     &host,
                     EventKind::RetryDecision(Box::new(event::RetryDecision {
@@ -96,6 +147,19 @@ pub(crate) fn recording_observer(
             }
         }
     })
+}
+
+/// The `grpc-retry-pushback-ms` an attempt's end carried, as the trace
+/// keeps it: `None` when absent, −1 for a stop.
+pub(super) fn pushback_ms(outcome: Option<AttemptOutcome>) -> Option<i64> {
+    match outcome {
+        Some(AttemptOutcome::TrailersOnly { pushback, .. }) => match pushback {
+            Pushback::Absent => None,
+            Pushback::Wait(d) => Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+            Pushback::Stop => Some(-1),
+        },
+        _ => None,
+    }
 }
 
 /// The seed of the layer on `host`'s channel to `target`: the run's seed

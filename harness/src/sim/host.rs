@@ -126,7 +126,10 @@ impl Host {
 
     /// A recorded channel to `to` behind a gRFC A6 retry layer configured by
     /// `service_config` (A6 service-config JSON: `methodConfig` →
-    /// `retryPolicy`, optional `retryThrottling`; see [`crate::retry`]).
+    /// `retryPolicy` or `hedgingPolicy`, optional `retryThrottling`; see
+    /// [`crate::retry`]). A hedged call's attempts run side by side; each is
+    /// recorded as below, with `Hedge` events for its end, the losers'
+    /// cancellation and refused hedges instead of `RetryDecision`.
     ///
     /// Every attempt is a recorded call (`rN`) of its own and reaches a
     /// handler run (`hN`) on the server; the layer's steps are recorded too:

@@ -136,7 +136,12 @@ impl Trace {
                         path,
                         attempt,
                         delay,
+                        hedged,
                     } = &**retry_attempt;
+                    if *hedged {
+                        // Hedged calls are Trace::hedged_calls.
+                        continue;
+                    }
                     // The attempt's own call is the next CallStarted on this
                     // host: the layer records the attempt right before it.
                     let started = self.events[i + 1..]

@@ -341,7 +341,8 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         EventKind::HandlerRejected(_) => RowKind::Handler,
         EventKind::RetryAttempt(_)
         | EventKind::RetryArrived { .. }
-        | EventKind::RetryDecision(_) => RowKind::Retry,
+        | EventKind::RetryDecision(_)
+        | EventKind::Hedge(_) => RowKind::Retry,
         EventKind::Frame { fate, .. } => match **fate {
             Fate::Passed | Fate::ReadAtReceiver => RowKind::Frame,
             Fate::Dropped | Fate::Lost | Fate::LostBehind => RowKind::DroppedFrame,
@@ -1004,8 +1005,11 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
                 path,
                 attempt,
                 delay,
+                hedged,
             } = &**retry_attempt;
-            let text = if *attempt == 1 {
+            let text = if *hedged {
+                super::hedges::attempt_row(*group, path, *attempt, *delay)
+            } else if *attempt == 1 {
                 format!("g{group} retry layer: attempt 1 of {path}")
             } else {
                 format!(
@@ -1038,6 +1042,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
             host,
             format!("{run} handler {path} is a retry (grpc-previous-rpc-attempts={previous})"),
         ),
+        EventKind::Hedge(hedge) => (host, super::hedges::step_row(hedge)),
         EventKind::RetryDecision(retry_decision) => {
             let event::RetryDecision {
                 group,

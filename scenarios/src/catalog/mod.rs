@@ -15,6 +15,7 @@ mod etcd_keepalive;
 mod fresh_request;
 mod gcp_lifetime_cap;
 mod graceful_drain;
+mod hedging;
 mod injected_resets;
 mod keepalive_mismatch;
 mod keepalive_world;
@@ -114,6 +115,8 @@ pub fn all() -> Vec<Scenario> {
         gcp_lifetime_cap::SCENARIO,
         proxy_stream_limit::SCENARIO,
         nlb_idle_reset::SCENARIO,
+        hedging::SLOW_REPLICA,
+        hedging::OVERLOAD,
     ]
 }
 

@@ -18,7 +18,8 @@ pub enum ConfigError {
         /// The parser's description, without the position.
         message: String,
     },
-    /// A required field of `retryPolicy` or `retryThrottling` is absent.
+    /// A required field of `retryPolicy`, `hedgingPolicy` or `retryThrottling`
+    /// is absent.
     MissingField {
         /// Where the field belongs, e.g. `methodConfig[0].retryPolicy`.
         location: String,
@@ -27,16 +28,17 @@ pub enum ConfigError {
     },
     /// `maxAttempts` is not an integer ≥ 2.
     MaxAttempts {
-        /// The `retryPolicy`'s location.
+        /// The `retryPolicy`'s or `hedgingPolicy`'s location.
         location: String,
         /// The value as written (JSON text).
         value: String,
     },
-    /// `initialBackoff` or `maxBackoff` is not a positive protobuf-JSON duration.
+    /// `initialBackoff` or `maxBackoff` is not a positive protobuf-JSON
+    /// duration, or `hedgingDelay` not a non-negative one.
     Duration {
-        /// The `retryPolicy`'s location.
+        /// The policy's location.
         location: String,
-        /// `initialBackoff` or `maxBackoff`.
+        /// `initialBackoff`, `maxBackoff` or `hedgingDelay`.
         field: &'static str,
         /// The value as written (JSON text).
         value: String,
@@ -55,9 +57,10 @@ pub enum ConfigError {
         /// The `retryPolicy`'s location.
         location: String,
     },
-    /// An entry of `retryableStatusCodes` is neither a code name nor 0..=16.
+    /// An entry of `retryableStatusCodes` (or `nonFatalStatusCodes`) is
+    /// neither a code name nor 0..=16.
     UnknownStatusCode {
-        /// The `retryPolicy`'s location.
+        /// The list's location, e.g. `methodConfig[0].retryPolicy.retryableStatusCodes`.
         location: String,
         /// The entry as written (JSON text).
         value: String,
@@ -74,9 +77,17 @@ pub enum ConfigError {
         /// The path both select (`/svc/method`, `/svc/`, or empty for the default).
         path: String,
     },
-    /// A `hedgingPolicy` is present; hedging is not modelled.
-    Hedging {
+    /// One `methodConfig` entry has both a `retryPolicy` and a
+    /// `hedgingPolicy` (gRFC A6 "Integration with Service Config": only one
+    /// of them may be set).
+    BothPolicies {
         /// The `methodConfig` entry's location.
+        location: String,
+    },
+    /// `hedgingPolicy.nonFatalStatusCodes` is empty (gRFC A6 requires it
+    /// non-empty).
+    NoNonFatalCodes {
+        /// The `hedgingPolicy`'s location.
         location: String,
     },
     /// `retryThrottling.maxTokens` is outside (0, 1000].
@@ -111,7 +122,7 @@ impl fmt::Display for ConfigError {
                 f,
                 "{location}.maxAttempts is {value}, must be an integer of at least 2 \
                  (it counts the first attempt; values above {MAX_ATTEMPTS_CAP} are capped); \
-                 remove the retryPolicy to disable retries"
+                 remove the policy to disable retries or hedging"
             ),
             ConfigError::Duration {
                 location,
@@ -120,8 +131,8 @@ impl fmt::Display for ConfigError {
                 problem,
             } => write!(
                 f,
-                "{location}.{field} is {value}: {problem}; write a positive duration \
-                 string in seconds such as \"0.1s\""
+                "{location}.{field} is {value}: {problem}; write a duration string \
+                 in seconds such as \"0.1s\""
             ),
             ConfigError::Multiplier { location, value } => write!(
                 f,
@@ -135,7 +146,7 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::UnknownStatusCode { location, value } => write!(
                 f,
-                "{location}.retryableStatusCodes has {value}, which is not a status code; \
+                "{location} has {value}, which is not a status code; \
                  use an upper-case name such as \"UNAVAILABLE\" or a number 0..=16"
             ),
             ConfigError::EmptyServiceWithMethod { location } => write!(
@@ -155,10 +166,16 @@ impl fmt::Display for ConfigError {
                      keep one of them"
                 )
             }
-            ConfigError::Hedging { location } => write!(
+            ConfigError::BothPolicies { location } => write!(
                 f,
-                "{location}.hedgingPolicy: hedging is not modelled by this harness; \
-                 remove it or use a retryPolicy"
+                "{location} has both a retryPolicy and a hedgingPolicy; gRFC A6 allows \
+                 only one per methodConfig: keep one, or put the other in its own entry \
+                 for other methods"
+            ),
+            ConfigError::NoNonFatalCodes { location } => write!(
+                f,
+                "{location}.nonFatalStatusCodes is empty; list at least one code that \
+                 lets the other hedges go on, e.g. [\"UNAVAILABLE\"]"
             ),
             ConfigError::MaxTokens { value } => write!(
                 f,
@@ -174,3 +191,23 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+impl fmt::Display for super::ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            super::ConfigWarning::UnthrottledHedgingAllAtOnce { key, max_attempts } => {
+                let what = if key.is_empty() {
+                    "the default entry".to_owned()
+                } else {
+                    format!("\"{key}\"")
+                };
+                write!(
+                    f,
+                    "hedgingPolicy for {what} has hedgingDelay 0s and the config has no \
+                     retryThrottling: every call sends {max_attempts} copies at once, \
+                     even to an overloaded server; add retryThrottling or a hedgingDelay"
+                )
+            }
+        }
+    }
+}

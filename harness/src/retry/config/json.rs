@@ -12,7 +12,8 @@ use tonic::Code;
 
 use super::duration::parse_proto_duration;
 use super::{
-    ConfigError, MethodEntry, RetryConfig, RetryPolicy, ThrottlingPolicy, MAX_ATTEMPTS_CAP,
+    ConfigError, HedgingPolicy, MethodEntry, RetryConfig, RetryPolicy, ThrottlingPolicy,
+    MAX_ATTEMPTS_CAP,
 };
 use crate::spec::{code_from_name, CODE_NAMES};
 
@@ -46,8 +47,8 @@ impl RetryConfig {
         let location = format!("methodConfig[{i}]");
         self.ignored
             .extend(mc.other.into_keys().map(|k| format!("{location}.{k}")));
-        if mc.hedging_policy.is_some() {
-            return Err(ConfigError::Hedging { location });
+        if mc.hedging_policy.is_some() && mc.retry_policy.is_some() {
+            return Err(ConfigError::BothPolicies { location });
         }
         let Some(names) = mc.name else {
             // grpc-go skips an entry without names; record it so it is not silent.
@@ -58,6 +59,13 @@ impl RetryConfig {
             Some(rp) => Some(Arc::new(RetryPolicy::from_json(
                 rp,
                 &format!("{location}.retryPolicy"),
+            )?)),
+            None => None,
+        };
+        let hedging = match mc.hedging_policy {
+            Some(hp) => Some(Arc::new(HedgingPolicy::from_json(
+                hp,
+                &format!("{location}.hedgingPolicy"),
             )?)),
             None => None,
         };
@@ -73,6 +81,7 @@ impl RetryConfig {
                 path,
                 MethodEntry {
                     retry: retry.clone(),
+                    hedging: hedging.clone(),
                 },
             );
         }
@@ -86,16 +95,10 @@ impl RetryPolicy {
             location: location.to_owned(),
             field,
         };
-        let attempts = rp.max_attempts.ok_or_else(|| missing("maxAttempts"))?;
-        let requested =
-            attempts
-                .as_i64()
-                .filter(|&n| n >= 2)
-                .ok_or_else(|| ConfigError::MaxAttempts {
-                    location: location.to_owned(),
-                    value: attempts.to_string(),
-                })?;
-        let requested_max_attempts = u32::try_from(requested).unwrap_or(u32::MAX);
+        let requested_max_attempts = max_attempts(
+            rp.max_attempts.ok_or_else(|| missing("maxAttempts"))?,
+            location,
+        )?;
         let initial_backoff = parse_duration_field(
             rp.initial_backoff
                 .ok_or_else(|| missing("initialBackoff"))?,
@@ -125,10 +128,7 @@ impl RetryPolicy {
                 location: location.to_owned(),
             });
         }
-        let mut retryable = 0u32;
-        for c in &codes {
-            retryable |= 1 << (parse_code(c, location)? as u32);
-        }
+        let retryable = code_bits(&codes, &format!("{location}.retryableStatusCodes"))?;
         Ok(RetryPolicy {
             requested_max_attempts,
             max_attempts: requested_max_attempts.min(MAX_ATTEMPTS_CAP),
@@ -171,6 +171,19 @@ impl ThrottlingPolicy {
     }
 }
 
+/// `maxAttempts` as written (≥ 2, saturating at `u32::MAX`), before the cap.
+pub(super) fn max_attempts(attempts: Value, location: &str) -> Result<u32, ConfigError> {
+    let requested =
+        attempts
+            .as_i64()
+            .filter(|&n| n >= 2)
+            .ok_or_else(|| ConfigError::MaxAttempts {
+                location: location.to_owned(),
+                value: attempts.to_string(),
+            })?;
+    Ok(u32::try_from(requested).unwrap_or(u32::MAX))
+}
+
 /// Keeps 3 decimals: round to millionths first so that binary noise
 /// (`0.29 * 1000 = 289.999…`) does not lose a unit, then drop the rest.
 fn to_milli(v: f64) -> u64 {
@@ -183,6 +196,15 @@ fn strip_position(msg: &str) -> String {
         Some(i) => msg[..i].to_owned(),
         None => msg.to_owned(),
     }
+}
+
+/// The codes of a status-code list as a bit set (bit `c` for code `c`).
+pub(super) fn code_bits(codes: &[Value], location: &str) -> Result<u32, ConfigError> {
+    let mut bits = 0u32;
+    for c in codes {
+        bits |= 1 << (parse_code(c, location)? as u32);
+    }
+    Ok(bits)
 }
 
 fn parse_code(v: &Value, location: &str) -> Result<Code, ConfigError> {
@@ -261,7 +283,7 @@ struct JsonMethodConfig {
         alias = "HedgingPolicy",
         alias = "hedging_policy"
     )]
-    hedging_policy: Option<IgnoredAny>,
+    hedging_policy: Option<super::hedging::JsonHedgingPolicy>,
     #[serde(flatten)]
     other: BTreeMap<String, IgnoredAny>,
 }

@@ -21,6 +21,7 @@
 // protobuf-JSON durations, `error` says what was rejected and why.
 mod duration;
 mod error;
+mod hedging;
 mod json;
 #[cfg(test)]
 mod tests;
@@ -34,6 +35,7 @@ use tonic::Code;
 
 use crate::spec::CODE_NAMES;
 pub use error::ConfigError;
+pub use hedging::HedgingPolicy;
 
 /// The cap applied to `maxAttempts`: grpc-go's `defaultMaxCallAttempts`
 /// (`dialoptions.go`), also the limit gRFC A6 recommends. Larger values are
@@ -55,11 +57,29 @@ pub struct RetryConfig {
     ignored: Vec<String>,
 }
 
-/// One `methodConfig` entry as far as retries go. An entry without a
-/// `retryPolicy` still matters: it shadows less specific entries.
+/// One `methodConfig` entry as far as retries go: at most one of the two
+/// policies. An entry with neither still matters: it shadows less specific
+/// entries.
 #[derive(Clone, Debug, PartialEq)]
 struct MethodEntry {
     retry: Option<Arc<RetryPolicy>>,
+    hedging: Option<Arc<HedgingPolicy>>,
+}
+
+/// Something allowed in a service config that a team would want to hear
+/// about ([`RetryConfig::warnings`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigWarning {
+    /// A `hedgingPolicy` with `hedgingDelay` zero and no `retryThrottling`:
+    /// every call sends `maxAttempts` copies at once, always, whatever the
+    /// server's state (gRFC A6 allows it).
+    UnthrottledHedgingAllAtOnce {
+        /// The entry's key: `"/svc/method"`, `"/svc/"` or `""` (the default).
+        key: String,
+        /// Copies sent per call.
+        max_attempts: u32,
+    },
 }
 
 impl RetryConfig {
@@ -92,6 +112,38 @@ impl RetryConfig {
         self.entry_for(path)?.1.retry.as_deref()
     }
 
+    /// The hedging policy for a request path, or `None` when the call is not
+    /// hedged. The same lookup as [`RetryConfig::policy_for`]; an entry has a
+    /// retry policy or a hedging policy, never both.
+    pub fn hedging_for(&self, path: &str) -> Option<&HedgingPolicy> {
+        self.entry_for(path)?.1.hedging.as_deref()
+    }
+
+    /// Like [`RetryConfig::hedging_for`], but a shared handle.
+    pub(crate) fn shared_hedging_for(&self, path: &str) -> Option<Arc<HedgingPolicy>> {
+        self.entry_for(path)?.1.hedging.clone()
+    }
+
+    /// What in this config is allowed but amplifies load: hedging with a
+    /// zero delay and no throttling. Empty for most configs.
+    pub fn warnings(&self) -> Vec<ConfigWarning> {
+        if self.throttling.is_some() {
+            return Vec::new();
+        }
+        self.methods
+            .iter()
+            .filter_map(|(key, e)| {
+                let h = e.hedging.as_deref()?;
+                h.hedging_delay()
+                    .is_zero()
+                    .then(|| ConfigWarning::UnthrottledHedgingAllAtOnce {
+                        key: key.clone(),
+                        max_attempts: h.max_attempts(),
+                    })
+            })
+            .collect()
+    }
+
     /// Like [`RetryConfig::policy_for`], but a shared handle.
     pub(crate) fn shared_policy_for(&self, path: &str) -> Option<Arc<RetryPolicy>> {
         self.entry_for(path)?.1.retry.clone()
@@ -103,12 +155,12 @@ impl RetryConfig {
         Some(self.entry_for(path)?.0)
     }
 
-    /// The names of the entries that carry a `retryPolicy`, as keys (see
-    /// [`RetryConfig::key_for`]).
+    /// The names of the entries that carry a `retryPolicy` or a
+    /// `hedgingPolicy`, as keys (see [`RetryConfig::key_for`]).
     pub(crate) fn policy_keys(&self) -> impl Iterator<Item = &str> {
         self.methods
             .iter()
-            .filter(|(_, e)| e.retry.is_some())
+            .filter(|(_, e)| e.retry.is_some() || e.hedging.is_some())
             .map(|(k, _)| k.as_str())
     }
 
