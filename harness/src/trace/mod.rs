@@ -3,7 +3,6 @@
 
 mod artifacts;
 mod assert;
-mod balancer_rows;
 mod chance;
 mod fold;
 mod html;
