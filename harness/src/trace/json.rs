@@ -3,6 +3,12 @@
 //! every event, with the ids the text uses (`r1`, `h1`, `c1`). It is a
 //! renderer like the others: it lays out queries of the trace and keeps
 //! every event whatever the render options (nothing is folded or hidden).
+//!
+//! Events are their recorded data, not their rows' words: what a handler
+//! fault or a middlebox did (`fault_fired`'s and `policy_acted`'s
+//! `action`) is an object tagged by `"kind"`, with its numbers, codes and
+//! *simulated* µs beside it (`{"kind": "delay", "by_us": 300000}`), where
+//! the text says `delay 300ms`.
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The trace of a run: the recorded events, views over them (calls, handler
 //! runs), assertions, and renderers.
 
+pub(crate) mod act_words;
 mod artifacts;
 mod assert;
 mod chance;

@@ -2,6 +2,7 @@
 //! fault that never fired.
 
 use crate::recorder::event::{self, Event, EventKind, LayerSide};
+use crate::trace::act_words;
 
 /// The `where` column and text of a fault event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
@@ -19,7 +20,10 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                 Some(LayerSide::OutsideLayers) => " (outside the server's layers)",
                 Some(LayerSide::InsideLayers) => " (inside the server's layers)",
             };
-            (host, format!("{run} fault {action} on {path}{side}"))
+            (
+                host,
+                format!("{run} fault {} on {path}{side}", act_words::fault(action)),
+            )
         }
         EventKind::HoldReleased { name, timed } => (
             host,

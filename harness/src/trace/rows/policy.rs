@@ -3,6 +3,7 @@
 
 use super::discarded_words;
 use crate::recorder::event::{self, Event, EventKind};
+use crate::trace::act_words;
 use crate::trace::words;
 
 /// The `where` column and text of a policy event; `None` for any other.
@@ -91,7 +92,7 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
             } = &**policy_acted;
             (
                 format!("{host}→{to}"),
-                format!("c{conn} {policy}: {action}"),
+                format!("c{conn} {policy}: {}", act_words::policy(action)),
             )
         }
         EventKind::KeepaliveClosed { conn, to, reason } => (
