@@ -3,9 +3,11 @@
 //! renderers say them (`delay 2000ms`, `RST_STREAM(CANCEL) on s1 both
 //! ways: …`), so a reworded line cannot change what a query matches.
 //!
-//! JSON: each act is an object tagged by `"kind"` (snake case) with its
-//! fields beside it, durations in *simulated* µs (`after_us`), error
-//! codes by their RFC 9113 names: `{"kind": "delay", "by_us": 2000000}`.
+//! Serialized on its own (serde), each act is an object tagged by
+//! `"kind"` (snake case) with its fields beside it, durations in
+//! *simulated* µs (`after_us`), error codes by their RFC 9113 names:
+//! `{"kind": "delay", "by_us": 2000000}`. The trace's JSON export writes
+//! an act's words instead, as it always has (`"action": "delay 2000ms"`).
 
 use std::time::Duration;
 
