@@ -8,6 +8,11 @@ use crate::units::fmt_duration;
 
 /// The `where` column and text of a connection event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
+    dial(e).or_else(|| ends(e))
+}
+
+/// A dial: its start, its wait, and how it ended.
+fn dial(e: &Event) -> Option<(String, String)> {
     let host = e.host.to_string();
     Some(match &e.kind {
         EventKind::ConnectStarted { to, attempt } => (
@@ -80,6 +85,14 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                 fmt_duration(*after)
             ),
         ),
+        _ => return None,
+    })
+}
+
+/// How a connection ended, or what was lost when it did.
+fn ends(e: &Event) -> Option<(String, String)> {
+    let host = e.host.to_string();
+    Some(match &e.kind {
         EventKind::ConnReset {
             conn,
             to,

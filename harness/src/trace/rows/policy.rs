@@ -8,6 +8,11 @@ use crate::trace::words;
 
 /// The `where` column and text of a policy event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
+    keepalive(e).or_else(|| middlebox(e))
+}
+
+/// The keepalive policy: pings and their verdicts, strikes reset, its close.
+fn keepalive(e: &Event) -> Option<(String, String)> {
     let host = e.host.to_string();
     Some(match &e.kind {
         EventKind::KeepalivePing(keepalive_ping) => {
@@ -57,6 +62,19 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                  {to}'s DATA on s{stream}, as C-core writes it (not on the wire)"
             ),
         ),
+        EventKind::KeepaliveClosed { conn, to, reason } => (
+            format!("{host}→{to}"),
+            format!("c{conn} connection closed by the keepalive policy ({reason})"),
+        ),
+        _ => return None,
+    })
+}
+
+/// A middlebox (or any connection policy): what it did, its closes and
+/// resets.
+fn middlebox(e: &Event) -> Option<(String, String)> {
+    let host = e.host.to_string();
+    Some(match &e.kind {
         EventKind::PolicyClosed(policy_closed) => {
             let event::PolicyClosed {
                 conn,
@@ -95,10 +113,6 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                 format!("c{conn} {policy}: {}", act_words::policy(action)),
             )
         }
-        EventKind::KeepaliveClosed { conn, to, reason } => (
-            format!("{host}→{to}"),
-            format!("c{conn} connection closed by the keepalive policy ({reason})"),
-        ),
         _ => return None,
     })
 }
