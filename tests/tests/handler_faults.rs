@@ -1,7 +1,7 @@
 //! Each handler fault against the real Store, checked on the trace and on
 //! what the client saw.
 
-use grpc_chaos::recorder::event;
+use grpc_chaos::recorder::event::{self, FaultAction, FaultReply};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,7 +52,7 @@ fn saved_logs(trace: &Trace) -> usize {
         .count()
 }
 
-fn fault_actions(trace: &Trace) -> Vec<String> {
+fn fault_actions(trace: &Trace) -> Vec<FaultAction> {
     trace
         .events()
         .iter()
@@ -64,6 +64,13 @@ fn fault_actions(trace: &Trace) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+fn abort_unavailable() -> FaultAction {
+    FaultAction::Abort {
+        code: "UNAVAILABLE",
+        reply: FaultReply::default(),
+    }
 }
 
 #[test]
@@ -97,7 +104,7 @@ fn delay_holds_the_matching_method_only() -> grpc_chaos::Result {
         latency >= ms(300) && latency < ms(320),
         "call latency {latency:?}"
     );
-    assert_eq!(fault_actions(&trace), ["delay 300ms"]);
+    assert_eq!(fault_actions(&trace), [FaultAction::Delay { by: ms(300) }]);
     assert_eq!(saved_logs(&trace), 1, "the handler ran after the delay");
     Ok(())
 }
@@ -129,7 +136,7 @@ fn abort_answers_with_the_status_without_running_the_handler() -> grpc_chaos::Re
         }
     );
     assert_eq!(saved_logs(&trace), 0, "{}", trace.render());
-    assert_eq!(fault_actions(&trace), ["abort UNAVAILABLE"]);
+    assert_eq!(fault_actions(&trace), [abort_unavailable()]);
     Ok(())
 }
 
@@ -196,7 +203,12 @@ fn fail_first_fails_n_attempts_then_lets_them_through() -> grpc_chaos::Result {
     assert_eq!(nth, [1, 2, 3]);
     assert_eq!(
         fault_actions(&trace),
-        ["fail 1/2 with UNAVAILABLE", "fail 2/2 with UNAVAILABLE"]
+        [1, 2].map(|nth| FaultAction::FailFirst {
+            nth,
+            of: 2,
+            code: "UNAVAILABLE",
+            reply: FaultReply::default(),
+        })
     );
     assert_eq!(saved_logs(&trace), 1);
     Ok(())
@@ -374,7 +386,10 @@ fn faults_on_one_request_act_in_the_order_added_until_one_answers() -> grpc_chao
             Ok(())
         },
     )?;
-    assert_eq!(fault_actions(&trace), ["delay 30ms", "abort UNAVAILABLE"]);
+    assert_eq!(
+        fault_actions(&trace),
+        [FaultAction::Delay { by: ms(30) }, abort_unavailable()]
+    );
     let render = trace.render();
     assert!(
         render.contains("fault never fired: handler fault on store for /tt.v1.Store/Save: fail the first 1 with ABORTED"),

@@ -68,7 +68,9 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PolicyActed(acted) if acted.action.starts_with("forgets the flow") => {
+            EventKind::PolicyActed(acted)
+                if matches!(acted.action, event::PolicyAction::ForgetFlow { .. }) =>
+            {
                 Some(e.at())
             }
             _ => None,

@@ -102,7 +102,7 @@ impl MiddleboxReport {
             } if *fate == Fate::Injected => {
                 let why = events[..i].iter().rev().find_map(|p| match &p.kind {
                     EventKind::PolicyActed(acted) if acted.conn == *conn => {
-                        Some(acted.action.clone())
+                        Some(crate::trace::act_words::policy(&acted.action))
                     }
                     _ => None,
                 });

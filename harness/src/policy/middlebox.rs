@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use super::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 use super::middlebox_timeout::UpstreamTimeout;
-use crate::recorder::event::{EventKind, Fate, FrameDetail};
+use crate::recorder::event::{
+    EventKind, Fate, FrameDetail, IdleReset, PolicyAction, TimerRanOut, Writer,
+};
+use crate::trace::act_words;
 use crate::units::fmt_duration;
 use crate::wire::{Direction, ErrorCode, FrameType};
 
@@ -196,21 +199,23 @@ impl Activity {
         self.0 & bit != 0
     }
 
-    /// The set in the trace's words: `DATA or HEADERS`, `any frame`,
-    /// `nothing`.
-    fn words(self) -> String {
-        if self.0 == 0xff {
-            return "any frame".to_owned();
-        }
-        let names: Vec<&str> = [(1, "DATA"), (2, "HEADERS"), (4, "PING")]
-            .into_iter()
-            .filter(|(b, _)| self.0 & b != 0)
-            .map(|(_, n)| n)
-            .collect();
-        if names.is_empty() {
-            "nothing".to_owned()
-        } else {
-            names.join(" or ")
+    /// The set as the trace records it (the row says `DATA or HEADERS`,
+    /// `any frame`).
+    pub(super) fn recorded(self) -> IdleReset {
+        match self.0 {
+            0 => IdleReset::Never,
+            0xff => IdleReset::AnyFrame,
+            bits => IdleReset::Frames(
+                [
+                    (1, FrameType::Data),
+                    (2, FrameType::Headers),
+                    (4, FrameType::Ping),
+                ]
+                .into_iter()
+                .filter(|(b, _)| bits & b != 0)
+                .map(|(_, t)| t)
+                .collect(),
+            ),
         }
     }
 }
@@ -245,11 +250,12 @@ impl Writers {
         }
     }
 
-    fn words(self) -> &'static str {
+    /// Whose frames count, as the trace records it: `None` for either's.
+    pub(super) fn recorded(self) -> Option<Writer> {
         match self {
-            Writers::Either => "",
-            Writers::Client => " from the client",
-            Writers::Server => " from the server",
+            Writers::Either => None,
+            Writers::Client => Some(Writer::Client),
+            Writers::Server => Some(Writer::Server),
         }
     }
 }
@@ -458,7 +464,7 @@ impl BoxConn {
         }
     }
 
-    pub(super) fn note(&self, fx: &mut Effects, action: String) {
+    pub(super) fn note(&self, fx: &mut Effects, action: PolicyAction) {
         fx.record(EventKind::PolicyActed(Box::new(event::PolicyActed {
             conn: self.conn,
             to: (&self.client).into(),
@@ -582,57 +588,52 @@ impl BoxConn {
         }
     }
 
-    /// `why`'s words for an idle timer that ran out at `now`.
-    fn idle_words(&self, what: &str, t: &IdleTimeout, since: Duration) -> String {
-        let reset = if t.reset_by == Activity::NONE {
-            format!("open since {}", fmt_duration(since))
-        } else if t.reset_by == Activity::ANY_FRAME {
-            format!(
-                "no frame{} since {}",
-                t.written_by.words(),
-                fmt_duration(since)
-            )
-        } else {
-            format!(
-                "no {}{} since {}",
-                t.reset_by.words(),
-                t.written_by.words(),
-                fmt_duration(since)
-            )
-        };
-        format!("{what} {}: {reset}", fmt_duration(t.after))
+    /// What the trace records of an idle timer `t` (of `stream`, or the
+    /// connection's) that ran out, its last activity at `since`.
+    fn idle_timer(&self, stream: Option<u32>, t: &IdleTimeout, since: Duration) -> TimerRanOut {
+        TimerRanOut::Idle {
+            stream,
+            after: t.after,
+            reset_by: t.reset_by.recorded(),
+            written_by: t.written_by.recorded(),
+            since,
+        }
     }
 
-    fn reset_stream(&mut self, fx: &mut Effects, id: u32, code: ErrorCode, why: &str) {
-        self.note(fx, format!("RST_STREAM({code}) on s{id} both ways: {why}"));
+    fn reset_stream(&mut self, fx: &mut Effects, id: u32, code: ErrorCode, why: &TimerRanOut) {
+        let why = why.clone();
+        self.note(
+            fx,
+            PolicyAction::ResetStream {
+                stream: id,
+                code,
+                why,
+            },
+        );
         fx.rst_stream(Direction::ServerToClient, id, code);
         fx.rst_stream(Direction::ClientToServer, id, code);
         self.streams.remove(&id);
     }
 
-    fn expire(&mut self, fx: &mut Effects, expiry: Expiry, stream: Option<u32>, why: String) {
+    fn expire(&mut self, fx: &mut Effects, expiry: Expiry, stream: Option<u32>, why: TimerRanOut) {
         match expiry {
-            Expiry::Close => fx.close(why),
+            Expiry::Close => fx.close(act_words::timer(&why)),
             Expiry::ForgetFlow => {
                 self.forgotten = Some(fx.now());
-                self.note(
-                    fx,
-                    format!(
-                        "forgets the flow, nothing sent: {why}; the next frame either way is \
-                         answered with a reset"
-                    ),
-                );
+                self.note(fx, PolicyAction::ForgetFlow { why });
             }
             Expiry::GoAway(code) => {
+                let reason = act_words::timer(&why);
                 self.note(
                     fx,
-                    format!(
-                        "GOAWAY({code}, last s{}) then close: {why}",
-                        self.max_stream
-                    ),
+                    PolicyAction::GoAwayThenClose {
+                        code,
+                        last_stream: self.max_stream,
+                        why,
+                    },
                 );
                 fx.goaway(Direction::ServerToClient, self.max_stream, code, b"");
-                fx.close(why);
+                fx.close(reason);
             }
             Expiry::RstStream(code) => {
                 let ids: Vec<u32> = match stream {
@@ -687,12 +688,7 @@ impl ConnectionPolicy for BoxConn {
         {
             if !self.pings_noted {
                 self.pings_noted = true;
-                self.note(
-                    fx,
-                    "answers PINGs itself: this and every later PING of the connection is ACKed \
-                     by the box and does not reach the server"
-                        .to_owned(),
-                );
+                self.note(fx, PolicyAction::AnswersPings);
             }
             fx.ping_ack(Direction::ServerToClient, *payload);
             fx.swallow();
@@ -714,14 +710,14 @@ impl ConnectionPolicy for BoxConn {
                     let Some(t) = self.cfg.connection_idle else {
                         continue;
                     };
-                    let why = self.idle_words("idle timeout", &t, self.last);
+                    let why = self.idle_timer(None, &t, self.last);
                     self.expire(fx, t.on_expiry, None, why);
                 }
                 Due::StreamIdle(id) => {
                     let (Some(t), Some(s)) = (self.cfg.stream_idle, self.streams.get(&id)) else {
                         continue;
                     };
-                    let why = self.idle_words(&format!("s{id} idle timeout"), &t, s.last);
+                    let why = self.idle_timer(Some(id), &t, s.last);
                     self.expire(fx, t.on_expiry, Some(id), why);
                 }
                 Due::StreamLife(id) => {
@@ -729,11 +725,10 @@ impl ConnectionPolicy for BoxConn {
                     else {
                         continue;
                     };
-                    let why = format!(
-                        "stream lifetime {} reached (opened at {})",
-                        fmt_duration(l.after),
-                        fmt_duration(s.opened)
-                    );
+                    let why = TimerRanOut::StreamLifetime {
+                        after: l.after,
+                        opened: s.opened,
+                    };
                     self.reset_stream(fx, id, l.code, &why);
                 }
                 Due::Upstream(id) => {
@@ -749,12 +744,11 @@ impl ConnectionPolicy for BoxConn {
                     self.goaway_at = Some(now);
                     self.note(
                         fx,
-                        format!(
-                            "GOAWAY(NO_ERROR, last s{}): connection lifetime {} reached; close in {}",
-                            self.max_stream,
-                            fmt_duration(l.after),
-                            fmt_duration(l.grace)
-                        ),
+                        PolicyAction::LifetimeGoAway {
+                            last_stream: self.max_stream,
+                            after: l.after,
+                            grace: l.grace,
+                        },
                     );
                     fx.goaway(
                         Direction::ServerToClient,

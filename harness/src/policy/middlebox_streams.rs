@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::connection::{Effects, FrameView};
 use super::middlebox::BoxConn;
-use crate::recorder::event::FrameDetail;
+use crate::recorder::event::{FrameDetail, PolicyAction};
 use crate::wire::frame::flags;
 use crate::wire::{encode, Direction, ErrorCode, FrameType, SettingId};
 
@@ -62,12 +62,11 @@ impl BoxConn {
                 self.limit.refused.insert(id);
                 self.note(
                     fx,
-                    format!(
-                        "RST_STREAM(REFUSED_STREAM) on s{id}: {open} streams open, the limit it \
-                         advertised is {limit} (RFC 9113 §5.1.2); the header block goes on to the \
-                         server with `connection: close` appended, so its HPACK decoder stays in \
-                         step and h2 rejects the request before any handler"
-                    ),
+                    PolicyAction::RefusedStream {
+                        stream: id,
+                        open,
+                        limit,
+                    },
                 );
                 fx.rst_stream(Direction::ServerToClient, id, ErrorCode::RefusedStream);
                 self.malform(frame, fx);
@@ -97,17 +96,11 @@ impl BoxConn {
         }
         if !self.limit.noted {
             self.limit.noted = true;
-            self.note(
-                fx,
-                format!(
-                    "advertises SETTINGS_MAX_CONCURRENT_STREAMS = {} to the client, in place of \
-                     the server's SETTINGS",
-                    merged
-                        .iter()
-                        .find(|(id, _)| *id == SettingId::MaxConcurrentStreams)
-                        .map_or(limit, |(_, v)| *v)
-                ),
-            );
+            let value = merged
+                .iter()
+                .find(|(id, _)| *id == SettingId::MaxConcurrentStreams)
+                .map_or(limit, |(_, v)| *v);
+            self.note(fx, PolicyAction::AdvertisesMaxStreams { value });
         }
         fx.swallow();
         fx.send(Direction::ServerToClient, encode::settings(&merged));

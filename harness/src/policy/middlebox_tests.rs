@@ -64,7 +64,7 @@ fn acts(fx: &Effects) -> Vec<String> {
     fx.records
         .iter()
         .filter_map(|e| match e {
-            EventKind::PolicyActed(acted) => Some(acted.action.clone()),
+            EventKind::PolicyActed(acted) => Some(crate::trace::act_words::policy(&acted.action)),
             _ => None,
         })
         .collect()
@@ -130,11 +130,22 @@ fn activity_sets_hold_the_frame_types_they_name() {
         Activity::DATA_OR_HEADERS | Activity::DATA,
         Activity::DATA_OR_HEADERS
     );
-    assert_eq!(Activity::NONE.words(), "nothing");
-    assert_eq!(Activity::ANY_FRAME.words(), "any frame");
-    assert_eq!(Activity::DATA_OR_HEADERS.words(), "DATA or HEADERS");
-    assert_eq!(Activity::PING.words(), "PING");
-    assert_eq!((Activity::DATA | Activity::PING).words(), "DATA or PING");
+    // As the trace records the set: the row says `DATA or PING`.
+    use crate::recorder::event::IdleReset;
+    assert_eq!(Activity::NONE.recorded(), IdleReset::Never);
+    assert_eq!(Activity::ANY_FRAME.recorded(), IdleReset::AnyFrame);
+    assert_eq!(
+        Activity::DATA_OR_HEADERS.recorded(),
+        IdleReset::Frames(vec![FrameType::Data, FrameType::Headers])
+    );
+    assert_eq!(
+        Activity::PING.recorded(),
+        IdleReset::Frames(vec![FrameType::Ping])
+    );
+    assert_eq!(
+        (Activity::DATA | Activity::PING).recorded(),
+        IdleReset::Frames(vec![FrameType::Data, FrameType::Ping])
+    );
 }
 
 #[test]
@@ -143,9 +154,10 @@ fn writers_count_their_own_frames() {
     assert_eq!(counts(Writers::Either), [true, true]);
     assert_eq!(counts(Writers::Client), [true, false]);
     assert_eq!(counts(Writers::Server), [false, true]);
-    assert_eq!(Writers::Either.words(), "");
-    assert_eq!(Writers::Client.words(), " from the client");
-    assert_eq!(Writers::Server.words(), " from the server");
+    use crate::recorder::event::Writer;
+    assert_eq!(Writers::Either.recorded(), None);
+    assert_eq!(Writers::Client.recorded(), Some(Writer::Client));
+    assert_eq!(Writers::Server.recorded(), Some(Writer::Server));
 }
 
 #[test]

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use super::connection::{Effects, FrameView};
 use super::middlebox::BoxConn;
 use super::react::{http_headers, status_headers};
-use crate::units::fmt_duration;
+use crate::recorder::event::{PolicyAction, UpstreamReply, UpstreamSince};
 use crate::wire::frame::flags;
 use crate::wire::{encode, BlockKind, Direction, ErrorCode, FrameType};
 
@@ -192,21 +192,16 @@ impl BoxConn {
             return;
         };
         let since = match t.starts {
-            TimeoutStart::RequestEnd => format!(
-                "from the end of the request at {}",
-                fmt_duration(s.request_end.unwrap_or(s.opened))
-            ),
-            TimeoutStart::EachRead => format!(
-                "nothing read from the server since {}",
-                fmt_duration(s.last_read)
-            ),
+            TimeoutStart::RequestEnd => UpstreamSince::RequestEnd {
+                at: s.request_end.unwrap_or(s.opened),
+            },
+            TimeoutStart::EachRead => UpstreamSince::LastRead { at: s.last_read },
         };
         let reply = if s.response_headers {
             fx.rst_stream(Direction::ServerToClient, id, t.after_headers);
-            format!(
-                "RST_STREAM({}) to the client (its response headers went out)",
-                t.after_headers
-            )
+            UpstreamReply::RstStream {
+                code: t.after_headers,
+            }
         } else {
             match &t.before_headers {
                 LocalReply::Grpc { status, message } => {
@@ -216,9 +211,10 @@ impl BoxConn {
                         Bytes::from(frame),
                         Some(BlockKind::TrailersOnly),
                     );
-                    format!(
-                        "a trailers-only response grpc-status={status} {message:?} to the client"
-                    )
+                    UpstreamReply::TrailersOnly {
+                        status: *status,
+                        message: message.clone(),
+                    }
                 }
                 LocalReply::Http {
                     status,
@@ -235,25 +231,26 @@ impl BoxConn {
                         let cut = &body.as_bytes()[..body.len().min(16_384)];
                         fx.send(Direction::ServerToClient, encode::data(id, cut, true));
                     }
-                    format!(
-                        ":status {status} ({content_type}, {} bytes of body) to the client",
-                        body.len()
-                    )
+                    UpstreamReply::Http {
+                        status: *status,
+                        content_type: content_type.clone(),
+                        body_len: body.len(),
+                    }
                 }
             }
         };
-        let upstream = if t.reset_upstream {
+        if t.reset_upstream {
             fx.rst_stream(Direction::ClientToServer, id, ErrorCode::Cancel);
-            "RST_STREAM(CANCEL) to the server"
-        } else {
-            "the server's handler is not told (reset_upstream: false)"
-        };
+        }
         self.note(
             fx,
-            format!(
-                "s{id} upstream timeout {} ({since}): {reply}; {upstream}",
-                fmt_duration(t.after)
-            ),
+            PolicyAction::UpstreamTimeout {
+                stream: id,
+                after: t.after,
+                since,
+                reply,
+                reset_upstream: t.reset_upstream,
+            },
         );
         self.ended.streams.insert(id);
         if self.streams.is_empty() {
@@ -284,14 +281,7 @@ impl BoxConn {
         match frame.frame_type() {
             FrameType::Headers if server => {
                 if self.ended.noted.insert(id) {
-                    self.note(
-                        fx,
-                        format!(
-                            "s{id} was ended by the box: the server's late HEADERS goes on with \
-                             END_STREAM cleared, so the client's HPACK decoder stays in step and \
-                             h2 answers a stream error, which the box swallows"
-                        ),
-                    );
+                    self.note(fx, PolicyAction::LateHeaders { stream: id });
                 }
                 if frame.flags().end_stream() {
                     if let Some(bytes) = without_end_stream(frame.bytes()) {

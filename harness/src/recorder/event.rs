@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use super::acts::{
+    FaultAction, FaultReply, IdleReset, PolicyAction, TimerRanOut, UpstreamReply, UpstreamSince,
+    Writer,
+};
 pub use super::fields::DebugData;
 pub use super::fields::{
     binary_len, is_credential, is_custom_metadata, CREDENTIALS, CREDENTIAL_MASK,

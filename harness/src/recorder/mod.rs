@@ -1,6 +1,7 @@
 //! The recorder: one ordered event log for a run, stamped with *simulated*
 //! time. Every other module writes into it; only [`crate::Trace`] reads it.
 
+mod acts;
 mod capture;
 pub mod event;
 pub(crate) mod fields;

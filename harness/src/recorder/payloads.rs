@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::event::{
-    BalancerChange, CallId, FrameDetail, FrameFlags, HostName, KeepaliveVerdict, LayerSide,
-    OpenRun, Outcome, PanicSite, RunId, WaitingFor,
+    BalancerChange, CallId, FaultAction, FrameDetail, FrameFlags, HostName, KeepaliveVerdict,
+    LayerSide, OpenRun, Outcome, PanicSite, PolicyAction, RunId, WaitingFor,
 };
 use crate::wire::FrameType;
 
@@ -25,8 +25,8 @@ pub struct FaultFired {
     pub run: RunId,
     /// The method path.
     pub path: String,
-    /// What it did, in the trace's words (`delay 2000ms`).
-    pub action: String,
+    /// What it did (the trace says `delay 2000ms`).
+    pub action: FaultAction,
     /// Which side of the server's own layers it acted on, on a host
     /// whose builder has layers of its own
     /// ([`ServerHost::configure`](crate::ServerHost::configure)); none
@@ -439,7 +439,7 @@ pub struct PolicyActed {
     /// The box, by its [`name`](crate::policy::ConnectionPolicy::name).
     pub policy: String,
     /// What it did, and why.
-    pub action: String,
+    pub action: PolicyAction,
 }
 
 /// The fields of [`EventKind::RetryAttempt`](super::event::EventKind::RetryAttempt),

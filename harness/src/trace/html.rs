@@ -298,7 +298,7 @@ fn timeline(page: &mut Page, view: &View<'_>) {
         if row.kind == super::rows::RowKind::Log {
             page.text(&row.text);
         } else {
-            links::linked(page, &row.text, &view.keys.all);
+            links::linked(page, &row.text, &view.keys.named[i]);
         }
         page.markup("</td></tr>\n");
     }

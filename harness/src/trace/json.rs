@@ -3,6 +3,15 @@
 //! every event, with the ids the text uses (`r1`, `h1`, `c1`). It is a
 //! renderer like the others: it lays out queries of the trace and keeps
 //! every event whatever the render options (nothing is folded or hidden).
+//!
+//! Events are their recorded data, with one exception: what a handler
+//! fault or a middlebox did (`fault_fired`'s and `policy_acted`'s
+//! `action`), recorded typed ([`FaultAction`], [`PolicyAction`]), is
+//! written as its row's words (`"action": "delay 300ms"`), the field's
+//! shape since the first export.
+//!
+//! [`FaultAction`]: crate::recorder::event::FaultAction
+//! [`PolicyAction`]: crate::recorder::event::PolicyAction
 
 use std::time::Duration;
 
@@ -10,7 +19,7 @@ use serde::Serialize;
 
 use super::views::{Call, CallEnd, HandlerRun, RunEnd};
 use super::{StallEnd, Trace, Window};
-use crate::recorder::event::{CallId, Event, EventKind, Outcome, RunId, ServerTimer};
+use crate::recorder::event::{CallId, Event, EventKind, LayerSide, Outcome, RunId, ServerTimer};
 
 /// The document [`Trace::to_json`] writes.
 #[derive(Serialize)]
@@ -27,7 +36,7 @@ pub(super) struct Document<'a> {
     /// allows (the summary's finding); absent when none did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     quick_redials: Vec<JsonRedials>,
-    events: &'a [Event],
+    events: Events<'a>,
 }
 
 impl<'a> Document<'a> {
@@ -54,7 +63,7 @@ impl<'a> Document<'a> {
                 .iter()
                 .map(|q| JsonRedials::of(q, trace.events()))
                 .collect(),
-            events: trace.events(),
+            events: Events(trace.events()),
         }
     }
 }
@@ -368,6 +377,114 @@ impl JsonStall {
     }
 }
 
+/// The run's events, each as it serializes, but for the acts (see the
+/// module docs).
+struct Events<'a>(&'a [Event]);
+
+impl Serialize for Events<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(JsonEvent))
+    }
+}
+
+struct JsonEvent<'a>(&'a Event);
+
+impl Serialize for JsonEvent<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.0;
+        let (at_us, host) = (micros(e.at()), e.host.as_str());
+        match &e.kind {
+            EventKind::FaultFired(f) => FaultFiredWords {
+                at_us,
+                host,
+                event: "fault_fired",
+                run: f.run,
+                path: &f.path,
+                action: super::act_words::fault(&f.action),
+                side: f.side,
+            }
+            .serialize(s),
+            EventKind::PolicyActed(p) => PolicyActedWords {
+                at_us,
+                host,
+                event: "policy_acted",
+                conn: format!("c{}", p.conn),
+                to: p.to.as_str(),
+                policy: &p.policy,
+                action: super::act_words::policy(&p.action),
+            }
+            .serialize(s),
+            _ => e.serialize(s),
+        }
+    }
+}
+
+/// A `fault_fired` event, its fields in the order the event writes them.
+#[derive(Serialize)]
+struct FaultFiredWords<'a> {
+    at_us: u64,
+    host: &'a str,
+    event: &'static str,
+    run: RunId,
+    path: &'a str,
+    action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    side: Option<LayerSide>,
+}
+
+/// A `policy_acted` event, its fields in the order the event writes them.
+#[derive(Serialize)]
+struct PolicyActedWords<'a> {
+    at_us: u64,
+    host: &'a str,
+    event: &'static str,
+    conn: String,
+    to: &'a str,
+    policy: &'a str,
+    action: String,
+}
+
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::recorder::event::{self, Event, EventKind, FaultAction, PolicyAction, RunId};
+    use crate::trace::Trace;
+
+    #[test]
+    fn an_act_is_written_in_its_rows_words() {
+        let fired = EventKind::FaultFired(Box::new(event::FaultFired {
+            run: RunId(1),
+            path: "/x.Y/Z".into(),
+            action: FaultAction::Delay {
+                by: Duration::from_millis(300),
+            },
+            side: None,
+        }));
+        let acted = EventKind::PolicyActed(Box::new(event::PolicyActed {
+            conn: 1,
+            to: "player".into(),
+            policy: "Envoy".into(),
+            action: PolicyAction::AdvertisesMaxStreams { value: 2 },
+        }));
+        let ms = Duration::from_millis;
+        let events = vec![
+            Event::new(ms(1), "store", fired),
+            Event::new(ms(2), "store", acted),
+        ];
+        let json = Trace::new(1, vec!["store".into()], events, ms(3)).to_json();
+        let fired = "\"at_us\": 1000,\n      \"host\": \"store\",\n      \"event\": \
+                     \"fault_fired\",\n      \"run\": \"h1\",\n      \"path\": \"/x.Y/Z\",\n      \
+                     \"action\": \"delay 300ms\"\n";
+        assert!(json.contains(fired), "{json}");
+        let acted = "\"event\": \"policy_acted\",\n      \"conn\": \"c1\",\n      \"to\": \
+                     \"player\",\n      \"policy\": \"Envoy\",\n      \"action\": \"advertises \
+                     SETTINGS_MAX_CONCURRENT_STREAMS = 2 to the client, in place of the server's \
+                     SETTINGS\"\n";
+        assert!(json.contains(acted), "{json}");
+    }
 }

@@ -1,10 +1,10 @@
 //! The trace of a run: the recorded events, views over them (calls, handler
 //! runs), assertions, and renderers.
 
+pub(crate) mod act_words;
 mod artifacts;
 mod assert;
 mod backoff;
-mod balancer_rows;
 mod chance;
 mod fold;
 mod hedges;

@@ -30,11 +30,11 @@ pub(crate) fn open_calls(events: &[Event], host: &str) -> Vec<String> {
             match run {
                 Some(r) if matches!(r.end, RunEnd::Running) => {
                     why.push(format!("handler {} on {} has not answered", r.id, r.host));
-                    let faults: Vec<&str> = events
+                    let faults: Vec<String> = events
                         .iter()
                         .filter_map(|e| match &e.kind {
                             EventKind::FaultFired(fired) if fired.run == r.id => {
-                                Some(fired.action.as_str())
+                                Some(super::act_words::fault(&fired.action))
                             }
                             _ => None,
                         })

@@ -353,7 +353,7 @@ pub(crate) trait Acting {
     /// (`Recorder::timer_at`).
     fn timer_at(&self, at: Duration);
 
-    fn fault_fired(&self, action: String) {
+    fn fault_fired(&self, action: event::FaultAction) {
         let (run, path) = self.run_path();
         self.record(EventKind::FaultFired(Box::new(event::FaultFired {
             run,
@@ -384,7 +384,7 @@ pub(crate) trait Acting {
 async fn apply(rule: &HandlerRule, guard: &mut impl Acting) -> Option<(Status, Reply)> {
     match &rule.action {
         Action::Delay(d) => {
-            guard.fault_fired(format!("delay {}", crate::units::fmt_duration(*d)));
+            guard.fault_fired(event::FaultAction::Delay { by: *d });
             // A delay is a wait the run's no-progress rule must sit out.
             guard.timer_at(guard.now().saturating_add(*d));
             tokio::time::sleep(*d).await;
@@ -392,20 +392,26 @@ async fn apply(rule: &HandlerRule, guard: &mut impl Acting) -> Option<(Status, R
         }
         Action::Abort(code, message, reply) => {
             let status = Status::new(*code, message.clone());
-            let name = crate::spec::code_name(*code);
-            guard.fault_fired(format!("abort {name}{}", reply.describe()));
+            guard.fault_fired(event::FaultAction::Abort {
+                code: crate::spec::code_name(*code),
+                reply: reply.recorded(),
+            });
             Some((status, *reply))
         }
         Action::Hang => {
-            guard.fault_fired("hang".to_owned());
+            guard.fault_fired(event::FaultAction::Hang);
             std::future::pending::<()>().await;
             None
         }
         Action::FailFirst(n, code, reply) => {
             let k = rule.count();
             (k <= *n).then(|| {
-                let name = crate::spec::code_name(*code);
-                guard.fault_fired(format!("fail {k}/{n} with {name}{}", reply.describe()));
+                guard.fault_fired(event::FaultAction::FailFirst {
+                    nth: k,
+                    of: *n,
+                    code: crate::spec::code_name(*code),
+                    reply: reply.recorded(),
+                });
                 (
                     Status::new(*code, format!("injected failure {k}/{n}")),
                     *reply,

@@ -18,6 +18,14 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
+    /// The reply as the trace records it.
+    pub(crate) fn recorded(&self) -> crate::recorder::event::FaultReply {
+        crate::recorder::event::FaultReply {
+            pushback_ms: self.pushback_ms,
+            after_headers: self.after_headers,
+        }
+    }
+
     /// ` pushback=500ms`, ` after headers`: appended to the fault's trace text.
     pub(crate) fn describe(&self) -> String {
         let mut out = String::new();

@@ -24,9 +24,11 @@ use crate::trace::Trace;
 pub(super) struct Keys {
     /// Per row, in the rows' order: its keys, space-separated.
     pub(super) rows: Vec<String>,
-    /// Every key a row has: the filters the page offers, and the only ids
-    /// its text links to.
+    /// Every key a row has: the filters the page offers.
     pub(super) all: BTreeSet<String>,
+    /// Per row: the ids its event's own data names (its text says them)
+    /// that some row has, the only words of its text the page links.
+    pub(super) named: Vec<BTreeSet<String>>,
 }
 
 /// Who belongs to whom, from the trace's views.
@@ -46,11 +48,16 @@ pub(super) fn keys(trace: &Trace, rows: &[Row]) -> Keys {
         .map(|(i, h)| (h.as_str(), i))
         .collect();
     let mut all = BTreeSet::new();
-    let rows = rows
+    let row_keys: Vec<String> = rows
         .iter()
         .map(|row| {
-            let mut keys = event_keys(&trace.events()[row.about], &owners);
-            for host in row.place.split(['→', '↔']) {
+            let e = &trace.events()[row.about];
+            let mut keys = event_keys(e, &owners);
+            // The hosts its `where` names: the event's own, and the other
+            // end it names (a row that shows no event, a deadline that
+            // passed, is placed on its call's host alone).
+            let other = other_host(e).filter(|_| row.shows_event());
+            for host in std::iter::once(e.host.as_str()).chain(other) {
                 if let Some(i) = hosts.get(host) {
                     keys.insert(format!("H{i}"));
                 }
@@ -64,7 +71,100 @@ pub(super) fn keys(trace: &Trace, rows: &[Row]) -> Keys {
             joined
         })
         .collect();
-    Keys { rows, all }
+    let wire = wire_calls(trace);
+    let named = rows
+        .iter()
+        .map(|row| {
+            let mut ids = named_ids(&trace.events()[row.about], &wire);
+            ids.retain(|id| all.contains(id));
+            ids
+        })
+        .collect();
+    Keys {
+        rows: row_keys,
+        all,
+        named,
+    }
+}
+
+/// The connection and stream of each call seen only on the wire (its
+/// start row says them).
+fn wire_calls(trace: &Trace) -> BTreeMap<CallId, (u32, u32)> {
+    trace
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::CallSeenOnWire { call, conn, stream } => Some((*call, (*conn, *stream))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The ids `e`'s own fields hold, as keys (`r1`, `h1`, `c1`, `c1s3`): not
+/// what they belong to, only what its row's text names.
+fn named_ids(e: &Event, wire: &BTreeMap<CallId, (u32, u32)>) -> BTreeSet<String> {
+    let (mut calls, mut runs, mut conns): (Vec<CallId>, Vec<RunId>, Vec<(u32, u32)>) =
+        (Vec::new(), Vec::new(), Vec::new());
+    match &e.kind {
+        EventKind::CallStarted(started) => {
+            calls.push(started.call);
+            runs.extend(started.parent);
+            conns.extend(wire.get(&started.call));
+        }
+        EventKind::CallEnded { call, .. }
+        | EventKind::CallDropped { call, .. }
+        | EventKind::CallRouted { call, .. } => calls.push(*call),
+        EventKind::CallFailedConnecting(failed) => calls.push(failed.call),
+        EventKind::CallUndecodable(undecodable) => calls.push(undecodable.call),
+        EventKind::CallStoppedReading(stopped) => calls.push(stopped.call),
+        EventKind::HandlerStarted(started) => {
+            runs.push(started.run);
+            calls.extend(started.call);
+        }
+        EventKind::HandlerFinished(r) => runs.push(r.run),
+        EventKind::HandlerPanicked(r) => runs.push(r.run),
+        EventKind::HandlerDequeued(r) => runs.push(r.run),
+        EventKind::HandlerDropped(r) => runs.push(r.run),
+        EventKind::HandlerRejected(r) => runs.push(r.run),
+        EventKind::GrpcTimeoutInvalid(r) => runs.push(r.run),
+        EventKind::FaultFired(r) => runs.push(r.run),
+        EventKind::RetryArrived { run, .. } => runs.push(*run),
+        EventKind::ShutdownStillDraining(draining) => {
+            runs.extend(draining.waiting_on.iter().map(|r| r.run));
+        }
+        EventKind::Frame { conn, stream, .. } | EventKind::FrameReleased { conn, stream, .. } => {
+            conns.push((*conn, *stream));
+        }
+        EventKind::FrameReplaced(f) => conns.push((f.conn, f.stream)),
+        EventKind::FrameNeverLeft(f) => conns.push((f.conn, f.stream)),
+        EventKind::FramesUndelivered { conn, frames, .. } => {
+            conns.push((*conn, 0));
+            conns.extend(frames.iter().map(|(s, _)| (*conn, *s)));
+        }
+        EventKind::Connected { conn, .. }
+        | EventKind::ConnReset { conn, .. }
+        | EventKind::ConnClosed { conn, .. }
+        | EventKind::ConnResetSent { conn, .. }
+        | EventKind::RawPeerClosed { conn, .. }
+        | EventKind::ProtocolError { conn, .. }
+        | EventKind::KeepaliveStrikesReset { conn, .. }
+        | EventKind::KeepaliveDataReset { conn, .. }
+        | EventKind::KeepaliveClosed { conn, .. } => conns.push((*conn, 0)),
+        EventKind::KeepalivePing(p) => conns.push((p.conn, 0)),
+        EventKind::PolicyClosed(p) => conns.push((p.conn, 0)),
+        EventKind::PolicyReset(p) => conns.push((p.conn, 0)),
+        EventKind::PolicyActed(p) => conns.push((p.conn, 0)),
+        _ => {}
+    }
+    let mut ids: BTreeSet<String> = calls.iter().map(ToString::to_string).collect();
+    ids.extend(runs.iter().map(ToString::to_string));
+    for (c, s) in conns {
+        ids.insert(format!("c{c}"));
+        if s != 0 {
+            ids.insert(format!("c{c}s{s}"));
+        }
+    }
+    ids
 }
 
 fn owners(trace: &Trace) -> Owners {
@@ -209,6 +309,46 @@ fn event_keys(e: &Event, owners: &Owners) -> BTreeSet<String> {
     keys.extend(calls.iter().map(ToString::to_string));
     keys.extend(runs.iter().map(ToString::to_string));
     keys
+}
+
+/// The other host an event names beside its own, as its row's `where`
+/// shows it (`a→b`, `a↔b`): the connection's or call's far end, the
+/// link's other side, the replica a call was balanced to.
+fn other_host(e: &Event) -> Option<&str> {
+    let host = match &e.kind {
+        EventKind::Partitioned { peer, .. }
+        | EventKind::BlackHoled { peer }
+        | EventKind::Repaired { peer }
+        | EventKind::LinkLatency { peer, .. } => peer,
+        EventKind::ConnectStarted { to, .. }
+        | EventKind::ConnectWaiting { to, .. }
+        | EventKind::Connected { to, .. }
+        | EventKind::ConnectFailed { to, .. }
+        | EventKind::ConnectAbandoned { to, .. }
+        | EventKind::ConnReset { to, .. }
+        | EventKind::Frame { to, .. }
+        | EventKind::FrameReleased { to, .. }
+        | EventKind::ConnClosed { to, .. }
+        | EventKind::ConnResetSent { to, .. }
+        | EventKind::FramesUndelivered { to, .. }
+        | EventKind::RawPeerClosed { to, .. }
+        | EventKind::ProtocolError { to, .. }
+        | EventKind::KeepaliveStrikesReset { to, .. }
+        | EventKind::KeepaliveDataReset { to, .. }
+        | EventKind::KeepaliveClosed { to, .. } => to,
+        EventKind::FrameReplaced(f) => &f.to,
+        EventKind::FrameNeverLeft(f) => &f.to,
+        EventKind::PolicyClosed(p) => &p.to,
+        EventKind::PolicyReset(p) => &p.to,
+        EventKind::PolicyActed(p) => &p.to,
+        EventKind::CallStarted(c) => &c.target,
+        EventKind::CallFailedConnecting(c) => &c.target,
+        EventKind::RetryAttempt(r) => &r.target,
+        EventKind::CallRouted { replica, .. } => replica,
+        EventKind::Balancer(b) => &b.replica,
+        _ => return None,
+    };
+    Some(host.as_str())
 }
 
 /// What a key's filter banner names: `r1`, `c1 s3`, a host's name.

@@ -1,13 +1,16 @@
 //! A row's text with its ids (`r1`, `h1`, `c1`, `s3`) as links to their
-//! filters. Only words the trace's own vocabulary puts there are linked:
-//! nothing inside a quoted string (a grpc-message, a hold's name), only ids
-//! some row carries, and `sN` only right after its `cN`.
+//! filters. Which ids a row links comes from its event's data (the
+//! timeline passes the ids its event holds, `keys::Keys::named`); the text
+//! only says where they stand. Nothing inside a quoted string (a
+//! grpc-message, a hold's name) is linked, and `sN` only right after its
+//! `cN`.
 
 use std::collections::BTreeSet;
 
 use super::Page;
 
-/// Writes `text`, escaped, with every known id a link to `#only-<id>`.
+/// Writes `text`, escaped, with each id of `known` it says a link to
+/// `#only-<id>`.
 pub(super) fn linked(page: &mut Page, text: &str, known: &BTreeSet<String>) {
     let mut quoted = false;
     let mut conn: Option<&str> = None;

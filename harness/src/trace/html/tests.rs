@@ -519,3 +519,64 @@ fn frame_sequences_draw_at_most_400_rows_a_connection_and_1200_a_page() {
     );
     assert_link_targets_exist(&page);
 }
+
+#[test]
+fn a_row_links_only_the_ids_its_event_holds() {
+    // Two handler runs, so `h2` is a filter; a middlebox's act whose words
+    // name h2, the HTTP/2 library, on connection c1.
+    let started = |run: u32| {
+        event(
+            0,
+            "store",
+            EventKind::HandlerStarted(Box::new(event::HandlerStarted {
+                run: RunId(run),
+                path: "/x.Y/Z".into(),
+                from: "player".into(),
+                call: None,
+                timeout: None,
+                nth: run,
+            })),
+        )
+    };
+    let refused = event(
+        1,
+        "store",
+        EventKind::PolicyActed(Box::new(event::PolicyActed {
+            conn: 1,
+            to: "player".into(),
+            policy: "Envoy".into(),
+            action: event::PolicyAction::RefusedStream {
+                stream: 5,
+                open: 2,
+                limit: 2,
+            },
+        })),
+    );
+    // A frame on c1, so that `c1` is a filter.
+    let ack = frame(
+        0,
+        (FrameType::Settings, FrameFlags::ACK),
+        FrameDetail::Settings {
+            values: SettingValues::default(),
+        },
+        Fate::Passed,
+        false,
+    );
+    let events = vec![started(1), started(2), ack, refused];
+    let trace = Trace::new(1, vec!["store".into(), "player".into()], events, ms(2));
+    let page = trace.render_html();
+    let row = page
+        .split("<tr id=\"t")
+        .skip(1)
+        .map(|row| row.split("</tr>").next().unwrap_or_default())
+        .find(|row| row.contains("REFUSED_STREAM"))
+        .unwrap_or_else(|| panic!("the act's row in {page}"));
+    assert!(row.contains("<a href=\"#only-c1\">c1</a> Envoy:"), "{row}");
+    assert!(row.contains(" and h2 rejects the request"), "{row}");
+    assert!(!row.contains("#only-h2"), "{row}");
+    // The handler run's own row links it.
+    assert!(
+        page.contains("<a href=\"#only-h2\">h2</a> handler"),
+        "{page}"
+    );
+}

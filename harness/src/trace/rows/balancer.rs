@@ -1,6 +1,5 @@
-//! The words of replica-set events: membership changes, and what a
-//! balanced channel's balancer did (`rows` calls in here; kept apart so the
-//! replica vocabulary reads in one place).
+//! The rows of replica-set events: membership changes, and what a
+//! balanced channel's balancer did.
 
 use crate::recorder::event;
 use crate::recorder::event::{BalancerChange, Event, EventKind};
