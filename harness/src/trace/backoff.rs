@@ -15,7 +15,7 @@
 //! MIN_CONNECT_TIMEOUT (20 s) is about how long an attempt may take, not
 //! when the next starts, and is not checked here.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::recorder::event::{Event, EventKind, HostName};
@@ -60,17 +60,18 @@ struct Attempt {
 /// attempt that was the `failures`-th failure in a row and the next start.
 pub(crate) fn allowed_gap(failures: u32) -> Duration {
     let growth = MULTIPLIER.powi(i32::try_from(failures.saturating_sub(1)).unwrap_or(i32::MAX));
-    let backoff = INITIAL_BACKOFF.mul_f64(growth.min(MAX_BACKOFF.as_secs_f64()));
-    backoff.min(MAX_BACKOFF).mul_f64(1.0 - JITTER)
+    // Capped before it multiplies a Duration: 1.6^n overflows to infinity.
+    let cap = MAX_BACKOFF.as_secs_f64() / INITIAL_BACKOFF.as_secs_f64();
+    INITIAL_BACKOFF.mul_f64(growth.min(cap) * (1.0 - JITTER))
 }
 
 /// Every host→server pair with a redial sooner than the document allows,
 /// in the order of their first such redial.
 pub(crate) fn quick_redials(events: &[Event]) -> Vec<QuickRedials> {
-    // By (dialling host, server, attempt number on the channel).
-    let mut attempts: BTreeMap<(String, String, u32), Attempt> = BTreeMap::new();
-    let key =
-        |host: &HostName, to: &HostName, attempt: u32| (host.to_string(), to.to_string(), attempt);
+    // By (dialling host, server, attempt number on the channel); looked up
+    // only, never iterated, so a hash map keeps no order out of the trace.
+    let mut attempts: HashMap<(HostName, HostName, u32), Attempt> = HashMap::new();
+    let key = |host: &HostName, to: &HostName, attempt: u32| (*host, *to, attempt);
     let mut found: Vec<QuickRedials> = Vec::new();
     for (i, e) in events.iter().enumerate() {
         match &e.kind {
@@ -116,12 +117,8 @@ fn note(
     gap: Duration,
     failures: u32,
 ) {
-    let allowed = allowed_gap(failures);
-    let entry = match found
-        .iter_mut()
-        .position(|q| q.host == e.host && q.to == *to)
-    {
-        Some(at) => &mut found[at],
+    let at = match found.iter().position(|q| q.host == e.host && q.to == *to) {
+        Some(at) => at,
         None => {
             found.push(QuickRedials {
                 host: e.host,
@@ -129,22 +126,25 @@ fn note(
                 first: i,
                 count: 0,
                 redials: 0,
-                shortest: gap,
-                allowed,
+                shortest: Duration::MAX,
+                allowed: Duration::ZERO,
             });
-            found.last_mut().expect("just pushed")
+            found.len() - 1
         }
     };
+    let entry = &mut found[at];
     entry.redials += 1;
-    if gap < allowed {
-        if entry.count == 0 {
-            entry.first = i;
-        }
-        entry.count += 1;
-        if gap < entry.shortest || entry.count == 1 {
-            entry.shortest = gap;
-            entry.allowed = allowed;
-        }
+    let allowed = allowed_gap(failures);
+    if gap >= allowed {
+        return;
+    }
+    if entry.count == 0 {
+        entry.first = i;
+    }
+    entry.count += 1;
+    if gap < entry.shortest {
+        entry.shortest = gap;
+        entry.allowed = allowed;
     }
 }
 
