@@ -23,6 +23,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc -p grpc-chaos --no-deps --locked --features
 # The minimum Rust version (rust-version), checked by rustc 1.85 (Debian's);
 # ci/msrv.sh says what it covers and what it does not.
 bash ci/msrv.sh
+# The public API against its checked-in listing (ci/public-api.txt).
+bash ci/api.sh
 # The one-way module flow (harness/src/flow_check.rs): fails on any import
 # from a module above the importer in DESIGN's order.
 cargo test -p grpc-chaos --locked --lib -- flow_check

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use grpc_chaos::policy::{ConnectionPolicy, Effects, FrameView};
+use grpc_chaos::fault::FrameView;
+use grpc_chaos::policy::{ConnectionPolicy, Effects};
 use grpc_chaos::recorder::event::{Fate, FrameDetail};
 use grpc_chaos::wire::{Direction, FrameType};
 use grpc_chaos::{EventKind, Fault, Sim, Trace};

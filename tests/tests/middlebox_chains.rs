@@ -6,8 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use grpc_chaos::fault::FrameView;
 use grpc_chaos::policy::{
-    Activity, ConnectionPolicy, Effects, Expiry, FrameView, IdleTimeout, Middlebox, Pings,
+    Activity, ConnectionPolicy, Effects, Expiry, IdleTimeout, Middlebox, Pings,
 };
 use grpc_chaos::recorder::event::Fate;
 use grpc_chaos::wire::{Direction, FrameType};

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-pub use crate::fault::FrameView;
+pub(crate) use crate::fault::FrameView;
 use crate::recorder::event::EventKind;
 use crate::wire::{encode, BlockKind, Direction, ErrorCode};
 
@@ -75,7 +75,8 @@ use crate::wire::{encode, BlockKind, Direction, ErrorCode};
 ///
 /// ```
 /// use std::time::Duration;
-/// use grpc_chaos::policy::{ConnectionPolicy, Effects, FrameView};
+/// use grpc_chaos::fault::FrameView;
+/// use grpc_chaos::policy::{ConnectionPolicy, Effects};
 /// use grpc_chaos::wire::{Direction, FrameType};
 ///
 /// /// A box that answers the client's PINGs itself and forwards none.

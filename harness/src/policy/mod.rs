@@ -147,7 +147,7 @@ mod tests;
 pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
 pub use check_middlebox::{check_middlebox, MiddleboxReport};
 pub(crate) use connection::{Close, PolicyReset, TimerChange};
-pub use connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
+pub use connection::{ConnInfo, ConnectionPolicy, Effects};
 pub(crate) use enforce::KeepaliveEnforcement;
 pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
 pub(crate) use hosts::{PolicyFactory, PolicyPlan};

@@ -10,7 +10,7 @@ pub(crate) mod header_fields;
 mod host_name;
 mod order;
 mod payloads;
-mod slow_polls;
+pub(crate) mod slow_polls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +22,7 @@ pub(crate) use capture::{hosted, install, DrivingHost};
 use event::{CallId, Event, EventKind, HostName, RunId};
 use order::after_its_frames;
 pub(crate) use slow_polls::SlowPolls;
-pub use slow_polls::{Polled, SlowPoll};
+pub(crate) use slow_polls::{Polled, SlowPoll};
 
 /// Shared, append-only event log. Hosts run one at a time on the test's
 /// thread, so the lock is never contended; it exists because tonic needs

@@ -1,13 +1,4 @@
-//! Exponential backoff with jitter between retry attempts.
-//!
-//! For retry number `n` (0 for the first retry, counting since the last
-//! server pushback) the base delay is `min(initialBackoff × backoffMultiplier^n,
-//! maxBackoff)` (gRFC A6 "Exponential Backoff"; grpc-go `stream.go`
-//! `csAttempt.shouldRetry`). Jitter then spreads it, as chosen by [`Jitter`].
-//!
-//! All maths is done in integer nanoseconds after the power, so the window of
-//! allowed delays ([`delay_window`]) is exact and a trace checker can test a
-//! recorded delay against it without tolerances.
+//! Exponential backoff with jitter between retry attempts: [`delay_window`] and its docs.
 
 use std::time::Duration;
 
@@ -72,6 +63,19 @@ fn duration_nanos(d: Duration) -> u64 {
 /// [`Jitter::GrpcGo`]: `[⌊0.8·b⌋, ⌊1.2·b⌋)` ns with `b` = [`base_delay`];
 /// [`Jitter::A6Uniform`]: `[0, b)`. When the window would be empty (a base
 /// of a few nanoseconds), it is widened to hold exactly `lo`.
+///
+/// # The backoff
+///
+/// Exponential backoff with jitter between retry attempts.
+///
+/// For retry number `n` (0 for the first retry, counting since the last
+/// server pushback) the base delay is `min(initialBackoff × backoffMultiplier^n,
+/// maxBackoff)` (gRFC A6 "Exponential Backoff"; grpc-go `stream.go`
+/// `csAttempt.shouldRetry`). Jitter then spreads it, as chosen by [`Jitter`].
+///
+/// All maths is done in integer nanoseconds after the power, so the window of
+/// allowed delays ([`delay_window`]) is exact and a trace checker can test a
+/// recorded delay against it without tolerances.
 pub fn delay_window(policy: &RetryPolicy, jitter: Jitter, n: u32) -> DelayWindow {
     let (lo, hi) = window_nanos(base_nanos(policy, n), jitter);
     DelayWindow {

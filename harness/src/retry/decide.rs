@@ -1,26 +1,4 @@
-//! The retry decision after a failed attempt, as a pure function.
-//!
-//! [`decide`] applies the rules of grpc-go `stream.go`
-//! `csAttempt.shouldRetry`, in the same order (the order matters for the
-//! token bucket, which only some stops touch):
-//!
-//! 1. the call is committed — response headers received ([`StopReason::Committed`])
-//!    or more than the buffer limit of request bytes sent
-//!    ([`StopReason::BufferLimit`]) — stop, bucket untouched;
-//! 2. a `grpc-retry-pushback-ms` that is negative, unparsable or repeated —
-//!    take a token, stop ([`StopReason::PushbackStop`]);
-//! 3. no policy, or a code not in `retryableStatusCodes` — stop, bucket
-//!    untouched ([`StopReason::NoPolicy`], [`StopReason::NotRetryableCode`]);
-//! 4. take a token; throttled — stop ([`StopReason::Throttled`]);
-//! 5. `maxAttempts` reached — stop ([`StopReason::MaxAttempts`]);
-//! 6. delay: the pushback exactly (resets the backoff exponent to 0), or the
-//!    jittered exponential backoff (raises it by 1);
-//! 7. the delay reaches the call's deadline — stop ([`StopReason::Deadline`];
-//!    grpc-go sleeps into the deadline and fails with DEADLINE_EXCEEDED, this
-//!    names the rule up front).
-//!
-//! An OK attempt is not a failure: [`StopReason::Succeeded`], bucket untouched
-//! here (the caller reports the success to the bucket once per call).
+//! The retry decision after a failed attempt, as a pure function: [`decide`], whose docs give the rules.
 
 use std::fmt;
 use std::time::Duration;
@@ -214,6 +192,32 @@ impl fmt::Display for Decision {
 /// Side effects, in grpc-go's order: takes a token from `throttler` for a
 /// pushback stop and for a retryable code (steps 2 and 4 of the module
 /// docs); draws once from `rng` when the delay is a backoff. Nothing else.
+///
+/// # The rules
+///
+/// The retry decision after a failed attempt, as a pure function.
+///
+/// [`decide`] applies the rules of grpc-go `stream.go`
+/// `csAttempt.shouldRetry`, in the same order (the order matters for the
+/// token bucket, which only some stops touch):
+///
+/// 1. the call is committed — response headers received ([`StopReason::Committed`])
+///    or more than the buffer limit of request bytes sent
+///    ([`StopReason::BufferLimit`]) — stop, bucket untouched;
+/// 2. a `grpc-retry-pushback-ms` that is negative, unparsable or repeated —
+///    take a token, stop ([`StopReason::PushbackStop`]);
+/// 3. no policy, or a code not in `retryableStatusCodes` — stop, bucket
+///    untouched ([`StopReason::NoPolicy`], [`StopReason::NotRetryableCode`]);
+/// 4. take a token; throttled — stop ([`StopReason::Throttled`]);
+/// 5. `maxAttempts` reached — stop ([`StopReason::MaxAttempts`]);
+/// 6. delay: the pushback exactly (resets the backoff exponent to 0), or the
+///    jittered exponential backoff (raises it by 1);
+/// 7. the delay reaches the call's deadline — stop ([`StopReason::Deadline`];
+///    grpc-go sleeps into the deadline and fails with DEADLINE_EXCEEDED, this
+///    names the rule up front).
+///
+/// An OK attempt is not a failure: [`StopReason::Succeeded`], bucket untouched
+/// here (the caller reports the success to the bucket once per call).
 pub fn decide<R: Rng + ?Sized>(
     input: &DecideInput,
     policy: Option<&RetryPolicy>,

@@ -1,32 +1,4 @@
-//! The hedging decisions, as pure functions: what to do when an attempt of
-//! a hedged call ends ([`on_attempt_end`]) and whether the next hedge may be
-//! sent ([`may_send`]).
-//!
-//! The rules are gRFC A6 "Hedging Policy", "Throttling Retry Attempts and
-//! Hedged RPCs", "Pushback" and "Summary of Retry and Hedging Logic" (read,
-//! not measured: grpc-go has no hedging to compare with):
-//!
-//! 1. response headers received — the call is committed to this attempt
-//!    ([`HedgeDecision::Commit`]); the others are cancelled;
-//! 2. OK — [`HedgeDecision::Commit`] (the caller reports the success to the
-//!    token bucket);
-//! 3. a fatal code (not in `nonFatalStatusCodes`) — [`HedgeDecision::Commit`]:
-//!    its status is the call's, the others are cancelled; a pushback stop on
-//!    it still takes a token;
-//! 4. a non-fatal code — take a token (A6 counts non-fatal failures and
-//!    pushback stops, nothing else); then the next hedge: none after a
-//!    pushback stop, none at `maxAttempts`, none when the bucket is at or
-//!    below half after the token, after the pushback's delay for a pushback
-//!    ≥ 0, else at once (A6 summary item 2: "immediately send next scheduled
-//!    hedged request");
-//! 5. when no further hedge will be sent and no other attempt is in flight,
-//!    the call ends with this attempt's failure ([`HedgeDecision::Fail`]).
-//!
-//! A hedge due by the timer (every `hedgingDelay` after the last one sent)
-//! is sent only while [`may_send`] allows it: under `maxAttempts`, hedging
-//! not stopped, and the bucket above half (A6: "subsequent hedged RPCs will
-//! only be sent if token_count is greater than the threshold"). A refused
-//! hedge stops the call's hedging; the attempts in flight go on.
+//! The hedging decisions, as pure functions; [`HedgeDecision`] gives the rules.
 
 use std::fmt;
 use std::time::Duration;
@@ -37,9 +9,9 @@ use super::config::HedgingPolicy;
 use super::decide::Pushback;
 use super::throttle::Throttler;
 
-/// What [`on_attempt_end`] needs to know about the attempt and the call.
+/// What `on_attempt_end` needs to know about the attempt and the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HedgeInput {
+pub(crate) struct HedgeInput {
     /// The attempt's status code (for response headers, whatever; see
     /// `headers_received`).
     pub code: Code,
@@ -56,6 +28,38 @@ pub struct HedgeInput {
 }
 
 /// The verdict on an attempt of a hedged call that ended.
+///
+/// # The rules
+///
+/// The hedging decisions, as pure functions: what to do when an attempt of
+/// a hedged call ends (`on_attempt_end`) and whether the next hedge may be
+/// sent (`may_send`).
+///
+/// The rules are gRFC A6 "Hedging Policy", "Throttling Retry Attempts and
+/// Hedged RPCs", "Pushback" and "Summary of Retry and Hedging Logic" (read,
+/// not measured: grpc-go has no hedging to compare with):
+///
+/// 1. response headers received — the call is committed to this attempt
+///    ([`HedgeDecision::Commit`]); the others are cancelled;
+/// 2. OK — [`HedgeDecision::Commit`] (the caller reports the success to the
+///    token bucket);
+/// 3. a fatal code (not in `nonFatalStatusCodes`) — [`HedgeDecision::Commit`]:
+///    its status is the call's, the others are cancelled; a pushback stop on
+///    it still takes a token;
+/// 4. a non-fatal code — take a token (A6 counts non-fatal failures and
+///    pushback stops, nothing else); then the next hedge: none after a
+///    pushback stop, none at `maxAttempts`, none when the bucket is at or
+///    below half after the token, after the pushback's delay for a pushback
+///    ≥ 0, else at once (A6 summary item 2: "immediately send next scheduled
+///    hedged request");
+/// 5. when no further hedge will be sent and no other attempt is in flight,
+///    the call ends with this attempt's failure ([`HedgeDecision::Fail`]).
+///
+/// A hedge due by the timer (every `hedgingDelay` after the last one sent)
+/// is sent only while `may_send` allows it: under `maxAttempts`, hedging
+/// not stopped, and the bucket above half (A6: "subsequent hedged RPCs will
+/// only be sent if token_count is greater than the threshold"). A refused
+/// hedge stops the call's hedging; the attempts in flight go on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HedgeDecision {
     /// This attempt's response is the call's: the other attempts are
@@ -135,7 +139,7 @@ impl fmt::Display for HedgeDecision {
 ///
 /// Side effect: takes one token from `throttler` for a non-fatal code or a
 /// pushback stop (A6 "Throttling"); nothing else.
-pub fn on_attempt_end(
+pub(crate) fn on_attempt_end(
     input: &HedgeInput,
     policy: &HedgingPolicy,
     throttler: Option<&Throttler>,
@@ -169,7 +173,7 @@ pub fn on_attempt_end(
 /// The rule that refuses it, in this order: hedging already stopped
 /// (`stopped`), `maxAttempts`, the bucket at or below half. Reads the bucket
 /// without taking a token.
-pub fn may_send(
+pub(crate) fn may_send(
     sent: u32,
     stopped: Option<HedgeStop>,
     policy: &HedgingPolicy,

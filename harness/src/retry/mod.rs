@@ -49,15 +49,15 @@
 //! |---|---|
 //! | config shape, field validation, `maxAttempts` ≥ 2, capped at 5 | gRFC A6 "Integration with Service Config"; grpc-go `service_config.go` (`convertRetryPolicy`), `dialoptions.go` (`defaultMaxCallAttempts`) |
 //! | method entry beats service entry beats default entry | grpc-go `service_config.go` / `clientconn.go` `getMethodConfig` |
-//! | backoff `min(initial × mult^n, max)` × uniform[0.8, 1.2) (or A6's uniform[0, b)) | grpc-go `stream.go` `csAttempt.shouldRetry`; gRFC A6 "Exponential Backoff" ([`backoff`]) |
-//! | retry only while not committed: trailers-only responses; ≤ 256 KiB of request sent | grpc-go `stream.go` `shouldRetry`, `bufferForRetryLocked`; `rpc_util.go` ([`mod@decide`]) |
+//! | backoff `min(initial × mult^n, max)` × uniform[0.8, 1.2) (or A6's uniform[0, b)) | grpc-go `stream.go` `csAttempt.shouldRetry`; gRFC A6 "Exponential Backoff" ([`delay_window`]) |
+//! | retry only while not committed: trailers-only responses; ≤ 256 KiB of request sent | grpc-go `stream.go` `shouldRetry`, `bufferForRetryLocked`; `rpc_util.go` ([`decide()`]) |
 //! | `grpc-retry-pushback-ms`: ≥ 0 waits exactly that and resets the backoff; negative, unparsable or repeated stops | grpc-go `stream.go` `shouldRetry`; gRFC A6 "Pushback" |
-//! | token bucket: −1 per retryable failure or pushback stop, +tokenRatio per OK call, throttled at ≤ half | grpc-go `clientconn.go` `retryThrottler`; gRFC A6 "Throttling" ([`throttle`]) |
+//! | token bucket: −1 per retryable failure or pushback stop, +tokenRatio per OK call, throttled at ≤ half | grpc-go `clientconn.go` `retryThrottler`; gRFC A6 "Throttling" ([`Throttler`]) |
 //! | `grpc-previous-rpc-attempts` on attempts ≥ 2 | gRFC A6 "Exposed Retry Metadata"; grpc-go `http2_client.go` |
 //! | `grpc-timeout` is the whole call's deadline; each attempt carries what is left (rounded up); a call that runs out ends with DEADLINE_EXCEEDED | grpc-go `stream.go` (context deadline), `internal/grpcutil` `EncodeDuration` (rounds up) |
 //!
 //! The order in which the stop rules are checked, and which of them take a
-//! token, is grpc-go's; [`mod@decide`] lists it.
+//! token, is grpc-go's; [`decide()`] lists it.
 //!
 //! # Hedging (`hedgingPolicy`)
 //!
@@ -67,7 +67,7 @@
 //! while fewer than `maxAttempts` (capped at 5) are out and no response
 //! has won; the attempts run side by side, each a recorded call of its own
 //! with `grpc-previous-rpc-attempts`. What each end means is
-//! [`hedge::on_attempt_end`]:
+//! [`HedgeDecision`] (its rules):
 //!
 //! | attempt ends with | the call | source (read) |
 //! |---|---|---|
@@ -80,7 +80,7 @@
 //! `retryThrottling` is shared with retries (one bucket per channel): a
 //! non-fatal failure or a pushback stop takes a token, an OK call gives
 //! `tokenRatio` back, and no hedge is sent while the bucket is at or below
-//! half ([`hedge::may_send`]; A6 "Throttling Retry Attempts and Hedged
+//! half ([`HedgeDecision`]; A6 "Throttling Retry Attempts and Hedged
 //! RPCs"). A refused hedge ends the call's hedging. A `hedgingDelay` of 0
 //! with no throttling is allowed but reported by [`RetryConfig::warnings`]:
 //! every call then sends `maxAttempts` copies at once.
@@ -114,7 +114,7 @@
 //!   is resent regardless of policy) is not modelled: such failures are
 //!   ordinary attempts here.
 //! - An illegal `retryPolicy` is an error here; grpc-go logs and ignores it.
-//! - Token counts are exact thousandths, not `f64` (see [`throttle`]).
+//! - Token counts are exact thousandths, not `f64` (see [`Throttler`]).
 //! - When the next retry's delay would reach the deadline, [`decide()`] says
 //!   [`StopReason::Deadline`] at once; the call still ends *at* the deadline
 //!   with DEADLINE_EXCEEDED, as in grpc-go, which sleeps into it.
@@ -136,21 +136,21 @@
 //! `seed`: the same seed and call order give the same delays. (`SmallRng`'s
 //! algorithm may change between `rand` releases; pinned versions keep it.)
 
-pub mod backoff;
+mod backoff;
 mod body;
 mod check;
 mod check_hedge;
-pub mod config;
-pub mod decide;
+mod config;
+mod decide;
 mod event;
 mod future;
-pub mod hedge;
+mod hedge;
 mod hedged;
 mod layer;
 mod record;
 mod record_hedge;
 mod service;
-pub mod throttle;
+mod throttle;
 mod timeout;
 
 pub use backoff::{base_delay, delay_window, jittered_delay, DelayWindow, Jitter};

@@ -1,31 +1,35 @@
-//! Retry throttling: the per-target token bucket of gRFC A6 "Throttling
-//! Retry Attempts and Hedged RPCs".
-//!
-//! Source: grpc-go `clientconn.go` (`retryThrottler.throttle`,
-//! `retryThrottler.successfulRPC`, and its construction in
-//! `applyServiceConfigAndBalancer`), and where it is called from in
-//! `stream.go`:
-//!
-//! - the bucket starts full, at `maxTokens`; the threshold is `maxTokens / 2`;
-//! - `throttle()` is called for a failed attempt whose code is retryable, and
-//!   for a server pushback that says "stop" (negative or unparsable): it
-//!   takes 1 token (not below 0) and reports *throttled* when the level is
-//!   then ≤ the threshold — so the failure that brings the bucket down to
-//!   exactly half is already throttled;
-//! - `successfulRPC()` is called once per call that ends with OK: it adds
-//!   `tokenRatio`, capped at `maxTokens`;
-//! - non-retryable failures and committed calls do not touch the bucket.
-//!
-//! grpc-go keeps the level in an `f64`; here it is an integer count of
-//! thousandths of a token, the representation gRFC A6 suggests and C-core
-//! uses, so that repeated `+0.1` steps cannot drift and the half-way
-//! comparison is exact. For ratios with at most 3 decimals the two agree.
+//! Retry throttling, gRFC A6's per-target token bucket: [`Throttler`], whose docs give the rules.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::config::ThrottlingPolicy;
 
 /// A token bucket shared by every clone of a handle: one per target.
+///
+/// # The bucket
+///
+/// Retry throttling: the per-target token bucket of gRFC A6 "Throttling
+/// Retry Attempts and Hedged RPCs".
+///
+/// Source: grpc-go `clientconn.go` (`retryThrottler.throttle`,
+/// `retryThrottler.successfulRPC`, and its construction in
+/// `applyServiceConfigAndBalancer`), and where it is called from in
+/// `stream.go`:
+///
+/// - the bucket starts full, at `maxTokens`; the threshold is `maxTokens / 2`;
+/// - `throttle()` is called for a failed attempt whose code is retryable, and
+///   for a server pushback that says "stop" (negative or unparsable): it
+///   takes 1 token (not below 0) and reports *throttled* when the level is
+///   then ≤ the threshold — so the failure that brings the bucket down to
+///   exactly half is already throttled;
+/// - `successfulRPC()` is called once per call that ends with OK: it adds
+///   `tokenRatio`, capped at `maxTokens`;
+/// - non-retryable failures and committed calls do not touch the bucket.
+///
+/// grpc-go keeps the level in an `f64`; here it is an integer count of
+/// thousandths of a token, the representation gRFC A6 suggests and C-core
+/// uses, so that repeated `+0.1` steps cannot drift and the half-way
+/// comparison is exact. For ratios with at most 3 decimals the two agree.
 #[derive(Clone, Debug)]
 pub struct Throttler {
     bucket: Arc<Mutex<Bucket>>,

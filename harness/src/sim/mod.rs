@@ -377,7 +377,8 @@ impl Sim {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use grpc_chaos::policy::{ConnectionPolicy, Effects, FrameView};
+    /// use grpc_chaos::fault::FrameView;
+    /// use grpc_chaos::policy::{ConnectionPolicy, Effects};
     /// use grpc_chaos::wire::FrameType;
     ///
     /// /// Closes a connection that carries no DATA for `idle` (simulated).

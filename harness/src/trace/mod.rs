@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use crate::recorder::{Polled, SlowPoll};
+pub use crate::recorder::slow_polls::{Polled, SlowPoll};
 pub(crate) use artifacts::passed as run_passed;
 pub(crate) use artifacts::shown as artifact_shown;
 pub(crate) use artifacts::write_with as write_artifacts_with;

@@ -313,7 +313,7 @@ impl std::error::Error for PanicReset {
 pin_project_lite::pin_project! {
     /// The handler's future, each poll timed on the *wall* clock against
     /// the run's slow-poll threshold (reported outside the trace, see
-    /// [`crate::recorder::SlowPoll`]).
+    /// [`crate::trace::SlowPoll`]).
     struct Timed<'a, F> {
         #[pin]
         inner: F,

@@ -1,21 +1,4 @@
-//! Parsing and validating the retry part of a gRPC service config (gRFC A6).
-//!
-//! The accepted JSON is the service-config shape of gRFC A6 "Integration with
-//! Service Config" and grpc `doc/service_config.md`:
-//!
-//! ```json
-//! {"methodConfig": [{"name": [{"service": "tt.v1.Scoreboard", "method": "Hit"}],
-//!                    "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s",
-//!                                    "maxBackoff": "1s", "backoffMultiplier": 2,
-//!                                    "retryableStatusCodes": ["UNAVAILABLE"]}}],
-//!  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
-//! ```
-//!
-//! Validation follows grpc-go `service_config.go` (`parseServiceConfig`,
-//! `convertRetryPolicy`) with one deliberate difference: grpc-go logs and
-//! *ignores* an illegal `retryPolicy` (the method then gets no retries), while
-//! this module returns a [`ConfigError`], because a silently dropped policy is
-//! the kind of surprise a fault-injection test should not hide.
+//! Parsing and validating the retry part of a gRPC service config (gRFC A6); [`RetryConfig`] gives the accepted JSON.
 
 // The model is here; `json` reads the JSON into it, `duration` parses the
 // protobuf-JSON durations, `error` says what was rejected and why.
@@ -48,6 +31,27 @@ pub const MAX_ATTEMPTS_CAP: u32 = 5;
 ///
 /// Build one with [`RetryConfig::from_json`] (or `str::parse`). The
 /// [`Default`] config has no method configs: no call is retried.
+///
+/// # The accepted JSON
+///
+/// Parsing and validating the retry part of a gRPC service config (gRFC A6).
+///
+/// The accepted JSON is the service-config shape of gRFC A6 "Integration with
+/// Service Config" and grpc `doc/service_config.md`:
+///
+/// ```json
+/// {"methodConfig": [{"name": [{"service": "tt.v1.Scoreboard", "method": "Hit"}],
+///                    "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s",
+///                                    "maxBackoff": "1s", "backoffMultiplier": 2,
+///                                    "retryableStatusCodes": ["UNAVAILABLE"]}}],
+///  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
+/// ```
+///
+/// Validation follows grpc-go `service_config.go` (`parseServiceConfig`,
+/// `convertRetryPolicy`) with one deliberate difference: grpc-go logs and
+/// *ignores* an illegal `retryPolicy` (the method then gets no retries), while
+/// this module returns a [`ConfigError`], because a silently dropped policy is
+/// the kind of surprise a fault-injection test should not hide.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RetryConfig {
     /// Keyed as grpc-go keys `ServiceConfig.Methods`: `"/svc/method"`,
