@@ -5,6 +5,18 @@
 
 use std::time::Duration;
 
+/// A pod termination's timing, *simulated* time from the deletion
+/// (`fault/kubernetes.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PodTiming {
+    /// The preStop hook's run, before SIGTERM.
+    pub(crate) pre_stop: Duration,
+    /// Until every client has seen the endpoint removed.
+    pub(crate) endpoint_lag: Duration,
+    /// `terminationGracePeriodSeconds`: until SIGKILL.
+    pub(crate) grace: Duration,
+}
+
 /// A host fault and its time.
 #[derive(Debug, Clone)]
 pub(crate) struct HostFault {
@@ -32,6 +44,10 @@ pub(crate) enum HostAction {
     /// Starts the host's graceful shutdown, with an optional grace after
     /// which it is crashed ([`super::Fault::shutdown`]).
     Shutdown(String, Option<Duration>),
+    /// A Kubernetes pod termination ([`super::Fault::pod_termination`]):
+    /// recorded when it fires; the run schedules its parts
+    /// ([`super::kubernetes::parts`]) from it.
+    PodTermination(String, PodTiming),
     /// The grace of the shutdown that started at the given time is over:
     /// a host still draining it is crashed. Made by the run from a
     /// `Shutdown` with a grace, never by users.
@@ -62,6 +78,7 @@ impl HostAction {
                 crate::units::fmt_duration(*grace)
             ),
             Self::GraceEnded(h, _) => format!("end of the shutdown grace of {h}"),
+            Self::PodTermination(h, _) => format!("pod termination of {h}"),
         }
     }
 
@@ -83,6 +100,7 @@ impl HostAction {
             | Self::Join(h)
             | Self::Shutdown(h, _)
             | Self::GraceEnded(h, _)
+            | Self::PodTermination(h, _)
             | Self::Pause(h)
             | Self::Resume(h) => vec![h],
             Self::Partition(a, b, _)
@@ -97,9 +115,11 @@ impl HostAction {
     /// server hosts (turmoil cannot restart a client body).
     pub(crate) fn restarted_host(&self) -> Option<&str> {
         match self {
-            Self::Crash(h) | Self::Restart(h) | Self::Shutdown(h, _) | Self::GraceEnded(h, _) => {
-                Some(h)
-            }
+            Self::Crash(h)
+            | Self::Restart(h)
+            | Self::Shutdown(h, _)
+            | Self::GraceEnded(h, _)
+            | Self::PodTermination(h, _) => Some(h),
             _ => None,
         }
     }

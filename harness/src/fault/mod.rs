@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | host | turmoil and the wiring: crash, restart, partition (heals like TCP), black hole (turmoil's partition), repair, pause, resume, link latency; the server's graceful shutdown | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::black_hole`], [`Fault::repair`], [`Fault::pause`], [`Fault::resume`], [`Fault::link_latency`], [`Fault::shutdown`] |
 //! | membership | a replica set's service discovery: a replica leaves or joins | [`Fault::leave`], [`Fault::join`] |
+//! | Kubernetes | a pod's termination: its endpoint removed after a lag, SIGTERM after preStop, SIGKILL at the grace period | [`Fault::pod_termination`] |
 //! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold (until a time or a named release), a rule of the test's own ([`FrameRule`]: replace the octets, or any verdict), inject (at a time or after a frame) | [`Fault::frames`], [`FrameFault::rule`], [`Fault::inject`], [`Fault::release`] |
 //! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
 //!
@@ -14,6 +15,7 @@ mod builtin;
 mod frame;
 pub(crate) mod handler;
 mod host;
+mod kubernetes;
 mod links;
 mod plan;
 mod rule;
@@ -26,6 +28,7 @@ pub(crate) use frame::{check_release, FrameInfo, Injection, RuleEntry};
 pub use frame::{FrameFault, Inject, InjectAt};
 pub(crate) use handler::rule::{Action, HandlerRule, Reply};
 pub(crate) use host::{HostAction, HostFault};
+pub use kubernetes::{PodTermination, DEFAULT_TERMINATION_GRACE, PRE_STOP_EXTENSION};
 pub(crate) use links::{LinkState, Links, SYN_GIVE_UP};
 pub(crate) use plan::FramePlan;
 pub(crate) use rule::{check_nth, check_window, LONGEST_WAIT};
@@ -417,6 +420,40 @@ impl Fault {
         HostFaultBuilder {
             action: HostAction::Join(replica.into()),
         }
+    }
+
+    /// Deletes the Kubernetes pod that runs replica host `replica`, as
+    /// `kubectl delete pod` or a rolling deploy does: at the time given to
+    /// [`PodTermination::at`] (call it *t*) the pod is terminating; the
+    /// replica leaves its set at *t* + `endpoint_lag` (the time until every
+    /// client has seen its endpoint removed: a [`Fault::leave`]); SIGTERM
+    /// starts its graceful shutdown at *t* + preStop ([`Fault::shutdown`];
+    /// [`PodTermination::pre_stop`], default none); SIGKILL crashes it at
+    /// *t* + `terminationGracePeriodSeconds` if it is still draining
+    /// ([`PodTermination::termination_grace_period`], default 30 s). A
+    /// preStop that reaches the grace period gets the kubelet's one 2 s
+    /// extension ([`PRE_STOP_EXTENSION`]): SIGTERM then, SIGKILL 2 s later.
+    /// The order and the defaults are Kubernetes' "Termination of Pods"
+    /// (`pod-lifecycle.md`, read).
+    ///
+    /// The trace shows `pod termination started` with the three times,
+    /// then each part as it fires. When the preStop is shorter than the
+    /// endpoint lag, SIGTERM comes while clients still send the pod new
+    /// calls: the drop in a rolling deploy that a preStop `sleep` covers.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// let s = Duration::from_secs;
+    /// let delete = Fault::pod_termination("store-1", s(2)).pre_stop(s(5)).at(s(10));
+    /// # let _ = delete;
+    /// ```
+    ///
+    /// A host that is not a replica of a set ([`Sim::servers`](crate::Sim::servers)),
+    /// a replica that has left its set by then, or a SIGKILL after the end
+    /// of the run is an error from [`Sim::run`](crate::Sim::run).
+    pub fn pod_termination(replica: impl Into<String>, endpoint_lag: Duration) -> PodTermination {
+        PodTermination::new(replica.into(), endpoint_lag)
     }
 
     /// A frame fault: narrow it with [`FrameFault::from`], [`FrameFault::to`],

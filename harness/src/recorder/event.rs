@@ -23,8 +23,8 @@ pub use super::payloads::{
     Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, CallUndecodable, FaultFired,
     FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped,
     HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, Hedge, HedgeStep,
-    HedgeVerdict, KeepalivePing, Log, PolicyActed, PolicyClosed, PolicyReset, RetryAttempt,
-    RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
+    HedgeVerdict, KeepalivePing, Log, PodTerminationStarted, PolicyActed, PolicyClosed,
+    PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
 };
 use crate::wire::FrameType;
 
@@ -506,6 +506,15 @@ pub enum EventKind {
         #[serde(rename = "grace_us", serialize_with = "opt_micros")]
         grace: Option<Duration>,
     },
+    /// A Kubernetes pod termination began
+    /// ([`Fault::pod_termination`](crate::Fault::pod_termination)): the
+    /// pod of this replica host was deleted. Its parts follow as events of
+    /// their own (`ReplicaLeft`, `ShutdownStarted`, and a crash at SIGKILL
+    /// if it is still draining then). Times are from the deletion,
+    /// *simulated*.
+    ///
+    /// Its fields are in [`PodTerminationStarted`] (boxed).
+    PodTerminationStarted(Box<PodTerminationStarted>),
     /// The server's serve future returned after its graceful shutdown:
     /// every connection it had closed.
     ServeReturned {
@@ -1027,6 +1036,7 @@ impl EventKind {
             | Self::LinkLatency { .. }
             | Self::ServeFnWithoutLayer
             | Self::ShutdownStarted { .. }
+            | Self::PodTerminationStarted(_)
             | Self::ServeReturned { .. }
             | Self::ShutdownGraceOver { .. }
             | Self::FaultFired(_)

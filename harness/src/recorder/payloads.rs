@@ -239,6 +239,23 @@ pub struct ShutdownStillDraining {
     pub waiting_on: Vec<OpenRun>,
 }
 
+/// The fields of [`EventKind::PodTerminationStarted`](super::event::EventKind::PodTerminationStarted),
+/// boxed: inline, three durations would make every event larger. Times
+/// are from the pod's deletion, *simulated*.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PodTerminationStarted {
+    /// Until the replica leaves its set (clients have seen its endpoint
+    /// removed).
+    #[serde(rename = "endpoint_lag_us", serialize_with = "super::event::micros")]
+    pub endpoint_lag: Duration,
+    /// Until SIGTERM (the preStop hook's run).
+    #[serde(rename = "sigterm_us", serialize_with = "super::event::micros")]
+    pub sigterm: Duration,
+    /// Until SIGKILL.
+    #[serde(rename = "sigkill_us", serialize_with = "super::event::micros")]
+    pub sigkill: Duration,
+}
+
 /// The fields of [`EventKind::HandlerStarted`](super::event::EventKind::HandlerStarted),
 /// boxed: inline, the variant would be larger than a frame event and make
 /// every event that large.

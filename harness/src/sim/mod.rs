@@ -326,7 +326,12 @@ impl Sim {
     /// no action) is refused at compile time saying what it lacks
     /// ([`IntoFault`](crate::fault::IntoFault)).
     pub fn fault(&mut self, fault: impl crate::fault::IntoFault) -> &mut Self {
-        self.faults.push(fault.into_fault());
+        let fault = fault.into_fault();
+        // A composed fault (a pod termination) brings its parts along, so
+        // the checks and the run see each of them as a fault of its own.
+        let parts = fault.parts();
+        self.faults.push(fault);
+        self.faults.extend(parts);
         self
     }
 

@@ -320,6 +320,16 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
                 rec.push(h, EventKind::FaultNeverFired { fault });
             }
         }
+        // Its parts are faults of their own (Sim::fault added them).
+        HostAction::PodTermination(h, timing) => {
+            let (sigterm, grace) = timing.sigterm();
+            let times = event::PodTerminationStarted {
+                endpoint_lag: timing.endpoint_lag,
+                sigterm,
+                sigkill: sigterm.saturating_add(grace),
+            };
+            rec.push(h, EventKind::PodTerminationStarted(Box::new(times)));
+        }
         HostAction::GraceEnded(h, since) => {
             if let Some(draining) = shared.shutdowns.draining(h, *since) {
                 let grace = rec.now().saturating_sub(*since);

@@ -145,10 +145,37 @@ impl Sim {
         Ok(())
     }
 
+    /// A pod termination names a replica: it is the pod behind one
+    /// endpoint of a Service (a replica set here). Checked before its
+    /// parts, whose errors would name `Fault::leave`.
+    fn check_pod_terminations(&self) -> Result<(), Error> {
+        for fault in self.host_faults() {
+            let HostAction::PodTermination(host, _) = &fault.action else {
+                continue;
+            };
+            if self.replica_sets.iter().any(|s| s.index_of(host).is_some()) {
+                continue;
+            }
+            let sets: Vec<String> = self.replica_sets.iter().map(|s| s.name.clone()).collect();
+            return Err(Error::new(Kind::Misconfigured(format!(
+                "Fault::pod_termination({host:?}): `{host}` is not a replica of a set; a pod \
+                 termination takes the pod out of its Service's endpoints, so run the pods as a \
+                 replica set (Sim::servers) and name one of its replicas; replica sets: {}",
+                if sets.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    sets.join(", ")
+                }
+            ))));
+        }
+        Ok(())
+    }
+
     /// Leave and join faults name replicas, and each changes the
     /// membership: a replica leaves only while a member, joins only while
     /// not (in time order; at one instant, in the order added).
     fn check_membership(&self) -> Result<(), Error> {
+        self.check_pod_terminations()?;
         let mut changes: Vec<&HostFault> = self
             .host_faults()
             .filter(|h| h.action.membership().is_some())

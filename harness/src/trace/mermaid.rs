@@ -213,7 +213,8 @@ impl CallTree {
                 | EventKind::HostPaused
                 | EventKind::HostResumed
                 | EventKind::Partitioned { .. }
-                | EventKind::ShutdownStarted { .. } => {
+                | EventKind::ShutdownStarted { .. }
+                | EventKind::PodTerminationStarted(_) => {
                     let e = &events[i];
                     self.hosts.contains(e.host.as_str()) && e.at() >= from && e.at() <= until
                 }

@@ -22,6 +22,7 @@ mod keepalive_world;
 mod nginx_read_timeout;
 mod nlb_idle_reset;
 mod partition_heals;
+mod pod_termination;
 mod proxy_stream_limit;
 mod proxy_timeout;
 mod queueing;
@@ -108,6 +109,8 @@ pub fn all() -> Vec<Scenario> {
         etcd_keepalive::SCENARIO,
         replica_crash::SCENARIO,
         rolling_restart::SCENARIO,
+        pod_termination::SIGTERM_FIRST,
+        pod_termination::PRE_STOP,
         connection_age::SCENARIO,
         graceful_drain::SCENARIO,
         partition_heals::SCENARIO,

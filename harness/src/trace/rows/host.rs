@@ -20,6 +20,16 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                 None => "graceful shutdown started (no grace: drains as long as it takes)".into(),
             },
         ),
+        EventKind::PodTerminationStarted(times) => (
+            host,
+            format!(
+                "pod termination started: endpoint removed in {}, SIGTERM in {}, SIGKILL in {} \
+                 (if still draining)",
+                fmt_duration(times.endpoint_lag),
+                fmt_duration(times.sigterm),
+                fmt_duration(times.sigkill)
+            ),
+        ),
         EventKind::ServeFnWithoutLayer => (
             host.clone(),
             format!(

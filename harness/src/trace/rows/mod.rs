@@ -380,6 +380,7 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         EventKind::HostCrashed
         | EventKind::HostRestarted
         | EventKind::ShutdownStarted { .. }
+        | EventKind::PodTerminationStarted(_)
         | EventKind::ServeReturned { .. }
         | EventKind::ServeFnWithoutLayer
         | EventKind::ShutdownGraceOver { .. }
