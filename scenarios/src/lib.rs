@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod services;
+pub mod zoo;
 
 // The README's example compiles as a doctest of this crate, which has both
 // the harness and the reference services (its test runs in
