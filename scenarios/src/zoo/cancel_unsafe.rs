@@ -9,7 +9,8 @@
 //! accounting (every unit reserved is committed or released) is the
 //! user's own invariant, read from the inventory's log lines in the
 //! trace. The space is generic: cancels of any `orders` → `inventory`
-//! call, partitions of that link, slow inventory handlers.
+//! call, crashes of the inventory, partitions of that link, slow
+//! inventory handlers.
 
 use std::time::Duration;
 
@@ -74,11 +75,12 @@ pub fn scenario(seed: u64, fixed: bool) -> Sim {
     sim
 }
 
-/// What may break: any call cancelled, the link cut, the handlers slowed,
-/// while the calls run.
+/// What may break: any call cancelled, the inventory crashed, the link
+/// cut, the handlers slowed, while the calls run.
 pub fn space() -> Space {
     Space::new()
         .cancel("orders", "inventory")
+        .crash("inventory")
         .partition("orders", "inventory")
         .handler_delay("inventory", Duration::from_millis(400))
         .window(Duration::ZERO, Duration::from_millis(300))
