@@ -66,7 +66,9 @@
 //!    faults, the run, the render compared with the baseline's, the
 //!    invariant. *Anchor:* the same scenario run as many times without
 //!    faults (`Sim::run` alone): what one run costs. The ratio
-//!    anchor/explorer is what exploring adds per run.
+//!    anchor/explorer is what exploring adds per run. A last line gives
+//!    the fixed cost of a run: an empty scenario (one server, a client
+//!    that returns at once) against the whole five-call run, CPU µs each.
 //!
 //! Every figure is end to end: building the world, connecting, the calls,
 //! and (for the harness) handing back the trace.
@@ -480,9 +482,10 @@ fn explore_rows(schedules: u64, repeat: u64) {
         [
             isolated(|| measured_explore(schedules)),
             isolated(|| measured_plain_runs(schedules)),
+            isolated(|| measured_empty_runs(schedules)),
         ]
     });
-    let [explored, plain] = rounds.best();
+    let [explored, plain, empty] = rounds.best();
     row(
         &format!("{schedules} schedules, 5 unary calls: runs / CPU s"),
         explored,
@@ -494,6 +497,28 @@ fn explore_rows(schedules: u64, repeat: u64) {
     println!("{:<46} {per_wall:>12.0}", "  explored schedules / wall s");
     detail("  Explorer::explore", explored, "schedules");
     detail("  Sim::run without faults", plain, "runs");
+    detail("  Sim::run of an empty scenario", empty, "runs");
+    let per_run = |f: &Figure| f.cpu.as_secs_f64() * 1e6 / f.amount;
+    println!(
+        "{:<46} {:>12.0} of {:.0} µs CPU",
+        "  fixed cost of a run (empty / whole run)",
+        per_run(empty),
+        per_run(plain)
+    );
+}
+
+/// Runs with one server and a client that returns at once: what a run
+/// costs before and around its first event (building the hosts, the
+/// runtimes, the trace).
+fn measured_empty_runs(runs: u64) -> Figure {
+    let meter = Meter::start();
+    for _ in 0..runs {
+        let mut sim = Sim::builder().build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.client("player", |_| async { Ok(()) });
+        sim.run().expect("an empty scenario runs");
+    }
+    meter.figure(runs as f64, String::new())
 }
 
 /// Random schedules of the zoo's cancel-unsafe reservation.

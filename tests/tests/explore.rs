@@ -247,3 +247,18 @@ fn a_baseline_that_is_not_deterministic_is_refused_with_its_first_differing_line
     refused(&e, "baseline:");
     refused(&e, "its repeat:");
 }
+
+#[test]
+fn every_kind_of_fault_places_and_runs_and_the_fixed_service_passes_them_all() -> grpc_chaos::Result
+{
+    let all = space()
+        .handler_fail("inventory", tonic::Code::Unavailable)
+        .handler_hang("inventory")
+        .max_faults(3);
+    let report = explorer(true).space(all).budget(60).explore()?;
+    report.assert_passed();
+    for c in &report.coverage {
+        assert!(c.schedules > 0, "{}", report.summary());
+    }
+    Ok(())
+}

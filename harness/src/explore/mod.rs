@@ -325,16 +325,18 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         let mut rng = Rng::for_schedule(self.seed, number);
         let targets = self.space.targets();
         let n = rng.between(1, self.space.max() as u64);
-        let faults = (0..n)
-            .filter_map(|_| {
-                let target = &targets[rng.below(targets.len() as u64) as usize];
-                self.place_random(target, &mut rng, base)
-            })
-            .collect();
+        let mut faults: Vec<Placed> = Vec::new();
+        for _ in 0..n {
+            let target = &targets[rng.below(targets.len() as u64) as usize];
+            let placed = self.place_random(target, &mut rng, base);
+            if !faults.iter().any(|p| clashes(p, &placed, base.end)) {
+                faults.push(placed);
+            }
+        }
         Schedule::new(self.seed, number, faults)
     }
 
-    fn place_random(&self, target: &Target, rng: &mut Rng, base: &Baseline) -> Option<Placed> {
+    fn place_random(&self, target: &Target, rng: &mut Rng, base: &Baseline) -> Placed {
         let (from, until) = base.window;
         if let Target::Cancel { caller, server } = target {
             let lives: Vec<StreamLife> = instants::streams(&base.trace, caller, server)
@@ -348,13 +350,13 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
                     .min(until.saturating_sub(Duration::from_micros(1))),
             );
             let at = Duration::from_micros(rng.between(lo, hi.max(lo)));
-            return Some(self.place(target, at, life.stream, base));
+            return self.place(target, at, life.stream, base);
         }
         let span_ms = (until - from).as_millis() as u64;
         let at = from + Duration::from_millis(rng.below(span_ms.max(1)));
         let outage_ms = (self.space.outage_len().as_millis() as u64).max(1);
         let lasts = Duration::from_millis(rng.between(1, outage_ms));
-        Some(self.placed(target, at, lasts, 0, base))
+        self.placed(target, at, lasts, 0, base)
     }
 
     /// `target` at `at`, lasting the space's outage.
@@ -410,6 +412,22 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         }
         out
     }
+}
+
+/// Whether `b` would overlap `a` on the same host or link where the run
+/// refuses two at once (a second partition of a cut link, a crash of a
+/// crashed host): the draw then leaves `b` out.
+fn clashes(a: &Placed, b: &Placed, end: Duration) -> bool {
+    let same = match (&a.target, &b.target) {
+        (Target::Crash { host: x }, Target::Crash { host: y }) => x == y,
+        (Target::Partition { a: a1, b: b1 }, Target::Partition { a: a2, b: b2 }) => {
+            (a1, b1) == (a2, b2) || (a1, b1) == (b2, a2)
+        }
+        _ => false,
+    };
+    let span = |p: &Placed| p.at..p.until.unwrap_or(end).max(p.at + Duration::from_nanos(1));
+    let (x, y) = (span(a), span(b));
+    same && x.start <= y.end && y.start <= x.end
 }
 
 /// Runs an invariant, a panic in it reported as its failure.
@@ -512,5 +530,46 @@ mod tests {
         assert_eq!(sample(&few, 4).len(), 4);
         assert!(sample(&few, 4).contains(&10));
         assert_eq!(sample(&few, 40).len(), 11);
+    }
+
+    #[test]
+    fn overlapping_cuts_of_one_link_or_crashes_of_one_host_clash() {
+        let ms = Duration::from_millis;
+        let cut = |a: &str, b: &str, at: u64, until: Option<u64>| Placed {
+            target: Target::Partition {
+                a: a.into(),
+                b: b.into(),
+            },
+            at: ms(at),
+            until: until.map(ms),
+            stream: 0,
+        };
+        let end = ms(1_000);
+        let first = cut("orders", "inventory", 100, Some(200));
+        assert!(clashes(
+            &first,
+            &cut("inventory", "orders", 150, Some(300)),
+            end
+        ));
+        assert!(!clashes(
+            &first,
+            &cut("orders", "inventory", 250, Some(300)),
+            end
+        ));
+        // Lasting to the end: anything later on that link clashes.
+        let open = cut("orders", "inventory", 100, None);
+        assert!(clashes(
+            &open,
+            &cut("orders", "inventory", 900, Some(950)),
+            end
+        ));
+        assert!(!clashes(
+            &first,
+            &cut("orders", "ledger", 150, Some(300)),
+            end
+        ));
+        let (crash, other) = (placed(0).1, placed(1).1);
+        assert!(clashes(&crash, &crash, end));
+        assert!(!clashes(&crash, &other, end));
     }
 }

@@ -52,6 +52,11 @@ impl Placed {
                     .during(at, self.until.unwrap_or(Duration::MAX))
                     .abort(*code, EXPLORED),
             ),
+            Target::HandlerHang { host } => out.push(
+                Fault::handler(host.clone())
+                    .during(at, self.until.unwrap_or(Duration::MAX))
+                    .hang(),
+            ),
             Target::Cancel { caller, server } => out.push(
                 Fault::inject(caller.clone(), server.clone())
                     .rst_stream(self.stream, ErrorCode::Cancel)
@@ -92,6 +97,10 @@ impl Placed {
             )),
             (Target::HandlerFail { host, code }, until) => line(format!(
                 "Fault::handler({host:?}).during({at}, {}).abort(Code::{code:?}, {EXPLORED:?})",
+                until.unwrap_or_else(|| "Duration::MAX".into()),
+            )),
+            (Target::HandlerHang { host }, until) => line(format!(
+                "Fault::handler({host:?}).during({at}, {}).hang()",
                 until.unwrap_or_else(|| "Duration::MAX".into()),
             )),
             (Target::Cancel { caller, server }, _) => line(format!(

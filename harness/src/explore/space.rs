@@ -48,12 +48,23 @@ pub enum Target {
         /// The status code the requests get.
         code: Code,
     },
+    /// Hang every request reaching server host `host`'s handlers (no
+    /// answer, ever) for the space's outage
+    /// ([`HandlerFault::hang`](crate::fault::HandlerFault::hang) with
+    /// [`HandlerFault::during`](crate::fault::HandlerFault::during)).
+    HandlerHang {
+        /// The server host.
+        host: String,
+    },
     /// Cancel one call from `caller` to server host `server` at an instant
     /// of its life: RST_STREAM(CANCEL) on its stream, written as if
     /// `caller` sent it ([`Fault::inject`](crate::Fault::inject)), which is
     /// what `caller`'s HTTP/2 stack writes when the caller drops the call
     /// (RFC 9113 §8.7; FACTS.md, "Deadlines and cancellation"). The
     /// caller's own stack does not know: its call waits for its deadline.
+    /// The frame goes on every connection from `caller` to `server` open
+    /// then; with more than one, the same stream id on the others is
+    /// another call, or none.
     Cancel {
         /// The calling host.
         caller: String,
@@ -71,6 +82,7 @@ impl Target {
             Self::Partition { .. } => "partition",
             Self::HandlerDelay { .. } => "handler delay",
             Self::HandlerFail { .. } => "handler fail",
+            Self::HandlerHang { .. } => "handler hang",
             Self::Cancel { .. } => "cancel",
         }
     }
@@ -80,7 +92,8 @@ impl Target {
         match self {
             Self::Crash { host }
             | Self::HandlerDelay { host, .. }
-            | Self::HandlerFail { host, .. } => host.clone(),
+            | Self::HandlerFail { host, .. }
+            | Self::HandlerHang { host } => host.clone(),
             Self::Partition { a, b } => format!("{a}↔{b}"),
             Self::Cancel { caller, server } => format!("{caller}→{server}"),
         }
@@ -93,6 +106,7 @@ impl Target {
             Self::Crash { host } => vec![(host, "Space::crash")],
             Self::HandlerDelay { host, .. } => vec![(host, "Space::handler_delay")],
             Self::HandlerFail { host, .. } => vec![(host, "Space::handler_fail")],
+            Self::HandlerHang { host } => vec![(host, "Space::handler_hang")],
             Self::Partition { a, b } => vec![(a, "Space::partition"), (b, "Space::partition")],
             Self::Cancel { caller, server } => {
                 vec![(caller, "Space::cancel"), (server, "Space::cancel")]
@@ -106,6 +120,7 @@ impl Target {
             Self::Crash { host } => Some((host, "Space::crash")),
             Self::HandlerDelay { host, .. } => Some((host, "Space::handler_delay")),
             Self::HandlerFail { host, .. } => Some((host, "Space::handler_fail")),
+            Self::HandlerHang { host } => Some((host, "Space::handler_hang")),
             Self::Cancel { server, .. } => Some((server, "Space::cancel")),
             Self::Partition { .. } => None,
         }
@@ -196,6 +211,12 @@ impl Space {
         })
     }
 
+    /// Server host `host`'s handlers may hang (never answer) for one
+    /// outage.
+    pub fn handler_hang(self, host: impl Into<String>) -> Self {
+        self.with(Target::HandlerHang { host: host.into() })
+    }
+
     /// A call from `caller` to server host `server` may be cancelled at
     /// any instant of its life (see [`Target::Cancel`]).
     pub fn cancel(self, caller: impl Into<String>, server: impl Into<String>) -> Self {
@@ -281,7 +302,8 @@ impl Space {
         if self.targets.is_empty() {
             return Err(Error::new(Kind::Misconfigured(
                 "the fault space is empty: add what may break with Space::crash, \
-                 Space::partition, Space::cancel, Space::handler_delay or Space::handler_fail"
+                 Space::partition, Space::cancel, Space::handler_delay, Space::handler_fail \
+                 or Space::handler_hang"
                     .into(),
             )));
         }
