@@ -262,3 +262,39 @@ fn every_kind_of_fault_places_and_runs_and_the_fixed_service_passes_them_all() -
     }
     Ok(())
 }
+
+#[test]
+fn a_run_that_fails_by_itself_is_reported_and_its_trace_still_judged() -> grpc_chaos::Result {
+    // A second caller that gives up on the first failed reservation: a
+    // fault that fails its call fails the run.
+    let strict = |seed| {
+        let mut sim = cancel_unsafe::scenario(seed, false);
+        sim.client("audit", |c| async move {
+            let mut inventory = InventoryClient::new(c.channel("inventory"));
+            inventory.reserve(ReserveRequest::default()).await?;
+            Ok(())
+        });
+        sim
+    };
+    let report = Explorer::new(strict)
+        .space(Space::new().handler_fail("inventory", tonic::Code::Unavailable))
+        .invariant(STOCK_ACCOUNTING, stock_accounting)
+        .budget(20)
+        .sweep_instants()?;
+    let failed = report
+        .broken(RUN_FAILED)
+        .unwrap_or_else(|| panic!("{}", report.summary()));
+    assert!(
+        failed.first.message.contains("client `audit` failed"),
+        "{}",
+        failed.first.message
+    );
+    // Failing handlers reserve nothing: the stock still adds up.
+    assert!(
+        report.broken(STOCK_ACCOUNTING).is_none(),
+        "{}",
+        report.summary()
+    );
+    assert!(failed.first.left_baseline.is_some());
+    Ok(())
+}
