@@ -139,7 +139,8 @@ pub struct Schedule {
     pub seed: u64,
     /// Its number: for a random schedule, the RNG stream it was drawn
     /// from (with the seed it gives the same schedule again); for the
-    /// instant sweep, its place in the sweep.
+    /// instant sweep, its index among the sweep's placements (instant by
+    /// instant, target by target), sampled or not.
     pub number: u64,
     /// The faults, in the order they are added.
     pub faults: Vec<Placed>,

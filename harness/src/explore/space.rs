@@ -243,7 +243,8 @@ impl Space {
 
     /// How long a crash lasts before its restart, a partition before its
     /// repair, a handler fault before it stops (*simulated* time); random
-    /// schedules draw each between 1 ms and this. Default 200 ms. A heal
+    /// schedules draw each between 1 ms and this, the instant sweep uses
+    /// it whole. Default 200 ms. A heal
     /// that would fall after the run is left out (the fault lasts to the
     /// end).
     pub fn outage(mut self, outage: Duration) -> Self {
