@@ -12,7 +12,7 @@
 //!
 //! | rank | box | modules |
 //! |---|---|---|
-//! | 0 | world, and what runs a sim | the crate root, `sim`, `check`, `policy::check` (`check_keepalive`), `policy::check_middlebox`, this check |
+//! | 0 | world, and what runs a sim | the crate root, `sim`, `check`, `explore`, `policy::check` (`check_keepalive`), `policy::check_middlebox`, this check |
 //! | 1 | wiring and the layers on it | `net`, `server`, `client`, `balance`, `retry`, `fault::handler` |
 //! | 2 | wire tap | `net::tap` |
 //! | 3 | faults and policies | `fault`, `fault::handler::rule`, `policy` |
@@ -36,6 +36,7 @@ const RANKS: &[(&str, u8)] = &[
     ("", 0),
     ("sim", 0),
     ("check", 0),
+    ("explore", 0),
     ("policy::check", 0),
     ("policy::check_middlebox", 0),
     ("flow_check", 0),

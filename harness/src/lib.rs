@@ -36,6 +36,7 @@ mod client;
 pub mod deadline;
 mod env;
 mod error;
+pub mod explore;
 pub mod fault;
 #[cfg(test)]
 mod flow_check;

@@ -58,6 +58,17 @@
 //!    in the log, headers decoded; the recorder's vector grows by doubling,
 //!    so during a run up to that much again of the inline part can be
 //!    capacity not yet used.
+//! 5. **Exploration, schedules per wall second.** `BENCH_SCHEDULES`
+//!    (default 200) random schedules of the bug zoo's
+//!    `cancel-unsafe-reserve` (two hosts, five sequential unary calls, a
+//!    generic space of cancels, partitions and slow handlers), through
+//!    `Explorer::explore`: the two baseline runs, then per schedule its
+//!    faults, the run, the render compared with the baseline's, the
+//!    invariant. *Anchor:* the same scenario run as many times without
+//!    faults (`Sim::run` alone): what one run costs. The ratio
+//!    anchor/explorer is what exploring adds per run. A last line gives
+//!    the fixed cost of a run: an empty scenario (one server, a client
+//!    that returns at once) against the whole five-call run, CPU µs each.
 //!
 //! Every figure is end to end: building the world, connecting, the calls,
 //! and (for the harness) handing back the trace.
@@ -106,9 +117,9 @@
 //! operations per allocation, on both sides of every ratio.
 //!
 //! Sizes: `BENCH_CALLS` (default 10000), `BENCH_IDLE_SECS` (default 600),
-//! `BENCH_STREAMS`, `BENCH_STREAM_SECS` and `BENCH_REPEAT` make a quick run
+//! `BENCH_STREAMS`, `BENCH_STREAM_SECS`, `BENCH_SCHEDULES` and `BENCH_REPEAT` make a quick run
 //! possible, e.g. `BENCH_CALLS=1000 BENCH_IDLE_SECS=60 BENCH_REPEAT=1`;
-//! `BENCH_ONLY=idle`, `unary` or `streams` (comma-separated) runs only
+//! `BENCH_ONLY=idle`, `unary`, `streams` or `explore` (comma-separated) runs only
 //! those parts (for a profiler).
 //!
 //! Wall time is read outside the simulation, around `Sim::run` and
@@ -133,6 +144,7 @@ use grpc_chaos_scenarios::services::pb::scoreboard_server::{Scoreboard, Scoreboa
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, Rally, Score, WatchRequest};
 use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store};
+use grpc_chaos_scenarios::zoo;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tonic::transport::server::Connected;
@@ -308,6 +320,7 @@ fn main() {
     let idle = Duration::from_secs(env_u64("BENCH_IDLE_SECS", 600));
     let streams = env_u64("BENCH_STREAMS", 1_000);
     let stream_secs = env_u64("BENCH_STREAM_SECS", 60).max(1);
+    let schedules = env_u64("BENCH_SCHEDULES", 200).max(1);
     let repeat = env_u64("BENCH_REPEAT", 3).max(1);
     let parts = Parts::from_env();
 
@@ -329,12 +342,18 @@ fn main() {
     if parts.run("streams") {
         stream_rows(streams, stream_secs, repeat);
     }
+    if parts.run("explore") {
+        explore_rows(schedules, repeat);
+    }
     println!();
     println!(
         "ratio: idle rows    = grpc-chaos / bare turmoil, sim s per CPU s (1.00x = no overhead)"
     );
     println!("       calls rows   = anchor / grpc-chaos, calls per CPU s (overhead factor)");
     println!("       streams rows = grpc-chaos / bare turmoil, CPU s and peak heap");
+    println!(
+        "       explore row  = plain runs / explored schedules, per CPU s (cost of exploring)"
+    );
     println!("       best   = the ratio of each side's fastest round (figures above)");
     println!("       rounds = each round's own ratio: the median, the lowest and the highest");
 }
@@ -456,6 +475,71 @@ fn stream_rows(streams: u64, secs: u64, repeat: u64) {
     detail("  tonic on bare turmoil", bare, "messages");
     let (_, trace) = harness_streams(streams, secs, true);
     log_size("  event log, streams", trace);
+}
+
+fn explore_rows(schedules: u64, repeat: u64) {
+    let rounds = Rounds::run(repeat, || {
+        [
+            isolated(|| measured_explore(schedules)),
+            isolated(|| measured_plain_runs(schedules)),
+            isolated(|| measured_empty_runs(schedules)),
+        ]
+    });
+    let [explored, plain, empty] = rounds.best();
+    row(
+        &format!("{schedules} schedules, 5 unary calls: runs / CPU s"),
+        explored,
+        plain,
+        plain.rate() / explored.rate(),
+        rounds.paired(|r| r[1].rate() / r[0].rate()),
+    );
+    let per_wall = explored.amount / explored.wall.as_secs_f64();
+    println!("{:<46} {per_wall:>12.0}", "  explored schedules / wall s");
+    detail("  Explorer::explore", explored, "schedules");
+    detail("  Sim::run without faults", plain, "runs");
+    detail("  Sim::run of an empty scenario", empty, "runs");
+    let per_run = |f: &Figure| f.cpu.as_secs_f64() * 1e6 / f.amount;
+    println!(
+        "{:<46} {:>12.0} of {:.0} µs CPU",
+        "  fixed cost of a run (empty / whole run)",
+        per_run(empty),
+        per_run(plain)
+    );
+}
+
+/// Runs with one server and a client that returns at once: what a run
+/// costs before and around its first event (building the hosts, the
+/// runtimes, the trace).
+fn measured_empty_runs(runs: u64) -> Figure {
+    let meter = Meter::start();
+    for _ in 0..runs {
+        let mut sim = Sim::builder().build();
+        sim.server("store", |s| s.add_service(Store::default().into_server()));
+        sim.client("player", |_| async { Ok(()) });
+        sim.run().expect("an empty scenario runs");
+    }
+    meter.figure(runs as f64, String::new())
+}
+
+/// Random schedules of the zoo's cancel-unsafe reservation.
+fn measured_explore(schedules: u64) -> Figure {
+    let budget = usize::try_from(schedules).unwrap_or(usize::MAX);
+    let explorer = zoo::cancel_unsafe::BUG.explorer(false).budget(budget);
+    let meter = Meter::start();
+    let report = explorer.explore().expect("the zoo's exploration runs");
+    let note = format!(", {} invariant broken", report.failures.len());
+    meter.figure(report.runs as f64, note)
+}
+
+/// The same scenario, as many runs, without faults or checks.
+fn measured_plain_runs(runs: u64) -> Figure {
+    let meter = Meter::start();
+    for _ in 0..runs {
+        zoo::cancel_unsafe::scenario(0, false)
+            .run()
+            .expect("the zoo's scenario runs");
+    }
+    meter.figure(runs as f64, String::new())
 }
 
 /// Prints what the log's frame events take, heap included, as the log

@@ -20,8 +20,8 @@ use std::time::Duration;
 pub(crate) use crate::balance::ReplicaSet;
 pub use crate::env::{JITTER_ENV, SEED_ENV, SLOW_POLL_ENV};
 pub use builder::{defaults, SimBuilder};
-pub(crate) use canary::Record;
 pub use canary::CANARY_ENV;
+pub(crate) use canary::{first_difference, Record};
 pub use host::{Host, ServerHost};
 pub(crate) use run::run_failed;
 pub use serve_host::ServeHost;
@@ -165,6 +165,21 @@ impl Sim {
     /// The seed this run uses.
     pub fn seed(&self) -> u64 {
         self.config.seed
+    }
+
+    /// The server hosts added so far (replicas included), in order.
+    pub(crate) fn server_names(&self) -> Vec<String> {
+        self.servers.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// The client hosts added so far, in order.
+    pub(crate) fn client_names(&self) -> Vec<String> {
+        self.clients.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// When the run stops at the latest (*simulated* time).
+    pub(crate) fn end(&self) -> Duration {
+        self.config.end()
     }
 
     /// Adds a server host named `name`. `setup` registers its tonic services

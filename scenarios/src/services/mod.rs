@@ -2,9 +2,11 @@
 //! Store, generated from `proto/tt.proto`.
 
 mod gateway;
+mod inventory;
 mod store;
 
 pub use gateway::{DeadlineMode, Gateway};
+pub use inventory::Inventory;
 pub use store::Store;
 
 /// Code generated from `proto/tt.proto` (package `tt.v1`).
@@ -19,6 +21,8 @@ pub const HIT: &str = "/tt.v1.Scoreboard/Hit";
 pub const WATCH: &str = "/tt.v1.Scoreboard/Watch";
 /// `/tt.v1.Scoreboard/Upload`
 pub const UPLOAD: &str = "/tt.v1.Scoreboard/Upload";
+/// `/tt.v1.Inventory/Reserve`
+pub const RESERVE: &str = "/tt.v1.Inventory/Reserve";
 /// `/tt.v1.Store/Save`
 pub const SAVE: &str = "/tt.v1.Store/Save";
 /// `/tt.v1.Store/Load`
