@@ -24,7 +24,7 @@
 //!
 //! The [`guide`] has a page per topic: your own services, your server as
 //! in production, faults, replicas, keepalive, middleboxes, retries,
-//! reading a trace, determinism and replay.
+//! reading a trace, determinism and replay, exploration.
 //!
 //! [turmoil]: https://docs.rs/turmoil
 
