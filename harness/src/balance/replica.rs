@@ -28,6 +28,7 @@ use std::task::{Context, Poll};
 
 use tonic::body::Body;
 
+use super::health::Watch;
 use super::io::{connector, Liveness};
 use super::{BoxError, BoxFuture, Site};
 use crate::recorder::event::{BalancerChange, CallId, EventKind};
@@ -38,7 +39,8 @@ type Connected = (tonic::transport::Channel, Arc<Liveness>);
 enum State {
     Idle,
     Connecting(BoxFuture<Result<Connected, tonic::transport::Error>>),
-    Connected(tonic::transport::Channel, Arc<Liveness>),
+    /// Up, with its health Watch when the channel checks health.
+    Connected(tonic::transport::Channel, Arc<Liveness>, Option<Watch>),
 }
 
 /// A replica's connection, as the balancer sees it.
@@ -114,8 +116,20 @@ impl tower::Service<http::Request<Body>> for Replica {
                 State::Connecting(connecting) => match connecting.as_mut().poll(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Ok((channel, alive))) => {
-                        self.record(BalancerChange::Ready);
-                        self.state = State::Connected(channel, alive);
+                        let watch = self.site.health.clone().map(|service| {
+                            self.record(BalancerChange::HealthChecking);
+                            Watch::start(
+                                self.site.clone(),
+                                self.name.clone(),
+                                service,
+                                channel.clone(),
+                                alive.clone(),
+                            )
+                        });
+                        if watch.is_none() {
+                            self.record(BalancerChange::Ready);
+                        }
+                        self.state = State::Connected(channel, alive, watch);
                     }
                     Poll::Ready(Err(e)) => {
                         self.record(BalancerChange::ConnectFailed {
@@ -126,11 +140,17 @@ impl tower::Service<http::Request<Body>> for Replica {
                         return Poll::Ready(Ok(()));
                     }
                 },
-                State::Connected(channel, alive) => {
+                State::Connected(channel, alive, watch) => {
                     if alive.is_closed() {
                         self.record(BalancerChange::Closed);
                         self.state = State::Idle;
                         continue;
+                    }
+                    // Out of rotation while its health is not SERVING.
+                    if let Some(watch) = watch {
+                        if watch.poll_admit(cx).is_pending() {
+                            return Poll::Pending;
+                        }
                     }
                     match tower::Service::poll_ready(channel, cx) {
                         Poll::Ready(Ok(())) => return Poll::Ready(Ok(())),
@@ -167,7 +187,7 @@ impl tower::Service<http::Request<Body>> for Replica {
             return Box::pin(std::future::ready(Err(e)));
         }
         match &mut self.state {
-            State::Connected(channel, _) => {
+            State::Connected(channel, ..) => {
                 let response = tower::Service::call(channel, req);
                 Box::pin(async move { response.await.map_err(Into::into) })
             }

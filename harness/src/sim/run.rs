@@ -51,6 +51,7 @@ impl Sim {
         let _running = crate::trace::running();
         crate::env::note_run_seed(self.config.seed);
         self.validate()?;
+        let health = self.health_hosts();
         let Sim {
             config,
             servers,
@@ -62,6 +63,7 @@ impl Sim {
             problem: _,
             serve_fns: _,
             middleboxes: _,
+            health: _,
         } = self;
         let mut rules = Rules {
             keepalive,
@@ -99,6 +101,7 @@ impl Sim {
             rules,
         )
         .with_replica_sets(&replica_sets)
+        .with_health(health)
         .with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()))
         .with_slow_poll_threshold(config.slow_poll)
         .showing_credentials(config.show_credentials);
@@ -208,7 +211,11 @@ fn register_server(
         let serve = {
             let (shared, host) = (shared.clone(), host.clone());
             async move {
-                let server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
+                let mut server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
+                if shared.health.serves(&host) {
+                    let health = shared.health.start(&host, &server.services);
+                    server = server.add_service(health);
+                }
                 let parts = server.into_parts();
                 if let Some(services) = &parts.services {
                     shared.check_services(&host, services);
@@ -394,6 +401,24 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
                 },
             );
             shared.replicas.set_member(h, joins);
+        }
+        HostAction::Health(h, service, status) => {
+            if shared.health.set(h, service, *status) {
+                rec.push(
+                    h,
+                    EventKind::HealthSet {
+                        service: service.clone(),
+                        status: *status,
+                    },
+                );
+            } else {
+                let fault = format!(
+                    "{} at {}: the host's server had not started",
+                    action.describe(),
+                    fmt_duration(rec.now())
+                );
+                rec.push(h, EventKind::FaultNeverFired { fault });
+            }
         }
         HostAction::Latency(a, b, latency) => {
             rec.push(

@@ -1,0 +1,298 @@
+//! Health: `Sim::health` (tonic-health on a server host), `Fault::health`
+//! (a status flipped during the run) and client-side health checking in
+//! the balanced channel (gRFC A17, `Host::balanced_channel_health`).
+
+use std::time::Duration;
+
+use grpc_chaos::{BalancerChange, EventKind, Fault, HealthStatus, Sim, Trace};
+use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+use grpc_chaos_scenarios::services::pb::SaveRequest;
+use grpc_chaos_scenarios::services::Store;
+
+const STORE: &str = "tt.v1.Store";
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Three store replicas serving health, and a player that makes `calls`
+/// Saves 20 ms apart through one balanced channel, health-checked for
+/// `tt.v1.Store` when `checked`.
+fn world(seed: u64, calls: u32, checked: bool, faults: Vec<Fault>) -> Sim {
+    let mut sim = Sim::builder().seed(seed).build();
+    sim.servers("store", 3, |s| {
+        s.add_service(Store::with_work(ms(5)).into_server())
+    });
+    sim.health("store");
+    for f in faults {
+        sim.fault(f);
+    }
+    sim.client("player", move |player| async move {
+        let channel = if checked {
+            player.balanced_channel_health("store", STORE, |e| e)
+        } else {
+            player.balanced_channel("store")
+        };
+        let store = StoreClient::new(channel);
+        for n in 0..calls {
+            let req = SaveRequest {
+                match_id: format!("m{n}"),
+                points: 1,
+            };
+            store.clone().save(req).await?;
+            tokio::time::sleep(ms(20)).await;
+        }
+        Ok(())
+    });
+    sim
+}
+
+fn flip(at: u64, back: u64) -> Vec<Fault> {
+    vec![
+        Fault::health("store-1", STORE, HealthStatus::NotServing).at(ms(at)),
+        Fault::health("store-1", STORE, HealthStatus::Serving).at(ms(back)),
+    ]
+}
+
+/// The health changes the player's balancer recorded for `replica`, with
+/// their times.
+fn seen(trace: &Trace, replica: &str) -> Vec<(Duration, BalancerChange)> {
+    trace
+        .events_on("player")
+        .filter_map(|e| match &e.kind {
+            EventKind::Balancer(b)
+                if b.replica == replica
+                    && matches!(
+                        b.change,
+                        BalancerChange::Health { .. }
+                            | BalancerChange::HealthUnimplemented
+                            | BalancerChange::HealthWatchFailed { .. }
+                    ) =>
+            {
+                Some((e.at(), b.change.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn status(s: HealthStatus) -> BalancerChange {
+    BalancerChange::Health { status: s }
+}
+
+/// The times of the player's calls routed to `replica`.
+fn picks(trace: &Trace, replica: &str) -> Vec<Duration> {
+    trace
+        .calls_from("player")
+        .filter(|c| c.replica.as_deref() == Some(replica))
+        .map(|c| c.started)
+        .collect()
+}
+
+fn run_err(sim: Sim) -> grpc_chaos::Error {
+    match sim.run() {
+        Ok(trace) => panic!("the run should have failed; trace:\n{}", trace.render()),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn a_not_serving_replica_gets_no_call_until_it_serves_again() -> grpc_chaos::Result {
+    let trace = world(7, 40, true, flip(300, 600)).run()?;
+    let store1 = seen(&trace, "store-1");
+    let changes: Vec<&BalancerChange> = store1.iter().map(|(_, c)| c).collect();
+    assert_eq!(
+        changes,
+        [
+            &status(HealthStatus::Serving),
+            &status(HealthStatus::NotServing),
+            &status(HealthStatus::Serving)
+        ],
+        "{}",
+        trace.render()
+    );
+    let (out, back) = (store1[1].0, store1[2].0);
+    // The Watch carries the change one link latency (1 ms) later.
+    assert!(out > ms(300) && out <= ms(302), "seen at {out:?}");
+    assert!(back > ms(600) && back <= ms(602), "seen at {back:?}");
+    let to_one = picks(&trace, "store-1");
+    assert!(
+        to_one.iter().all(|t| *t < out || *t >= back),
+        "a call reached store-1 while it was NOT_SERVING: {to_one:?}"
+    );
+    assert!(
+        to_one.iter().any(|t| *t < out),
+        "store-1 got no call before"
+    );
+    assert!(
+        to_one.iter().any(|t| *t >= back),
+        "store-1 got no call after"
+    );
+    // The others took the window's calls, and every call succeeded.
+    let in_window = trace
+        .calls_from("player")
+        .filter(|c| c.started >= out && c.started < back && c.replica.is_some())
+        .count();
+    assert!(in_window >= 5, "{in_window} calls in the window");
+    assert!(trace
+        .calls_from("player")
+        .filter(|c| c.path == "/tt.v1.Store/Save")
+        .all(|c| c.outcome().is_some_and(|o| o.is_ok())));
+    Ok(())
+}
+
+#[test]
+fn without_health_checking_calls_still_land_on_the_not_serving_replica() -> grpc_chaos::Result {
+    // kubernetes #114250: a backend that reports itself not ready keeps
+    // getting calls on the connections clients already have.
+    let trace = world(7, 30, false, flip(100, 300)).run()?;
+    assert!(
+        seen(&trace, "store-1").is_empty(),
+        "no Watch without health checking"
+    );
+    let in_window: Vec<Duration> = picks(&trace, "store-1")
+        .into_iter()
+        .filter(|t| *t >= ms(100) && *t < ms(300))
+        .collect();
+    assert!(!in_window.is_empty(), "{}", trace.render());
+    let rendered = trace.render();
+    assert!(rendered.contains("store-1              health: \"tt.v1.Store\" set to NOT_SERVING"));
+    Ok(())
+}
+
+#[test]
+fn a_replica_without_a_health_service_answers_unimplemented_and_counts_healthy(
+) -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(3).build();
+    sim.servers("store", 3, |s| {
+        s.add_service(Store::with_work(ms(5)).into_server())
+    });
+    // store-1 serves no health service.
+    sim.health("store-0").health("store-2");
+    sim.client("player", |player| async move {
+        let store = StoreClient::new(player.balanced_channel_health("store", STORE, |e| e));
+        for n in 0..20 {
+            let req = SaveRequest {
+                match_id: format!("m{n}"),
+                points: 1,
+            };
+            store.clone().save(req).await?;
+        }
+        Ok(())
+    });
+    let trace = sim.run()?;
+    let store1 = seen(&trace, "store-1");
+    assert_eq!(store1.len(), 1, "{store1:?}");
+    assert_eq!(store1[0].1, BalancerChange::HealthUnimplemented);
+    assert!(
+        !picks(&trace, "store-1").is_empty(),
+        "store-1 counts healthy"
+    );
+    assert!(trace.render().contains(
+        "balancer: store-1 answered the health Watch UNIMPLEMENTED: health checking off for it, \
+         counted healthy (gRFC A17)"
+    ));
+    Ok(())
+}
+
+#[test]
+fn a_watch_that_fails_is_retried_with_connection_backoff() -> grpc_chaos::Result {
+    // tonic-health fails a Watch for a service it does not know with
+    // NOT_FOUND (A17 expects a SERVICE_UNKNOWN answer): each replica is out
+    // of rotation and its Watch retried after 1 s, then 1.6 s ± 20 %.
+    let mut sim = Sim::builder().seed(5).build();
+    sim.servers("store", 2, |s| {
+        s.add_service(Store::with_work(ms(5)).into_server())
+    });
+    sim.health("store");
+    sim.client("player", |player| async move {
+        let store = StoreClient::new(player.balanced_channel_health("store", "tt.v1.Nope", |e| e));
+        let req = SaveRequest {
+            match_id: "m".into(),
+            points: 1,
+        };
+        // No replica is ever in rotation: the call waits, as tower's
+        // balancer makes it, until the client gives up on it.
+        let waited = tokio::time::timeout(ms(3000), store.clone().save(req)).await;
+        assert!(waited.is_err(), "the call should still be waiting");
+        Ok(())
+    });
+    let trace = sim.run()?;
+    for replica in ["store-0", "store-1"] {
+        let fails: Vec<(Duration, Duration)> = seen(&trace, replica)
+            .into_iter()
+            .map(|(at, c)| match c {
+                BalancerChange::HealthWatchFailed { error, retry_in } => {
+                    assert!(error.starts_with("NOT_FOUND"), "{error}");
+                    (at, retry_in)
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(fails.len() >= 2, "{fails:?}");
+        assert_eq!(fails[0].1, ms(1000));
+        let second = fails[1].1;
+        assert!(second >= ms(1280) && second <= ms(1920), "{second:?}");
+        // The next Watch starts when the wait is over.
+        assert!(fails[1].0 >= fails[0].0 + fails[0].1);
+    }
+    assert!(picks(&trace, "store-0").is_empty() && picks(&trace, "store-1").is_empty());
+    Ok(())
+}
+
+#[test]
+fn the_same_seed_gives_the_same_health_trace() -> grpc_chaos::Result {
+    let a = world(11, 15, true, flip(80, 200)).run()?.render();
+    let b = world(11, 15, true, flip(80, 200)).run()?.render();
+    assert_eq!(a, b);
+    Ok(())
+}
+
+#[test]
+fn a_health_fault_on_a_host_without_the_health_service_says_what_to_add() {
+    let mut sim = Sim::builder().build();
+    sim.servers("store", 3, |s| s);
+    sim.client("player", |_| async { Ok(()) });
+    sim.fault(Fault::health("store-1", STORE, HealthStatus::NotServing).at(ms(10)));
+    let e = run_err(sim);
+    assert!(e.is_misconfigured(), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("`store-1` serves no grpc.health.v1.Health service")
+            && text.contains(
+                "add sim.health(\"store-1\") (or sim.health(\"store\") for its whole replica set)"
+            ),
+        "{text}"
+    );
+}
+
+#[test]
+fn sim_health_on_a_name_that_serves_nothing_is_refused() {
+    for (name, says) in [
+        ("nobody", "no server host or replica set is named `nobody`"),
+        ("player", "`player` is a client host"),
+    ] {
+        let mut sim = Sim::builder().build();
+        sim.server("store", |s| s);
+        sim.client("player", |_| async { Ok(()) });
+        sim.health(name);
+        let e = run_err(sim);
+        assert!(e.is_misconfigured() && e.to_string().contains(says), "{e}");
+    }
+}
+
+#[test]
+fn service_unknown_is_not_a_status_a_fault_can_set() {
+    let mut sim = Sim::builder().build();
+    sim.server("store", |s| s);
+    sim.health("store");
+    sim.client("player", |_| async { Ok(()) });
+    sim.fault(Fault::health("store", STORE, HealthStatus::ServiceUnknown).at(ms(10)));
+    let e = run_err(sim);
+    assert!(
+        e.is_misconfigured()
+            && e.to_string()
+                .contains("set NOT_SERVING, SERVING or UNKNOWN"),
+        "{e}"
+    );
+}
