@@ -51,8 +51,14 @@ impl HealthServers {
         server
     }
 
+    /// `host`'s software stopped (a crash): its health service is gone
+    /// with it until the next start.
+    pub(crate) fn stopped(&self, host: &str) {
+        lock(&self.reporters).remove(host);
+    }
+
     /// Sets `service`'s status on `host`'s current server; false when the
-    /// host has not started a server yet.
+    /// host runs no server (not started yet, or crashed).
     pub(crate) fn set(&self, host: &str, service: &str, status: HealthStatus) -> bool {
         let reporters = lock(&self.reporters);
         let Some(reporter) = reporters.get(host) else {

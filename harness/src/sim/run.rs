@@ -342,6 +342,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
         }
         HostAction::Restart(h) => {
             shared.shutdowns.restarted(h);
+            shared.health.stopped(h);
             rec.push(h, EventKind::HostRestarted);
             hold_held_links(world, shared, h);
             let _host = DrivingHost::enter(h);
@@ -413,7 +414,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
                 );
             } else {
                 let fault = format!(
-                    "{} at {}: the host's server had not started",
+                    "{} at {}: the host runs no server then (not started yet, or crashed)",
                     action.describe(),
                     fmt_duration(rec.now())
                 );
@@ -436,6 +437,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
 /// Stops `host`'s software (turmoil `crash`).
 fn crash(world: &mut turmoil::Sim<'static>, shared: &Shared, host: &str) {
     shared.shutdowns.crashed(host);
+    shared.health.stopped(host);
     shared.recorder.push(host, EventKind::HostCrashed);
     hold_held_links(world, shared, host);
     // Code that runs as the host's tasks are dropped is the host's.

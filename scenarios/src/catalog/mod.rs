@@ -27,6 +27,7 @@ mod proxy_timeout;
 mod queueing;
 mod receiver_speed;
 mod replica_crash;
+mod replica_not_serving;
 pub(crate) mod replica_world;
 mod report;
 mod retry_backoff;
@@ -108,6 +109,8 @@ pub fn all() -> Vec<Scenario> {
         etcd_keepalive::SCENARIO,
         replica_crash::SCENARIO,
         rolling_restart::SCENARIO,
+        replica_not_serving::SCENARIO,
+        replica_not_serving::CHECKED,
         connection_age::SCENARIO,
         graceful_drain::SCENARIO,
         partition_heals::SCENARIO,

@@ -19,7 +19,7 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
         EventKind::HealthSet { service, status } => (
             host.to_owned(),
             format!(
-                "health: {service:?} set to {} (grpc.health.v1; the host stays up)",
+                "health: {service:?} set to {} (grpc.health.v1)",
                 status.proto_name()
             ),
         ),
