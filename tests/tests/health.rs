@@ -417,3 +417,38 @@ fn a_restart_serves_again_and_a_crashed_host_has_no_status_to_set() -> grpc_chao
     );
     Ok(())
 }
+
+#[test]
+fn a_goaway_cancels_the_watch_so_a_draining_server_can_finish() -> grpc_chaos::Result {
+    // A17: the client cancels the Watch when the backend sends a GOAWAY.
+    // Without that, the never-ending Watch would hold store-1's draining
+    // connection open until the grace crashed it (hyper's graceful
+    // shutdown waits for every stream).
+    let faults = vec![Fault::shutdown("store-1").grace(ms(2000)).at(ms(100))];
+    let trace = world(7, 40, true, faults).run()?;
+    let cancelled: Vec<Duration> = seen_all(&trace, "store-1")
+        .into_iter()
+        .filter(|(_, c)| *c == BalancerChange::HealthWatchCancelled)
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(cancelled, [ms(101)], "one link latency after the GOAWAY");
+    let rendered = trace.render();
+    assert!(
+        rendered
+            .contains("serve returned: every connection closed, 2ms after the shutdown started"),
+        "{rendered}"
+    );
+    assert!(!rendered.contains("shutdown grace of"), "{rendered}");
+    Ok(())
+}
+
+/// Every balancer change the player recorded for `replica`, with times.
+fn seen_all(trace: &Trace, replica: &str) -> Vec<(Duration, BalancerChange)> {
+    trace
+        .events_on("player")
+        .filter_map(|e| match &e.kind {
+            EventKind::Balancer(b) if b.replica == replica => Some((e.at(), b.change.clone())),
+            _ => None,
+        })
+        .collect()
+}

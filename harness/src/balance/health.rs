@@ -13,6 +13,11 @@
 //!   recorded, never retried; a Watch that fails otherwise, or ends, takes
 //!   it out and is retried with exponential backoff, reset by a received
 //!   message.
+//! - A17: "when the backend sends a GOAWAY, the client will cancel the
+//!   Watch() call"; the replica's connection is then replaced, as a grpc
+//!   subchannel goes IDLE after a GOAWAY and round_robin reconnects it
+//!   (without it, the never-ending Watch would keep a draining server's
+//!   connection open: hyper's graceful shutdown waits for every stream).
 //! - grpc-go `health/client.go` (`clientHealthCheck`): the backoff is
 //!   `backoff.DefaultExponential` (`internal/backoff`, grpc's
 //!   connection-backoff.md: 1 s base, ×1.6, ±20 % jitter, 120 s cap; the
@@ -56,6 +61,19 @@ enum Gate {
     Answered(Option<HealthStatus>),
     /// The replica answered UNIMPLEMENTED: no health checking, healthy.
     Unchecked,
+    /// The server sent a GOAWAY: the Watch is cancelled and the connection
+    /// is to be replaced.
+    Retired,
+}
+
+/// What the replica's `poll_ready` does, as its Watch says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Admission {
+    /// In rotation: it may be picked.
+    Serve,
+    /// The connection was sent a GOAWAY: drop it and connect anew, as a
+    /// grpc subchannel goes IDLE and round_robin reconnects it.
+    Retire,
 }
 
 #[derive(Debug)]
@@ -103,12 +121,16 @@ impl Watch {
         Self { state, task }
     }
 
-    /// Ready while the replica is in rotation; otherwise pending, and `cx`
-    /// is woken when it is back.
-    pub(super) fn poll_admit(&self, cx: &mut Context<'_>) -> Poll<()> {
+    /// Ready while the replica is in rotation, or when its connection is
+    /// to be retired; otherwise pending, and `cx` is woken when that
+    /// changes.
+    pub(super) fn poll_admit(&self, cx: &mut Context<'_>) -> Poll<Admission> {
         let mut state = lock(&self.state);
         match state.gate {
-            Gate::Unchecked | Gate::Answered(Some(HealthStatus::Serving)) => Poll::Ready(()),
+            Gate::Unchecked | Gate::Answered(Some(HealthStatus::Serving)) => {
+                Poll::Ready(Admission::Serve)
+            }
+            Gate::Retired => Poll::Ready(Admission::Retire),
             _ => {
                 match &mut state.waker {
                     Some(w) => w.clone_from(cx.waker()),
@@ -132,6 +154,8 @@ struct Watcher {
 /// How one Watch call ended.
 enum Ended {
     Unimplemented,
+    /// The server sent a GOAWAY.
+    GoAway,
     /// Failed or ended, and whether a message came first.
     Failed {
         error: String,
@@ -144,10 +168,24 @@ impl Watcher {
         // Failures since the last received message (grpc-go's `tryCnt`).
         let mut failures = 0u32;
         loop {
-            match self.watch_once(channel.clone()).await {
+            let ended = {
+                let watch = std::pin::pin!(self.watch_once(channel.clone()));
+                let goaway = std::pin::pin!(alive.goaway());
+                match futures_util::future::select(watch, goaway).await {
+                    futures_util::future::Either::Left((ended, _)) => ended,
+                    // Dropping the Watch resets its stream (RST_STREAM CANCEL).
+                    futures_util::future::Either::Right(_) => Ended::GoAway,
+                }
+            };
+            match ended {
                 Ended::Unimplemented => {
                     self.record(BalancerChange::HealthUnimplemented);
                     self.set(Gate::Unchecked);
+                    return;
+                }
+                Ended::GoAway => {
+                    self.record(BalancerChange::HealthWatchCancelled);
+                    self.set(Gate::Retired);
                     return;
                 }
                 Ended::Failed { error, answered } => {
@@ -171,7 +209,7 @@ impl Watcher {
     }
 
     /// One Watch call, its answers applied as they come.
-    async fn watch_once(&mut self, channel: tonic::transport::Channel) -> Ended {
+    async fn watch_once(&self, channel: tonic::transport::Channel) -> Ended {
         let request = HealthCheckRequest {
             service: self.service.to_string(),
         };

@@ -28,7 +28,7 @@ use std::task::{Context, Poll};
 
 use tonic::body::Body;
 
-use super::health::Watch;
+use super::health::{Admission, Watch};
 use super::io::{connector, Liveness};
 use super::{BoxError, BoxFuture, Site};
 use crate::recorder::event::{BalancerChange, CallId, EventKind};
@@ -146,10 +146,16 @@ impl tower::Service<http::Request<Body>> for Replica {
                         self.state = State::Idle;
                         continue;
                     }
-                    // Out of rotation while its health is not SERVING.
+                    // Out of rotation while its health is not SERVING;
+                    // replaced after a GOAWAY.
                     if let Some(watch) = watch {
-                        if watch.poll_admit(cx).is_pending() {
-                            return Poll::Pending;
+                        match watch.poll_admit(cx) {
+                            Poll::Pending => return Poll::Pending,
+                            Poll::Ready(Admission::Retire) => {
+                                self.state = State::Idle;
+                                continue;
+                            }
+                            Poll::Ready(Admission::Serve) => {}
                         }
                     }
                     match tower::Service::poll_ready(channel, cx) {

@@ -319,6 +319,10 @@ pub enum BalancerChange {
     /// it will treat the channel as healthy"; A17 asks for a channel trace
     /// event, this is it).
     HealthUnimplemented,
+    /// The replica's server sent a GOAWAY: the Watch is cancelled (gRFC
+    /// A17) and the connection replaced; the replica is out of rotation
+    /// until the new connection's Watch answers SERVING.
+    HealthWatchCancelled,
     /// The Watch stream ended or failed with another status: the replica
     /// stays out of rotation and the Watch is retried after `retry_in`
     /// (*simulated* time; gRFC A17, exponential backoff, reset by a

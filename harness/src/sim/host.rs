@@ -123,7 +123,11 @@ impl Host {
     /// - a Watch that fails otherwise, or ends, takes the replica out and
     ///   is retried after grpc's connection backoff (1 s, ×1.6 per failure,
     ///   ±20 % jitter drawn from the run's seed, capped at 120 s; *simulated*
-    ///   time), reset by any answer received.
+    ///   time), reset by any answer received;
+    /// - a GOAWAY from the replica cancels its Watch (A17) and its
+    ///   connection is replaced: out of rotation until the new one answers
+    ///   SERVING (without this, the never-ending Watch would keep a
+    ///   draining server's connection open until its grace ran out).
     ///
     /// The trace shows, at the caller, `balancer: connected to store-1;
     /// health Watch started …`, each status change the channel sees

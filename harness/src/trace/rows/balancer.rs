@@ -55,6 +55,10 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                     "{replica} answered the health Watch UNIMPLEMENTED: health checking off \
                      for it, counted healthy (gRFC A17)"
                 ),
+                BalancerChange::HealthWatchCancelled => format!(
+                    "{replica} sent GOAWAY: health Watch cancelled (gRFC A17), out of rotation \
+                     until a new connection answers SERVING"
+                ),
                 BalancerChange::HealthWatchFailed { error, retry_in } => format!(
                     "health Watch on {replica} ended ({error}); out of rotation, Watch again \
                      in {}",
