@@ -139,6 +139,20 @@ fn a_not_serving_replica_gets_no_call_until_it_serves_again() -> grpc_chaos::Res
         .calls_from("player")
         .filter(|c| c.path == "/tt.v1.Store/Save")
         .all(|c| c.outcome().is_some_and(|o| o.is_ok())));
+    // Typed in the JSON export too.
+    let json: serde_json::Value = serde_json::from_str(&trace.to_json()).expect("json");
+    let events = json["events"].as_array().expect("events");
+    let health = |status: &str| {
+        events.iter().any(|e| {
+            e["event"] == "balancer"
+                && e["change"]["state"] == "health"
+                && e["change"]["status"] == status
+        })
+    };
+    assert!(health("NOT_SERVING") && health("SERVING"));
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "health_set" && e["status"] == "NOT_SERVING"));
     Ok(())
 }
 

@@ -330,7 +330,8 @@ pub enum BalancerChange {
     HealthWatchFailed {
         /// Why, in the harness's words (the gRPC status name and message).
         error: String,
-        /// The wait before the next Watch.
+        /// The wait before the next Watch. JSON: `retry_in_us`.
+        #[serde(rename = "retry_in_us", serialize_with = "micros")]
         retry_in: Duration,
     },
 }

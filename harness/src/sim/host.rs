@@ -134,8 +134,11 @@ impl Host {
     /// (`balancer: store-1 health NOT_SERVING: out of rotation …`), each
     /// failed Watch with its retry time, and each pick (`rN balanced to
     /// store-0`). The Watch is a stream on the replica's connection: its
-    /// frames and its handler run on the server are in the trace too, and
-    /// it counts against the server's `max_concurrent_streams`. Where tower's
+    /// frames, its handler run on the server and a call derived from the
+    /// wire (`/grpc.health.v1.Health/Watch`, in
+    /// [`Trace::calls_from`](crate::Trace::calls_from) too, dropped by the
+    /// caller when the run ends) are in the trace, and it counts against
+    /// the server's `max_concurrent_streams`. Where tower's
     /// balancer differs from grpc's round_robin: with no replica in
     /// rotation a call waits for one instead of failing UNAVAILABLE.
     ///
