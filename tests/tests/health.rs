@@ -466,3 +466,22 @@ fn seen_all(trace: &Trace, replica: &str) -> Vec<(Duration, BalancerChange)> {
         })
         .collect()
 }
+
+#[test]
+fn sim_health_on_a_host_with_its_own_health_service_is_refused() {
+    let mut sim = Sim::builder().build();
+    sim.server("store", |s| {
+        let (_reporter, own) = tonic_health::server::health_reporter();
+        s.add_service(own)
+    });
+    sim.health("store");
+    sim.client("player", |_| async { Ok(()) });
+    let e = run_err(sim);
+    assert!(
+        e.is_misconfigured()
+            && e.to_string().contains(
+                "`store` already adds a grpc.health.v1.Health service of its own; drop Sim::health"
+            ),
+        "{e}"
+    );
+}

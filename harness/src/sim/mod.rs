@@ -331,7 +331,8 @@ impl Sim {
     /// Errors from [`Sim::run`] (misconfigurations that say what to
     /// change): a `name` that is neither a server host nor a replica set;
     /// a client host; a [`Sim::server_fn`] host (its serve fn builds its
-    /// own routes).
+    /// own routes); a host whose setup adds a `grpc.health.v1.Health`
+    /// service of its own (the harness could not reach its reporter).
     pub fn health(&mut self, name: impl Into<String>) -> &mut Self {
         self.health.push(name.into());
         self

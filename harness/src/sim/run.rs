@@ -213,8 +213,7 @@ fn register_server(
             async move {
                 let mut server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
                 if shared.health.serves(&host) {
-                    let health = shared.health.start(&host, &server.services);
-                    server = server.add_service(health);
+                    server = with_health(&shared, &host, server);
                 }
                 let parts = server.into_parts();
                 if let Some(services) = &parts.services {
@@ -258,6 +257,23 @@ fn register_server(
             Err(message.into())
         })
     });
+}
+
+/// `server` with tonic-health's service added ([`Sim::health`]); a host
+/// that adds a `grpc.health.v1.Health` of its own is misconfigured (tonic
+/// would refuse the second route), and keeps its own.
+fn with_health(shared: &Shared, host: &str, server: ServerHost) -> ServerHost {
+    const HEALTH: &str = "grpc.health.v1.Health";
+    if server.services.contains(&HEALTH) {
+        shared.misconfigured(format!(
+            "Sim::health({host:?}): `{host}` already adds a {HEALTH} service of its own; \
+             drop Sim::health for it (the harness then cannot set its status with \
+             Fault::health), or drop its own health service"
+        ));
+        return server;
+    }
+    let health = shared.health.start(host, &server.services);
+    server.add_service(health)
 }
 
 /// Steps the world until the clients are done, firing host faults on time.
