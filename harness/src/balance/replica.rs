@@ -12,6 +12,9 @@
 //! - a connection that has closed is noticed at the next `poll_ready` (the
 //!   balancer's check right before dispatching to it), and redialled: the
 //!   balancer moves that call to another replica;
+//! - with health checking ([`super::health`], gRFC A17), a connection
+//!   that is up is pending until its Watch answers SERVING, pending again
+//!   while the answer is anything else, and replaced after a GOAWAY;
 //! - its load is always 0 (`impl Load for Connection` in tonic), so
 //!   power-of-two-choices compares equal loads and picks the first of two
 //!   random replicas: a uniform pick among the ready ones.
