@@ -72,7 +72,7 @@ pub use client::{Channel, GrpcChannel, RecordedBody, ResponseFuture};
 pub use error::{Error, Result};
 pub use fault::Fault;
 pub use recorder::event::{
-    BalancerChange, CallId, Event, EventKind, LayerSide, Outcome, PanicSite, RunId,
+    BalancerChange, CallId, Event, EventKind, HealthStatus, LayerSide, Outcome, PanicSite, RunId,
 };
 pub use sim::{
     defaults, ClientResult, Host, ServeHost, ServerHost, Sim, SimBuilder, JITTER_ENV, SEED_ENV,

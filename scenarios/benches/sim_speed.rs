@@ -116,16 +116,25 @@
 //! process (`ru_maxrss` never goes down). Counting costs two relaxed atomic
 //! operations per allocation, on both sides of every ratio.
 //!
-//! Sizes: `BENCH_CALLS` (default 10000), `BENCH_IDLE_SECS` (default 600),
+//! 6. **Health checking.** 1,000 calls over three replicas through a
+//!    health-checked balanced channel against the same calls through a
+//!    plain one (`sim_speed/health.rs`); the ratio is checked / plain CPU.
+//!
+//! Sizes: `BENCH_CALLS` (default 10000), `BENCH_HEALTH_CALLS` (default 1000), `BENCH_IDLE_SECS` (default 600),
 //! `BENCH_STREAMS`, `BENCH_STREAM_SECS`, `BENCH_SCHEDULES` and `BENCH_REPEAT` make a quick run
 //! possible, e.g. `BENCH_CALLS=1000 BENCH_IDLE_SECS=60 BENCH_REPEAT=1`;
-//! `BENCH_ONLY=idle`, `unary`, `streams` or `explore` (comma-separated) runs only
+//! `BENCH_ONLY=idle`, `unary`, `streams`, `explore` or `health` (comma-separated) runs only
 //! those parts (for a profiler).
 //!
 //! Wall time is read outside the simulation, around `Sim::run` and
 //! `turmoil::Sim::run`; the one reading inside a simulated host (the moment
 //! the calls client returns) is only reported, never acted on, so it
 //! cannot change what the simulation does.
+
+// The health part lives beside this file (it is a crate root, so its
+// modules resolve from `benches/`).
+#[path = "sim_speed/health.rs"]
+mod health;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -345,6 +354,9 @@ fn main() {
     if parts.run("explore") {
         explore_rows(schedules, repeat);
     }
+    if parts.run("health") {
+        health::health_rows(env_u64("BENCH_HEALTH_CALLS", 1_000), repeat);
+    }
     println!();
     println!(
         "ratio: idle rows    = grpc-chaos / bare turmoil, sim s per CPU s (1.00x = no overhead)"
@@ -354,6 +366,7 @@ fn main() {
     println!(
         "       explore row  = plain runs / explored schedules, per CPU s (cost of exploring)"
     );
+    println!("       health row   = health-checked / plain balanced channel, CPU s (bar: 1.50x)");
     println!("       best   = the ratio of each side's fastest round (figures above)");
     println!("       rounds = each round's own ratio: the median, the lowest and the highest");
 }

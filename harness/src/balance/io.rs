@@ -20,10 +20,23 @@ use crate::net::{SimConn, Wiring};
 
 /// Whether a replica connection's sockets are still held by hyper: how
 /// many are open (a redial by the channel's own reconnect can overlap the
-/// old connection's last moments).
-#[derive(Debug, Default)]
+/// old connection's last moments); and whether the server sent a GOAWAY
+/// on one of them, which a health Watch must hear of (gRFC A17: "when the
+/// backend sends a GOAWAY, the client will cancel the Watch() call"),
+/// where hyper and tonic say nothing until the connection is gone.
+#[derive(Debug)]
 pub(super) struct Liveness {
     open: AtomicUsize,
+    goaway: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Liveness {
+    fn default() -> Self {
+        Self {
+            open: AtomicUsize::new(0),
+            goaway: tokio::sync::watch::Sender::new(false),
+        }
+    }
 }
 
 impl Liveness {
@@ -31,18 +44,72 @@ impl Liveness {
     pub(super) fn is_closed(&self) -> bool {
         self.open.load(Ordering::Relaxed) == 0
     }
+
+    /// Resolves once the server has sent a GOAWAY on this connection.
+    pub(super) async fn goaway(&self) {
+        let mut seen = self.goaway.subscribe();
+        // The sender lives as long as `self`: this cannot fail.
+        let _ = seen.wait_for(|g| *g).await;
+    }
 }
 
-/// A [`SimConn`] that counts itself open in its [`Liveness`] until dropped.
+/// Finds GOAWAY frames in what the server sends, by frame headers alone
+/// (RFC 9113 §4.1: a 24-bit length, then the type; §3.4: the server's
+/// side of a connection is frames from its first byte): the payloads are
+/// skipped unread.
+#[derive(Debug, Default)]
+struct GoawayScan {
+    head: [u8; 9],
+    have: usize,
+    skip: usize,
+}
+
+/// RFC 9113 §6.8.
+const GOAWAY: u8 = 0x7;
+
+impl GoawayScan {
+    /// Reads `bytes`, the next ones the server sent; true when a GOAWAY
+    /// frame header was among them.
+    fn feed(&mut self, mut bytes: &[u8]) -> bool {
+        let mut seen = false;
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(bytes.len());
+                self.skip -= n;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = (9 - self.have).min(bytes.len());
+            self.head[self.have..self.have + n].copy_from_slice(&bytes[..n]);
+            self.have += n;
+            bytes = &bytes[n..];
+            if self.have == 9 {
+                let [a, b, c, kind, ..] = self.head;
+                self.skip = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
+                seen |= kind == GOAWAY;
+                self.have = 0;
+            }
+        }
+        seen
+    }
+}
+
+/// A [`SimConn`] that counts itself open in its [`Liveness`] until dropped,
+/// and tells it of the server's GOAWAY.
 pub(super) struct Watched {
     inner: SimConn,
     alive: Arc<Liveness>,
+    scan: GoawayScan,
 }
 
 impl Watched {
     fn new(inner: SimConn, alive: Arc<Liveness>) -> Self {
         alive.open.fetch_add(1, Ordering::Relaxed);
-        Self { inner, alive }
+        Self {
+            inner,
+            alive,
+            scan: GoawayScan::default(),
+        }
     }
 }
 
@@ -58,7 +125,12 @@ impl AsyncRead for Watched {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if self.scan.feed(&buf.filled()[before..]) {
+            self.alive.goaway.send_replace(true);
+        }
+        read
     }
 }
 
@@ -134,4 +206,43 @@ pub(super) fn connector(
             Ok(TokioIo::new(Watched::new(conn, alive)))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GoawayScan;
+
+    fn frame(kind: u8, len: usize) -> Vec<u8> {
+        let mut f = vec![
+            (len >> 16) as u8,
+            (len >> 8) as u8,
+            len as u8,
+            kind,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
+        f.extend(std::iter::repeat_n(0x7, len)); // payload bytes that look like GOAWAY
+        f
+    }
+
+    #[test]
+    fn a_goaway_is_found_by_its_header_across_any_split() {
+        let mut wire = frame(0x4, 6); // SETTINGS
+        wire.extend(frame(0x0, 300)); // DATA full of 0x07 octets
+        let at = wire.len();
+        wire.extend(frame(0x7, 8)); // GOAWAY
+        for split in 1..wire.len() {
+            let mut scan = GoawayScan::default();
+            let (a, b) = wire.split_at(split);
+            let seen = (scan.feed(a), scan.feed(b));
+            // Seen once its whole 9-octet header has arrived.
+            let in_first = split >= at + 9;
+            assert_eq!(seen, (in_first, !in_first), "split at {split}");
+        }
+        let mut scan = GoawayScan::default();
+        assert!(!scan.feed(&wire[..at]), "no GOAWAY before it");
+    }
 }

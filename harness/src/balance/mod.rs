@@ -10,10 +10,12 @@
 //! sockets); this one is the same assembly over the harness's simulated
 //! connector, so every replica connection goes through the wire tap.
 //! Parts: [`discover`] (membership → changes), [`replica`] (one replica's
-//! connection and its reconnect), [`io`] (its socket and connector),
+//! connection and its reconnect), [`health`] (its gRFC A17 health Watch,
+//! when the channel checks health), [`io`] (its socket and connector),
 //! [`rng`] (the balancer's seeded random numbers).
 
 mod discover;
+mod health;
 mod io;
 mod replica;
 mod replicas;
@@ -58,6 +60,11 @@ pub(crate) struct Site {
     from: Arc<str>,
     set: ReplicaSet,
     configure: Configure,
+    /// The run's seed (the health Watch's backoff jitter).
+    seed: u64,
+    /// gRFC A17's `healthCheckConfig.serviceName`, when health checking
+    /// is on.
+    health: Option<Arc<str>>,
 }
 
 impl Site {
@@ -86,6 +93,7 @@ pub(crate) fn channel(
     from: &str,
     set: ReplicaSet,
     configure: Configure,
+    health: Option<Arc<str>>,
 ) -> Balanced {
     let seed = crate::retry::channel_seed(run_seed, from, &set.name);
     let site = Arc::new(Site {
@@ -94,6 +102,8 @@ pub(crate) fn channel(
         from: from.into(),
         set,
         configure,
+        seed: run_seed,
+        health,
     });
     let balance = Balance::from_rng(discover::Discover::new(site), rng::SplitMix64::new(seed));
     let (buffer, worker) = Buffer::pair(BoxService::new(balance), BUFFER_SIZE);

@@ -12,6 +12,9 @@
 //! - a connection that has closed is noticed at the next `poll_ready` (the
 //!   balancer's check right before dispatching to it), and redialled: the
 //!   balancer moves that call to another replica;
+//! - with health checking ([`super::health`], gRFC A17), a connection
+//!   that is up is pending until its Watch answers SERVING, pending again
+//!   while the answer is anything else, and replaced after a GOAWAY;
 //! - its load is always 0 (`impl Load for Connection` in tonic), so
 //!   power-of-two-choices compares equal loads and picks the first of two
 //!   random replicas: a uniform pick among the ready ones.
@@ -28,6 +31,7 @@ use std::task::{Context, Poll};
 
 use tonic::body::Body;
 
+use super::health::{Admission, Watch};
 use super::io::{connector, Liveness};
 use super::{BoxError, BoxFuture, Site};
 use crate::recorder::event::{BalancerChange, CallId, EventKind};
@@ -38,7 +42,8 @@ type Connected = (tonic::transport::Channel, Arc<Liveness>);
 enum State {
     Idle,
     Connecting(BoxFuture<Result<Connected, tonic::transport::Error>>),
-    Connected(tonic::transport::Channel, Arc<Liveness>),
+    /// Up, with its health Watch when the channel checks health.
+    Connected(tonic::transport::Channel, Arc<Liveness>, Option<Watch>),
 }
 
 /// A replica's connection, as the balancer sees it.
@@ -114,8 +119,20 @@ impl tower::Service<http::Request<Body>> for Replica {
                 State::Connecting(connecting) => match connecting.as_mut().poll(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Ok((channel, alive))) => {
-                        self.record(BalancerChange::Ready);
-                        self.state = State::Connected(channel, alive);
+                        let watch = self.site.health.clone().map(|service| {
+                            self.record(BalancerChange::HealthChecking);
+                            Watch::start(
+                                self.site.clone(),
+                                self.name.clone(),
+                                service,
+                                channel.clone(),
+                                alive.clone(),
+                            )
+                        });
+                        if watch.is_none() {
+                            self.record(BalancerChange::Ready);
+                        }
+                        self.state = State::Connected(channel, alive, watch);
                     }
                     Poll::Ready(Err(e)) => {
                         self.record(BalancerChange::ConnectFailed {
@@ -126,11 +143,23 @@ impl tower::Service<http::Request<Body>> for Replica {
                         return Poll::Ready(Ok(()));
                     }
                 },
-                State::Connected(channel, alive) => {
+                State::Connected(channel, alive, watch) => {
                     if alive.is_closed() {
                         self.record(BalancerChange::Closed);
                         self.state = State::Idle;
                         continue;
+                    }
+                    // Out of rotation while its health is not SERVING;
+                    // replaced after a GOAWAY.
+                    if let Some(watch) = watch {
+                        match watch.poll_admit(cx) {
+                            Poll::Pending => return Poll::Pending,
+                            Poll::Ready(Admission::Retire) => {
+                                self.state = State::Idle;
+                                continue;
+                            }
+                            Poll::Ready(Admission::Serve) => {}
+                        }
                     }
                     match tower::Service::poll_ready(channel, cx) {
                         Poll::Ready(Ok(())) => return Poll::Ready(Ok(())),
@@ -167,7 +196,7 @@ impl tower::Service<http::Request<Body>> for Replica {
             return Box::pin(std::future::ready(Err(e)));
         }
         match &mut self.state {
-            State::Connected(channel, _) => {
+            State::Connected(channel, ..) => {
                 let response = tower::Service::call(channel, req);
                 Box::pin(async move { response.await.map_err(Into::into) })
             }

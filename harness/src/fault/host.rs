@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use crate::recorder::event::HealthStatus;
+
 /// A pod termination's timing, *simulated* time from the deletion
 /// (`fault/kubernetes.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +43,9 @@ pub(crate) enum HostAction {
     Leave(String),
     /// Puts a replica back into its set's membership ([`super::Fault::join`]).
     Join(String),
+    /// Sets a service's `grpc.health.v1` status on a host that serves
+    /// tonic-health ([`super::Fault::health`]): host, service, status.
+    Health(String, String, HealthStatus),
     /// Starts the host's graceful shutdown, with an optional grace after
     /// which it is crashed ([`super::Fault::shutdown`]).
     Shutdown(String, Option<Duration>),
@@ -72,6 +77,12 @@ impl HostAction {
             Self::Release(name) => format!("release {name:?}"),
             Self::Leave(h) => format!("leave of {h}"),
             Self::Join(h) => format!("join of {h}"),
+            Self::Health(h, service, status) => {
+                format!(
+                    "health of {service:?} on {h} set to {}",
+                    status.proto_name()
+                )
+            }
             Self::Shutdown(h, None) => format!("graceful shutdown of {h}"),
             Self::Shutdown(h, Some(grace)) => format!(
                 "graceful shutdown of {h} with grace {}",
@@ -98,6 +109,7 @@ impl HostAction {
             | Self::Restart(h)
             | Self::Leave(h)
             | Self::Join(h)
+            | Self::Health(h, ..)
             | Self::Shutdown(h, _)
             | Self::GraceEnded(h, _)
             | Self::PodTermination(h, _)

@@ -5,6 +5,7 @@
 //! | host | turmoil and the wiring: crash, restart, partition (heals like TCP), black hole (turmoil's partition), repair, pause, resume, link latency; the server's graceful shutdown | [`Fault::crash`], [`Fault::restart`], [`Fault::partition`], [`Fault::black_hole`], [`Fault::repair`], [`Fault::pause`], [`Fault::resume`], [`Fault::link_latency`], [`Fault::shutdown`] |
 //! | membership | a replica set's service discovery: a replica leaves or joins | [`Fault::leave`], [`Fault::join`] |
 //! | Kubernetes | a pod's termination: its endpoint removed after a lag, SIGTERM after preStop, SIGKILL at the grace period | [`Fault::pod_termination`] |
+//! | health | a server's `grpc.health.v1` status (tonic-health): NOT_SERVING and back | [`Fault::health`] |
 //! | frame | HTTP/2 frames leaving a host (the wire tap): drop, delay, hold (until a time or a named release), a rule of the test's own ([`FrameRule`]: replace the octets, or any verdict), inject (at a time or after a frame) | [`Fault::frames`], [`FrameFault::rule`], [`Fault::inject`], [`Fault::release`] |
 //! | handler | the service stack (a tower layer on every sim server) | [`Fault::handler`] |
 //!
@@ -216,6 +217,47 @@ impl Fault {
         ShutdownFault {
             host: host.into(),
             grace: None,
+        }
+    }
+
+    /// Sets the `grpc.health.v1` status of `service` on server host `host`
+    /// to `status` at the instant given to `.at(..)`, as the server's own
+    /// code does through tonic-health's `HealthReporter::set_service_status`
+    /// (tonic-health 0.14.9 `server.rs`): every open
+    /// `grpc.health.v1.Health/Watch` stream for that service gets the new
+    /// status at once, `Check` answers it from then on. The host stays up
+    /// and keeps serving calls that reach it: only health-checking
+    /// clients ([`Host::balanced_channel_health`](crate::Host::balanced_channel_health),
+    /// gRFC A17) stop sending it calls. `service` is a fully qualified
+    /// service name (`"tt.v1.Store"`), or `""` for the whole server.
+    ///
+    /// The host must serve tonic-health: add it with
+    /// [`Sim::health`](crate::Sim::health) (for the host, or for its
+    /// replica set). A health fault on a host without it is an error from
+    /// [`Sim::run`](crate::Sim::run)
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)) that
+    /// says so. A restart of the host starts a new server whose services
+    /// are all SERVING again, as a restarted process's are.
+    ///
+    /// The trace shows `health: "tt.v1.Store" set to NOT_SERVING` at the
+    /// host.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::{Fault, HealthStatus};
+    /// let down = Fault::health("store-1", "tt.v1.Store", HealthStatus::NotServing)
+    ///     .at(Duration::from_secs(1));
+    /// let up = Fault::health("store-1", "tt.v1.Store", HealthStatus::Serving)
+    ///     .at(Duration::from_secs(2));
+    /// # let _ = (down, up);
+    /// ```
+    pub fn health(
+        host: impl Into<String>,
+        service: impl Into<String>,
+        status: crate::recorder::event::HealthStatus,
+    ) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::Health(host.into(), service.into(), status),
         }
     }
 

@@ -14,7 +14,7 @@
 //! | [`partitions`] | partitions, black holes, pauses; checks and misconfigurations |
 //! | [`handler_panics`] | what a panicking handler does, measured against production |
 //! | [`rules_and_policies`] | frame rules and connection policies of your own |
-//! | [`replicas`] | replica sets behind one name, tonic's p2c balancer, discovery |
+//! | [`replicas`] | replica sets behind one name, tonic's p2c balancer, discovery, health checking (gRFC A17) |
 //! | [`keepalive`] | server keepalive enforcement (grpc-go, C-core, Java, etcd) |
 //! | [`middleboxes`] | load balancers and proxies in front of a host or on a link |
 //! | [`retries`] | gRFC A6 retries and their conformance check |

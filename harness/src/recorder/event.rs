@@ -299,6 +299,81 @@ pub enum BalancerChange {
         /// The error, in the harness's words.
         error: String,
     },
+    /// The connection is up and the channel checks health: its
+    /// `grpc.health.v1.Health/Watch` started, and the replica is not picked
+    /// until the Watch answers SERVING (gRFC A17: the subchannel stays
+    /// CONNECTING until the first answer). Recorded instead of `Ready`.
+    HealthChecking,
+    /// Client-side health checking (gRFC A17, "Client Workflow"): the
+    /// replica's `grpc.health.v1.Health/Watch` stream answered `status`.
+    /// Only [`HealthStatus::Serving`] keeps the replica in rotation; any
+    /// other answer takes it out (A17: the subchannel goes to
+    /// TRANSIENT_FAILURE) until the next SERVING.
+    Health {
+        /// The status the Watch stream answered.
+        status: HealthStatus,
+    },
+    /// The Watch call failed with UNIMPLEMENTED: the replica serves no
+    /// health service, so health checking is off for it and it counts as
+    /// healthy (gRFC A17: "it will not retry the health-checking call, but
+    /// it will treat the channel as healthy"; A17 asks for a channel trace
+    /// event, this is it).
+    HealthUnimplemented,
+    /// The replica's server sent a GOAWAY: the Watch is cancelled (gRFC
+    /// A17) and the connection replaced; the replica is out of rotation
+    /// until the new connection's Watch answers SERVING.
+    HealthWatchCancelled,
+    /// The Watch stream ended or failed with another status: the replica
+    /// stays out of rotation and the Watch is retried after `retry_in`
+    /// (*simulated* time; gRFC A17, exponential backoff, reset by a
+    /// received message).
+    HealthWatchFailed {
+        /// Why, in the harness's words (the gRPC status name and message).
+        error: String,
+        /// The wait before the next Watch. JSON: `retry_in_us`.
+        #[serde(rename = "retry_in_us", serialize_with = "micros")]
+        retry_in: Duration,
+    },
+}
+
+/// A `grpc.health.v1` serving status (`health.proto`,
+/// `HealthCheckResponse.ServingStatus`), with the proto's names in the
+/// trace: `SERVING`, `NOT_SERVING`, `UNKNOWN`, `SERVICE_UNKNOWN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
+pub enum HealthStatus {
+    /// `UNKNOWN` (0): the server does not know yet.
+    Unknown,
+    /// `SERVING` (1): up and serving.
+    Serving,
+    /// `NOT_SERVING` (2): up, not serving.
+    NotServing,
+    /// `SERVICE_UNKNOWN` (3): the Watch named a service the server does
+    /// not know (Watch only; `Check` fails with NOT_FOUND instead).
+    ServiceUnknown,
+}
+
+impl HealthStatus {
+    /// The status from its wire number; an unknown number is `UNKNOWN`.
+    pub fn from_wire(n: i32) -> Self {
+        match n {
+            1 => Self::Serving,
+            2 => Self::NotServing,
+            3 => Self::ServiceUnknown,
+            _ => Self::Unknown,
+        }
+    }
+
+    /// The proto's name of the status: `NOT_SERVING`.
+    pub fn proto_name(self) -> &'static str {
+        match self {
+            Self::Unknown => "UNKNOWN",
+            Self::Serving => "SERVING",
+            Self::NotServing => "NOT_SERVING",
+            Self::ServiceUnknown => "SERVICE_UNKNOWN",
+        }
+    }
 }
 
 /// A handler run still open, named in an event about its host.
@@ -940,6 +1015,15 @@ pub enum EventKind {
         /// The replica set.
         set: String,
     },
+    /// A [`Fault::health`](crate::Fault::health) set the status of
+    /// `service` in the host's `grpc.health.v1.Health` service
+    /// (tonic-health's `HealthReporter`); recorded at the server host.
+    HealthSet {
+        /// The service name (`""`: the whole server).
+        service: String,
+        /// The status now served.
+        status: HealthStatus,
+    },
     /// A balanced channel ([`Host::balanced_channel`](crate::Host::balanced_channel))
     /// handed a call to the connection of one replica: the balancer's
     /// pick. Recorded at the caller, right before the call goes on that
@@ -1070,6 +1154,7 @@ impl EventKind {
             | Self::Hedge(_)
             | Self::ReplicaLeft { .. }
             | Self::ReplicaJoined { .. }
+            | Self::HealthSet { .. }
             | Self::CallRouted { .. }
             | Self::Balancer(_)
             | Self::Log(_) => true,

@@ -103,6 +103,69 @@ impl Host {
         set: &str,
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
+        self.balanced(set, Arc::new(configure), None)
+    }
+
+    /// Like [`Host::balanced_channel`], with client-side health checking
+    /// (gRFC A17) for `service`, A17's `healthCheckConfig.serviceName`
+    /// (`""` asks for the whole server's health): on each replica's
+    /// connection, as soon as it is up, the channel opens a
+    /// `grpc.health.v1.Health/Watch` stream for `service`, and the replica
+    /// is picked only while the last answer was SERVING. The rules, each
+    /// from A17 and grpc-go's `health/client.go`:
+    ///
+    /// - a new connection is not picked until the first answer;
+    /// - NOT_SERVING, UNKNOWN or SERVICE_UNKNOWN take the replica out of
+    ///   rotation until the next SERVING;
+    /// - a Watch that fails with UNIMPLEMENTED (the replica serves no
+    ///   health service) turns health checking off for that replica: it
+    ///   counts as healthy, and the trace says so;
+    /// - a Watch that fails otherwise, or ends, takes the replica out and
+    ///   is retried after grpc's connection backoff (1 s, ×1.6 per failure,
+    ///   ±20 % jitter drawn from the run's seed, capped at 120 s; *simulated*
+    ///   time), reset by any answer received;
+    /// - a GOAWAY from the replica cancels its Watch (A17) and its
+    ///   connection is replaced: out of rotation until the new one answers
+    ///   SERVING (without this, the never-ending Watch would keep a
+    ///   draining server's connection open until its grace ran out).
+    ///
+    /// The trace shows, at the caller, `balancer: connected to store-1;
+    /// health Watch started …`, each status change the channel sees
+    /// (`balancer: store-1 health NOT_SERVING: out of rotation …`), each
+    /// failed Watch with its retry time, and each pick (`rN balanced to
+    /// store-0`). The Watch is a stream on the replica's connection: its
+    /// frames, its handler run on the server and a call derived from the
+    /// wire (`/grpc.health.v1.Health/Watch`, in
+    /// [`Trace::calls_from`](crate::Trace::calls_from) too, dropped by the
+    /// caller when the run ends) are in the trace, and it counts against
+    /// the server's `max_concurrent_streams`. Where tower's
+    /// balancer differs from grpc's round_robin: with no replica in
+    /// rotation a call waits for one instead of failing UNAVAILABLE.
+    ///
+    /// The servers serve health with [`Sim::health`](crate::Sim::health);
+    /// [`Fault::health`](crate::Fault::health) flips a status.
+    ///
+    /// ```
+    /// # fn body(player: grpc_chaos::Host) {
+    /// let store = player.balanced_channel_health("store", "tt.v1.Store", |e| e);
+    /// # let _ = store;
+    /// # }
+    /// ```
+    pub fn balanced_channel_health(
+        &self,
+        set: &str,
+        service: &str,
+        configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
+    ) -> Channel {
+        self.balanced(set, Arc::new(configure), Some(service.into()))
+    }
+
+    fn balanced(
+        &self,
+        set: &str,
+        configure: crate::balance::Configure,
+        health: Option<Arc<str>>,
+    ) -> Channel {
         let site = CallSite {
             recorder: self.shared.recorder.clone(),
             from: HostName::new(&self.name),
@@ -116,7 +179,8 @@ impl Host {
                     self.shared.seed,
                     &self.name,
                     replicas,
-                    Arc::new(configure),
+                    configure,
+                    health,
                 ),
                 site,
             ),

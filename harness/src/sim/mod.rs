@@ -3,6 +3,7 @@
 
 mod builder;
 mod canary;
+mod health;
 mod host;
 mod limits;
 mod retry_use;
@@ -124,6 +125,8 @@ pub struct Sim {
     /// Server hosts added with [`Sim::server_fn`]; they are in `servers`
     /// too.
     serve_fns: Vec<String>,
+    /// Hosts and replica sets that serve tonic-health ([`Sim::health`]).
+    health: Vec<String>,
 }
 
 impl std::fmt::Debug for Sim {
@@ -159,6 +162,7 @@ impl Sim {
             middleboxes: Vec::new(),
             replica_sets: Vec::new(),
             serve_fns: Vec::new(),
+            health: Vec::new(),
         }
     }
 
@@ -318,6 +322,34 @@ impl Sim {
             self.servers.push((replica, setup.clone()));
         }
         self.replica_sets.push(set);
+        self
+    }
+
+    /// Serves the `grpc.health.v1.Health` service on server host `name`,
+    /// or on every replica of replica set `name`: tonic-health's own
+    /// server (tonic-health 0.14.9, `server::health_reporter`), added to
+    /// the host's routes each time its server starts, as a production
+    /// `main` adds it next to its services. At each start every service
+    /// added with [`ServerHost::add_service`] and the whole server (`""`)
+    /// are SERVING; [`Fault::health`](crate::Fault::health) changes a
+    /// status during the run. (Services inside a `Routes` given to
+    /// [`ServerHost::add_routes`] are not known by name, so they start
+    /// unknown to the health service: name them in a `Fault::health` at
+    /// the start, or health-check `""`.)
+    ///
+    /// ```
+    /// # let mut sim = grpc_chaos::Sim::builder().build();
+    /// sim.servers("store", 3, |s| s); // add_service(StoreServer::new(..)) here
+    /// sim.health("store"); // store-0, store-1 and store-2 serve grpc.health.v1
+    /// ```
+    ///
+    /// Errors from [`Sim::run`] (misconfigurations that say what to
+    /// change): a `name` that is neither a server host nor a replica set;
+    /// a client host; a [`Sim::server_fn`] host (its serve fn builds its
+    /// own routes); a host whose setup adds a `grpc.health.v1.Health`
+    /// service of its own (the harness could not reach its reporter).
+    pub fn health(&mut self, name: impl Into<String>) -> &mut Self {
+        self.health.push(name.into());
         self
     }
 

@@ -51,6 +51,7 @@ impl Sim {
         let _running = crate::trace::running();
         crate::env::note_run_seed(self.config.seed);
         self.validate()?;
+        let health = self.health_hosts();
         let Sim {
             config,
             servers,
@@ -62,6 +63,7 @@ impl Sim {
             problem: _,
             serve_fns: _,
             middleboxes: _,
+            health: _,
         } = self;
         let mut rules = Rules {
             keepalive,
@@ -99,6 +101,7 @@ impl Sim {
             rules,
         )
         .with_replica_sets(&replica_sets)
+        .with_health(health)
         .with_link_faults(host_faults.iter().any(|f| f.action.is_link_fault()))
         .with_slow_poll_threshold(config.slow_poll)
         .showing_credentials(config.show_credentials);
@@ -208,7 +211,10 @@ fn register_server(
         let serve = {
             let (shared, host) = (shared.clone(), host.clone());
             async move {
-                let server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
+                let mut server = setup(ServerHost::new(Host::new(host.clone(), shared.clone())));
+                if shared.health.serves(&host) {
+                    server = with_health(&shared, &host, server);
+                }
                 let parts = server.into_parts();
                 if let Some(services) = &parts.services {
                     shared.check_services(&host, services);
@@ -251,6 +257,23 @@ fn register_server(
             Err(message.into())
         })
     });
+}
+
+/// `server` with tonic-health's service added ([`Sim::health`]); a host
+/// that adds a `grpc.health.v1.Health` of its own is misconfigured (tonic
+/// would refuse the second route), and keeps its own.
+fn with_health(shared: &Shared, host: &str, server: ServerHost) -> ServerHost {
+    const HEALTH: &str = "grpc.health.v1.Health";
+    if server.services.contains(&HEALTH) {
+        shared.misconfigured(format!(
+            "Sim::health({host:?}): `{host}` already adds a {HEALTH} service of its own; \
+             drop Sim::health for it (the harness then cannot set its status with \
+             Fault::health), or drop its own health service"
+        ));
+        return server;
+    }
+    let health = shared.health.start(host, &server.services);
+    server.add_service(health)
 }
 
 /// Steps the world until the clients are done, firing host faults on time.
@@ -345,6 +368,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
         }
         HostAction::Restart(h) => {
             shared.shutdowns.restarted(h);
+            shared.health.stopped(h);
             rec.push(h, EventKind::HostRestarted);
             hold_held_links(world, shared, h);
             let _host = DrivingHost::enter(h);
@@ -405,6 +429,24 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             );
             shared.replicas.set_member(h, joins);
         }
+        HostAction::Health(h, service, status) => {
+            if shared.health.set(h, service, *status) {
+                rec.push(
+                    h,
+                    EventKind::HealthSet {
+                        service: service.clone(),
+                        status: *status,
+                    },
+                );
+            } else {
+                let fault = format!(
+                    "{} at {}: the host runs no server then (not started yet, or crashed)",
+                    action.describe(),
+                    fmt_duration(rec.now())
+                );
+                rec.push(h, EventKind::FaultNeverFired { fault });
+            }
+        }
         HostAction::Latency(a, b, latency) => {
             rec.push(
                 a,
@@ -421,6 +463,7 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
 /// Stops `host`'s software (turmoil `crash`).
 fn crash(world: &mut turmoil::Sim<'static>, shared: &Shared, host: &str) {
     shared.shutdowns.crashed(host);
+    shared.health.stopped(host);
     shared.recorder.push(host, EventKind::HostCrashed);
     hold_held_links(world, shared, host);
     // Code that runs as the host's tasks are dropped is the host's.

@@ -53,6 +53,8 @@ pub(crate) struct Shared {
     pub(crate) replicas: Arc<crate::balance::Replicas>,
     /// Graceful shutdowns of server hosts ([`crate::Fault::shutdown`]).
     pub(crate) shutdowns: super::shutdown::Shutdowns,
+    /// The hosts serving tonic-health and their reporters ([`super::Sim::health`]).
+    pub(crate) health: super::health::HealthServers,
     /// Partitions, black holes and pauses in force.
     links: Arc<Links>,
     /// Handler polls that held their thread too long (*wall* time).
@@ -77,6 +79,7 @@ impl Shared {
             retry_uses: super::retry_use::RetryUses::default(),
             replicas: Arc::default(),
             shutdowns: super::shutdown::Shutdowns::default(),
+            health: super::health::HealthServers::default(),
             links: Arc::default(),
             slow_polls: Arc::default(),
         }
@@ -92,6 +95,12 @@ impl Shared {
     /// Adds the run's replica sets, every replica a member.
     pub(crate) fn with_replica_sets(mut self, sets: &[super::ReplicaSet]) -> Self {
         self.replicas = Arc::new(crate::balance::Replicas::new(sets));
+        self
+    }
+
+    /// Adds the hosts that serve tonic-health ([`super::Sim::health`]).
+    pub(crate) fn with_health(mut self, hosts: std::collections::BTreeSet<String>) -> Self {
+        self.health = super::health::HealthServers::new(hosts);
         self
     }
 

@@ -9,6 +9,7 @@ use crate::fault::{
     check_nth, check_window, Action, FaultKind, HostAction, HostFault, Injection, RunCheck,
     LONGEST_WAIT,
 };
+use crate::recorder::event::HealthStatus;
 
 impl Sim {
     /// Every check that does not need the run itself.
@@ -106,6 +107,7 @@ impl Sim {
         self.check_middleboxes(&unknown, &known)?;
         self.check_connection_policies(&unknown)?;
         self.check_membership()?;
+        self.check_health()?;
         self.check_host_schedule()?;
         self.check_wire_tap()
     }
@@ -167,6 +169,88 @@ impl Sim {
                     sets.join(", ")
                 }
             ))));
+        }
+        Ok(())
+    }
+
+    /// The server hosts that serve tonic-health ([`Sim::health`]: a host,
+    /// or every replica of a set); names that are neither are left out
+    /// (`check_health` refuses them).
+    pub(crate) fn health_hosts(&self) -> BTreeSet<String> {
+        let mut hosts = BTreeSet::new();
+        for name in &self.health {
+            match self.replica_set(name) {
+                Some(set) => hosts.extend(set.replicas()),
+                None => {
+                    hosts.insert(name.clone());
+                }
+            }
+        }
+        hosts
+    }
+
+    /// `Sim::health` names server hosts the harness builds the routes of
+    /// (or replica sets); every `Fault::health` names one of those hosts
+    /// and a status tonic-health can serve.
+    fn check_health(&self) -> Result<(), Error> {
+        let bad = |text: String| Err(Error::new(Kind::Misconfigured(text)));
+        for name in &self.health {
+            if self.replica_set(name).is_some() {
+                continue;
+            }
+            if self.clients.iter().any(|(n, _)| n == name) {
+                return bad(format!(
+                    "Sim::health({name:?}): `{name}` is a client host; the health service runs on \
+                     a server host (Sim::server) or a replica set (Sim::servers)"
+                ));
+            }
+            if self.serve_fns.contains(name) {
+                return bad(format!(
+                    "Sim::health({name:?}): `{name}` runs a serve fn (Sim::server_fn), whose routes \
+                     the harness does not build; serve it with Sim::server instead, or drop Sim::health \
+                     and the health faults for it"
+                ));
+            }
+            if !self.servers.iter().any(|(n, _)| n == name) {
+                let known: Vec<&str> = self.servers.iter().map(|(n, _)| n.as_str()).collect();
+                return bad(format!(
+                    "Sim::health({name:?}): no server host or replica set is named `{name}`; \
+                     server hosts: {}",
+                    known.join(", ")
+                ));
+            }
+        }
+        let served = self.health_hosts();
+        for fault in self.host_faults() {
+            let HostAction::Health(host, service, status) = &fault.action else {
+                continue;
+            };
+            let call = format!("Fault::health({host:?}, {service:?}, ..)");
+            if *status == HealthStatus::ServiceUnknown {
+                return bad(format!(
+                    "{call} sets SERVICE_UNKNOWN, which a server never stores: Watch answers it \
+                     for a service it does not know (tonic-health fails the Watch with NOT_FOUND \
+                     instead); set NOT_SERVING, SERVING or UNKNOWN"
+                ));
+            }
+            if self.clients.iter().any(|(n, _)| n == host) {
+                return Err(Error::new(Kind::NotAServer {
+                    host: host.clone(),
+                    fault: fault.action.describe(),
+                }));
+            }
+            if !served.contains(host) {
+                let set = self
+                    .replica_sets
+                    .iter()
+                    .find(|s| s.index_of(host).is_some())
+                    .map(|s| format!(" (or sim.health({:?}) for its whole replica set)", s.name))
+                    .unwrap_or_default();
+                return bad(format!(
+                    "{call}: `{host}` serves no grpc.health.v1.Health service, so there is no \
+                     status to set; add sim.health({host:?}){set} to serve tonic-health there"
+                ));
+            }
         }
         Ok(())
     }

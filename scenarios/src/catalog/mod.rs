@@ -28,6 +28,7 @@ mod proxy_timeout;
 mod queueing;
 mod receiver_speed;
 mod replica_crash;
+mod replica_not_serving;
 pub(crate) mod replica_world;
 mod report;
 mod retry_backoff;
@@ -109,6 +110,8 @@ pub fn all() -> Vec<Scenario> {
         etcd_keepalive::SCENARIO,
         replica_crash::SCENARIO,
         rolling_restart::SCENARIO,
+        replica_not_serving::SCENARIO,
+        replica_not_serving::CHECKED,
         pod_termination::SIGTERM_FIRST,
         pod_termination::PRE_STOP,
         connection_age::SCENARIO,

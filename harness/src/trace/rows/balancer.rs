@@ -2,7 +2,7 @@
 //! balanced channel's balancer did.
 
 use crate::recorder::event;
-use crate::recorder::event::{BalancerChange, Event, EventKind};
+use crate::recorder::event::{BalancerChange, Event, EventKind, HealthStatus};
 
 /// The `where` column and text of a replica-set event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
@@ -15,6 +15,13 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
         EventKind::ReplicaJoined { set } => (
             host.to_owned(),
             format!("joined replica set {set} (discovery: balancers connect to it)"),
+        ),
+        EventKind::HealthSet { service, status } => (
+            host.to_owned(),
+            format!(
+                "health: {service:?} set to {} (grpc.health.v1)",
+                status.proto_name()
+            ),
         ),
         EventKind::CallRouted { call, replica } => (
             format!("{host}→{replica}"),
@@ -40,9 +47,36 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                     "connect to {replica} failed ({error}); counted ready with the error: \
                      the next call sent there fails"
                 ),
+                BalancerChange::HealthChecking => format!(
+                    "connected to {replica}; health Watch started (not picked until it answers SERVING)"
+                ),
+                BalancerChange::Health { status } => health(replica.as_str(), *status),
+                BalancerChange::HealthUnimplemented => format!(
+                    "{replica} answered the health Watch UNIMPLEMENTED: health checking off \
+                     for it, counted healthy (gRFC A17)"
+                ),
+                BalancerChange::HealthWatchCancelled => format!(
+                    "{replica} sent GOAWAY: health Watch cancelled (gRFC A17), out of rotation \
+                     until a new connection answers SERVING"
+                ),
+                BalancerChange::HealthWatchFailed { error, retry_in } => format!(
+                    "health Watch on {replica} ended ({error}); out of rotation, Watch again \
+                     in {}",
+                    crate::units::fmt_duration(*retry_in)
+                ),
             };
             (format!("{host}→{replica}"), format!("balancer: {what}"))
         }
         _ => return None,
     })
+}
+
+/// A health status a replica's Watch answered, and what it does to picks.
+fn health(replica: &str, status: HealthStatus) -> String {
+    let name = status.proto_name();
+    if status == HealthStatus::Serving {
+        format!("{replica} health {name}: in rotation")
+    } else {
+        format!("{replica} health {name}: out of rotation, not picked until SERVING")
+    }
 }

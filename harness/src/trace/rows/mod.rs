@@ -404,7 +404,9 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
         EventKind::Log(_) => RowKind::Log,
         EventKind::CallRouted { .. } => RowKind::Call,
-        EventKind::ReplicaLeft { .. } | EventKind::ReplicaJoined { .. } => RowKind::Fault,
+        EventKind::ReplicaLeft { .. }
+        | EventKind::ReplicaJoined { .. }
+        | EventKind::HealthSet { .. } => RowKind::Fault,
         // A client-side policy at work, styled as the server-side ones.
         EventKind::Balancer(_) => RowKind::Policy,
     }
