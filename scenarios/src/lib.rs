@@ -5,7 +5,7 @@ pub mod services;
 
 // The README's example compiles as a doctest of this crate, which has both
 // the harness and the reference services (its test runs in
-// tests/tests/readme_example.rs; the guide's examples are the harness's
+// tests/tests/guide/readme_example.rs; the guide's examples are the harness's
 // doctests).
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
