@@ -30,8 +30,10 @@ rust_deb=1.85.0+dfsg3-1~deb12u3
 llvm_deb=1:19.1.7-3~deb12u1
 # Each entry crate=feature[,feature]: the crate (its --crate-name) may use
 # these features, and no other crate any.
-#   tonic 0.14.9: let_chains, stable in 1.88 (edition 2024 only; grpc-chaos
-#     is edition 2021, where even 1.95 refuses let chains).
+#   tonic 0.14.9: let_chains, stable in 1.88 (edition 2024 only). grpc-chaos
+#     is edition 2024 too but uses none (clippy's collapsible_if, which
+#     would fold nested `if let`s into them, is allowed in its lib.rs); a
+#     let chain there fails this check until grpc_chaos=let_chains is added.
 #   grpc_chaos: unsigned_is_multiple_of, stable in 1.87 (`is_multiple_of`).
 # Add a feature only with the release that stabilized it, and only one of
 # 1.86, 1.87 or 1.88.

@@ -35,7 +35,7 @@
 //! trace shows both, and [`classify`] (client side) or the handler rows
 //! (server side) give the spec's, by the rule named. *Not observed*: the
 //! harness cannot see the situation, or cannot tell it apart, and says why.
-//! Tests: `tests/tests/spec_rules.rs` (one per row or table), and the unit
+//! Tests: `tests/tests/wire/spec_rules.rs` (one per row or table), and the unit
 //! tests below.
 //!
 //! | source row | side | tonic says | harness |
@@ -44,8 +44,8 @@
 //! | statuscodes: deadline expires before the server returns status | client | CANCELLED "Timeout expired" | mapped: [`rules::DEADLINE`] |
 //! | statuscodes: deadline expires before the server returns status | server | tonic's server timeout answers CANCELLED "Timeout expired" outside the handler layer | mapped on the handler's row: [`rules::SERVER_DEADLINE`], a finding; the run is tied to the answer on the wire (trailers-only `grpc-status=1` on its stream at the instant it was dropped: [`ServerTimeout`](crate::recorder::event::ServerTimeout)); with the wire tap off it shows as dropped. The caller's row shows the status as sent (it is the peer's) |
 //! | statuscodes: method not found at the server | server | UNIMPLEMENTED (router fallback, or the generated server's unknown method) | agrees; recorded as rejected before the handler |
-//! | statuscodes: server shutting down | server | tonic sends GOAWAY; the client reports INTERNAL for a stream above its last-stream-id | mapped at the client: [`rules::GOAWAY`] (tests/tests/frame_faults.rs, the injected-resets story) |
-//! | statuscodes: application throws / returns no status | server | a panic: tonic has no catch-panic, hyper's task for the stream dies and h2 resets it with RST_STREAM(CANCEL); the caller sees CANCELLED (measured on 127.0.0.1, tonic 0.14.9; the sim does the same, `tests/tests/handler_panics.rs`) | the spec's UNKNOWN is not what a caller of a tonic server sees: not mapped, the trace shows the reset and the panic |
+//! | statuscodes: server shutting down | server | tonic sends GOAWAY; the client reports INTERNAL for a stream above its last-stream-id | mapped at the client: [`rules::GOAWAY`] (tests/tests/wire/frame_faults.rs, the injected-resets story) |
+//! | statuscodes: application throws / returns no status | server | a panic: tonic has no catch-panic, hyper's task for the stream dies and h2 resets it with RST_STREAM(CANCEL); the caller sees CANCELLED (measured on 127.0.0.1, tonic 0.14.9; the sim does the same, `tests/tests/faults/handler_panics.rs`) | the spec's UNKNOWN is not what a caller of a tonic server sees: not mapped, the trace shows the reset and the panic |
 //! | statuscodes: some data transmitted before the connection breaks | client | UNKNOWN (I/O error on an open stream) | mapped: [`rules::CONNECTION`] |
 //! | statuscodes: could not decompress, algorithm supported | both | INTERNAL "Error decompressing: …" | agrees (read in `codec/decode.rs`; not exercised: the reference services send no compressed messages) |
 //! | statuscodes: compression algorithm not supported by the server | server | UNIMPLEMENTED "Content is compressed with …" | agrees (read in `codec/compression.rs`); recorded as rejected before the handler (unit test only) |
@@ -53,7 +53,7 @@
 //! | statuscodes: client lacks memory for the response | client | — | not observed (no memory limit in the sim) |
 //! | statuscodes: flow-control protocol violation | both | INTERNAL (h2 FLOW_CONTROL_ERROR) | agrees for a reset with that code (the RST_STREAM table test) |
 //! | statuscodes: error parsing the returned status | client | UNKNOWN "Error deserializing status message header" | agrees (read in `status.rs`; not exercised) |
-//! | statuscodes: incorrect auth metadata | both | UNAUTHENTICATED from the user's interceptor | agrees (the library generates none itself; tests/tests/server_config.rs) |
+//! | statuscodes: incorrect auth metadata | both | UNAUTHENTICATED from the user's interceptor | agrees (the library generates none itself; tests/tests/server/server_config.rs) |
 //! | statuscodes: request cardinality violation (unary without a message) | server | INTERNAL "Missing request message." (read in `server/grpc.rs`) | mapped: [`rules::CARDINALITY`]; recorded as rejected before the handler (unit tests only: the reference clients always send a message) |
 //! | statuscodes: response cardinality violation | client | INTERNAL "Missing response message." | not observed: tonic's codec decides above the recorded channel |
 //! | statuscodes: error parsing the request proto | server | INTERNAL "failed to decode Protobuf message: …" | agrees (read in tonic-prost); recorded as rejected before the handler (unit test only) |

@@ -1,5 +1,11 @@
-//! End-to-end tests live in tests/; this library holds what several of
-//! them share.
+//! End-to-end tests live in tests/, one test binary per area
+//! (`tests/<area>/main.rs`, a module per file); this library holds what
+//! several of them share. A library rather than a `mod support;` in every
+//! binary: it is built once, the three binaries of their own use it too,
+//! and a helper one binary leaves unused is no dead-code warning there.
+
+use std::process::Command;
+use std::time::Duration;
 
 use grpc_chaos::Trace;
 use grpc_chaos_scenarios::catalog::{self, Report};
@@ -37,4 +43,48 @@ pub fn readme_example(file: &str) -> &str {
         .min()
         .unwrap_or(rest.len());
     rest[..end].trim_end()
+}
+
+/// `n` milliseconds (simulated, where a sim reads it).
+pub const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// `n` seconds (simulated, where a sim reads it).
+pub const fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// The status code of each call `player` made, in order: `"open"` for a
+/// call that never ended.
+pub fn codes(trace: &Trace) -> Vec<&'static str> {
+    trace
+        .calls_from("player")
+        .map(|c| c.outcome().map_or("open", |o| o.code))
+        .collect()
+}
+
+/// The name libtest gives test `name` of the module at `module_path`
+/// (pass `module_path!()`): the module path without the test binary's own
+/// name (`artifacts::stale_probe` for `stale_probe` in
+/// `tests/trace/artifacts.rs`, whose module path is `trace::artifacts`),
+/// as `--exact` and the artifact folders (`::` as `__`) take it.
+pub fn test_name(module_path: &str, name: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_binary, module)) => format!("{module}::{name}"),
+        None => name.to_owned(),
+    }
+}
+
+/// This test binary again, set to run only its ignored test `name` of the
+/// module at `module_path` (pass `module_path!()`), as the tests that
+/// change the environment do: the child gets it, this process keeps its
+/// own.
+///
+/// # Panics
+/// When the path of the running binary cannot be read.
+pub fn rerun(module_path: &str, name: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
+    cmd.args(["--ignored", "--exact", &test_name(module_path, name)]);
+    cmd
 }

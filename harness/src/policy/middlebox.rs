@@ -93,7 +93,7 @@ pub struct Middlebox {
     /// connection before the server's SETTINGS arrive (hyper
     /// `proto/h2/client.rs`, `DEFAULT_INITIAL_MAX_SEND_STREAMS`), and h2
     /// queues streams above the limit locally after (read, and seen in
-    /// `tests/tests/middleboxes.rs`). So a burst on a cold connection is
+    /// `tests/tests/keepalive/middleboxes.rs`). So a burst on a cold connection is
     /// refused in part; the same burst on a warm one waits in the client.
     ///
     /// How the box refuses without breaking HPACK: the box is drawn
@@ -291,7 +291,7 @@ pub enum Expiry {
     /// RST (RFC 9293 §3.10.7.4). For a call in flight, tonic then reports
     /// UNKNOWN "transport error" (spec: UNAVAILABLE), the `io::Error` of
     /// kind `ConnectionReset` in its source chain (measured in
-    /// `tests/tests/middlebox_nlb.rs`). One difference from the real box:
+    /// `tests/tests/keepalive/middlebox_nlb.rs`). One difference from the real box:
     /// the NLB sends its RST only to the end that wrote ("If a client or
     /// target sends data after the idle timeout period elapses, it
     /// receives a TCP RST packet"), so the other end learns nothing until

@@ -69,7 +69,7 @@ impl Middlebox {
     /// TCP reset, [`Effects::reset`](super::Effects::reset)): tonic reports
     /// a call in flight as UNKNOWN "transport error" over an `io::Error` of
     /// kind `ConnectionReset` (spec: UNAVAILABLE; measured in
-    /// `tests/tests/middlebox_nlb.rs`). Here both ends are reset at once,
+    /// `tests/tests/keepalive/middlebox_nlb.rs`). Here both ends are reset at once,
     /// where the real box resets only the end that wrote (see
     /// [`Expiry::ForgetFlow`]). Keepalive PINGs more often than every 350 s
     /// keep the flow.

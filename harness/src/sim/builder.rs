@@ -45,7 +45,7 @@ pub mod defaults {
     /// (see `SimBuilder::no_progress_limit`). 10 minutes: 600,000 steps at
     /// the 1 ms tick; a hung call stopped so took 2.6–3.1 s of wall time
     /// in a debug build with the workspace's optimized dependencies
-    /// (measured, `tests/tests/no_progress.rs`), where the step ceiling
+    /// (measured, `tests/tests/faults/no_progress.rs`), where the step ceiling
     /// took 33 s. Longer than the timers of tonic and h2 the stories use,
     /// which the harness cannot see (a keepalive interval of 10 s to a few
     /// minutes plus its timeout, a connect timeout of seconds); the timers

@@ -8,7 +8,7 @@
 //! that comes up resets it. tonic 0.14.9's channel has no such backoff: it
 //! dials again on the next call after a failure
 //! (`transport/channel/service/reconnect.rs`, read; measured in
-//! `tests/tests/partitions.rs`, one dial per call 100 ms apart). This finds
+//! `tests/tests/faults/partitions.rs`, one dial per call 100 ms apart). This finds
 //! each redial that started before the smallest start the document allows
 //! (the backoff less its 20% jitter), per dialling host and server, so a
 //! reconnect storm shows in the summary. The document's

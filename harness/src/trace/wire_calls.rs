@@ -137,7 +137,7 @@ fn ends(call: &Open, e: &Event, detail: &FrameDetail, fate: &Fate) -> Option<Eve
             // connection in tonic's `transport/channel/service/
             // connection.rs`), as its HEADERS leave, and fires at the first
             // tick at or after its instant (measured:
-            // tests/trace_queries.rs, the reset lands at exactly the
+            // tests/tests/trace/trace_queries.rs, the reset lands at exactly the
             // grpc-timeout). A reset before it is the call dropped.
             let at_deadline = call
                 .timeout

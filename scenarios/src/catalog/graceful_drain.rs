@@ -32,7 +32,7 @@ pub(super) const SCENARIO: Scenario = Scenario {
 
 /// Off the 50 ms grid of arrivals and answers, so no two things the
 /// server's `select!`s choose between are ready at once (see
-/// `connection_age.rs`).
+/// `tests/tests/server/connection_age.rs`).
 const SHUTDOWN: Duration = ms(1025);
 const GRACE: Duration = ms(5000);
 

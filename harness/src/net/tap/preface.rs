@@ -4,7 +4,7 @@
 //! not start with a SETTINGS, leaves the receiver a preface that breaks the
 //! rule. h2 0.4.20 does not check it — its server reads the 24-octet magic
 //! (`server.rs`, `ReadPreface`) and then takes any frame, and its client
-//! takes any first frame (code; seen in `tests/tests/preface_settings.rs`)
+//! takes any first frame (code; seen in `tests/tests/wire/preface_settings.rs`)
 //! — so the trace says it. What takes the SETTINGS' place counts: a
 //! SETTINGS a rule put there, or one an injection it set off or a
 //! connection policy sent right behind it (a proxy's own SETTINGS, as the

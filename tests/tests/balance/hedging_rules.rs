@@ -1,0 +1,154 @@
+//! Hedging's finer rules through a real (simulated) store: pushback, a zero
+//! delay, the deadline (gRFC A6 "Pushback", "Hedging Policy"). Times are
+//! *simulated*, measured on the trace or by the caller.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use grpc_chaos::recorder::event::HedgeVerdict;
+use grpc_chaos::retry::RetryConfig;
+use grpc_chaos::trace::HedgedCall;
+use grpc_chaos::{Fault, Host, Sim, Trace};
+use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+use grpc_chaos_scenarios::services::pb::SaveRequest;
+use grpc_chaos_scenarios::services::{Store, SAVE};
+use grpc_chaos_tests::ms;
+use tonic::Code;
+
+fn hedge(delay: &str) -> String {
+    format!(
+        r#"{{"methodConfig": [{{"name": [{{"service": "tt.v1.Store"}}],
+          "hedgingPolicy": {{"maxAttempts": 3, "hedgingDelay": "{delay}",
+                            "nonFatalStatusCodes": ["UNAVAILABLE"]}}}}]}}"#
+    )
+}
+
+/// One Save (with `timeout` when given) through a hedged channel to a store
+/// (10 ms per Save) with `fault`; the trace, the caller's code and latency.
+fn one_save(config: &str, fault: Fault, timeout: Option<Duration>) -> (Trace, Code, Duration) {
+    let mut sim = Sim::builder().seed(grpc_chaos_tests::SEED).build();
+    sim.server("store", |s| {
+        s.add_service(Store::with_work(ms(10)).into_server())
+    });
+    sim.fault(fault);
+    let seen: Arc<Mutex<Option<(Code, Duration)>>> = Arc::default();
+    let out = seen.clone();
+    let config = config.to_owned();
+    sim.client("player", move |player: Host| async move {
+        let mut store = StoreClient::new(player.retry_channel("store", &config)?);
+        let mut req = tonic::Request::new(SaveRequest {
+            match_id: "final".into(),
+            points: 1,
+        });
+        if let Some(t) = timeout {
+            req.set_timeout(t);
+        }
+        let start = tokio::time::Instant::now();
+        let code = store
+            .save(req)
+            .await
+            .map_or_else(|s| s.code(), |_| Code::Ok);
+        *out.lock().expect("lock") = Some((code, start.elapsed()));
+        Ok(())
+    });
+    let trace = sim.run().expect("run");
+    let (code, took) = seen.lock().expect("lock").expect("the call ended");
+    (trace, code, took)
+}
+
+fn only(trace: &Trace) -> HedgedCall {
+    let calls = trace.hedged_calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    calls.into_iter().next().expect("one")
+}
+
+#[test]
+fn a_pushback_delays_the_next_hedge_by_exactly_its_value() {
+    let fault = Fault::handler("store")
+        .method(SAVE)
+        .pushback_ms(200)
+        .fail_first(1, Code::Unavailable);
+    let config = hedge("0.05s");
+    let (trace, code, _) = one_save(&config, fault, None);
+    assert_eq!(code, Code::Ok);
+    let call = only(&trace);
+    assert_eq!(call.attempts.len(), 2);
+    let (failed_at, failed_code, verdict) = call.attempts[0].ended.expect("ended");
+    assert_eq!(failed_code, Some("UNAVAILABLE"));
+    assert_eq!(verdict, HedgeVerdict::NextAfter { delay: ms(200) });
+    // Not at the 50 ms timer: 200 ms after the pushback.
+    assert_eq!(call.attempts[1].started - failed_at, ms(200));
+    assert_eq!(call.winner().map(|w| w.attempt), Some(2));
+    trace
+        .assert_hedging_conforms(&config.parse().expect("valid"))
+        .expect("conforms");
+}
+
+#[test]
+fn a_negative_pushback_stops_hedging_and_the_call_fails() {
+    let fault = Fault::handler("store")
+        .method(SAVE)
+        .pushback_ms(-1)
+        .fail_first(1, Code::Unavailable);
+    let (trace, code, took) = one_save(&hedge("0.05s"), fault, None);
+    assert_eq!(code, Code::Unavailable);
+    assert!(
+        took < ms(50),
+        "failed before the first hedge was due: {took:?}"
+    );
+    assert_eq!(trace.attempts("store", SAVE), 1);
+    let call = only(&trace);
+    let verdict = call.attempts[0].ended.expect("ended").2;
+    assert_eq!(
+        verdict,
+        HedgeVerdict::Failed {
+            stop: "pushback_stop"
+        }
+    );
+}
+
+#[test]
+fn a_zero_delay_sends_every_attempt_at_once_and_is_warned() {
+    let config = hedge("0s");
+    let parsed: RetryConfig = config.parse().expect("valid");
+    assert_eq!(parsed.warnings().len(), 1, "0s without throttling");
+    let fault = Fault::handler("store").method(SAVE).delay(ms(5));
+    let (trace, code, took) = one_save(&config, fault, None);
+    assert_eq!(code, Code::Ok);
+    let call = only(&trace);
+    let starts: Vec<Duration> = call.attempts.iter().map(|a| a.started).collect();
+    assert_eq!(starts, [starts[0]; 3]);
+    // All three reached the store with the whole request (one buffer,
+    // replayed side by side); the first to answer won, two were cancelled.
+    assert_eq!(trace.attempts("store", SAVE), 3);
+    let winner = call.winner().expect("a winner").attempt;
+    let cancelled = call
+        .attempts
+        .iter()
+        .filter(|a| a.cancelled.is_some_and(|c| c.1 == Some(winner)))
+        .count();
+    assert_eq!(cancelled, 2);
+    assert_eq!(call.latency(), Some(took));
+    trace.assert_hedging_conforms(&parsed).expect("conforms");
+}
+
+#[test]
+fn the_deadline_ends_a_hedged_call_and_cancels_every_attempt() {
+    let fault = Fault::handler("store").method(SAVE).delay(ms(500));
+    let (trace, code, took) = one_save(&hedge("0.05s"), fault, Some(ms(120)));
+    assert_eq!(code, Code::DeadlineExceeded);
+    assert_eq!(took, ms(120));
+    let call = only(&trace);
+    let starts: Vec<Duration> = call.attempts.iter().map(|a| a.started).collect();
+    assert_eq!(starts, [ms(0), ms(50), ms(100)]);
+    assert!(call.winner().is_none());
+    let ended: Vec<_> = call.attempts.iter().filter_map(|a| a.ended).collect();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0].2, HedgeVerdict::Failed { stop: "deadline" });
+    let cancelled = call
+        .attempts
+        .iter()
+        .filter(|a| a.cancelled == Some((ms(120), None)))
+        .count();
+    assert_eq!(cancelled, 2);
+}

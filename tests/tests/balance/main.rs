@@ -1,0 +1,12 @@
+//! Replica sets and balanced channels, health checking (gRFC A17), pod
+//! termination, retries and hedging (gRFC A6), and the retry checks.
+//!
+//! One test binary, a module per file: `cargo test -p grpc-chaos-tests --test balance`.
+
+mod health;
+mod hedging;
+mod hedging_rules;
+mod pod_termination;
+mod replicas;
+mod retries;
+mod retry_misuse;

@@ -1,0 +1,13 @@
+//! Determinism and replay: the determinism check, the explorer, seed sweeps and their
+//! replay hints, a stalled wall clock, and slow polls reported outside the
+//! trace.
+//!
+//! One test binary, a module per file: `cargo test -p grpc-chaos-tests --test determinism`.
+
+mod determinism_check;
+mod explore;
+mod replay_hint;
+mod slow_polls;
+mod sweep_replay;
+mod sweeps;
+mod wall_clock;
