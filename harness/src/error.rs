@@ -255,7 +255,7 @@ impl Error {
 
     /// A handler panicked during the run. Its caller saw what tonic's
     /// server does with a panicking handler, a stream reset with
-    /// RST_STREAM(CANCEL) (measured; see [`PanicSite`](crate::PanicSite)).
+    /// RST_STREAM(CANCEL) (measured; see [`PanicSite`](crate::recorder::event::PanicSite)).
     pub fn is_handler_panic(&self) -> bool {
         matches!(*self.kind, Kind::HandlerPanicked { .. })
     }

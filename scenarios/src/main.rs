@@ -124,7 +124,10 @@ fn sweep(args: &SweepArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     // Read by SimBuilder's default: every run of the story gets the jitter.
-    std::env::set_var(grpc_chaos::JITTER_ENV, (args.jitter_ms * 1000).to_string());
+    std::env::set_var(
+        grpc_chaos::env::JITTER_ENV,
+        (args.jitter_ms * 1000).to_string(),
+    );
     let bar = indicatif::ProgressBar::new(args.seeds.end - args.seeds.start);
     let report = grpc_chaos::check::sweep(args.seeds.clone(), |seed| {
         bar.inc(1);

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::trace::{RenderOptions, RunVerdict};
-use grpc_chaos::{EventKind, Trace};
+use grpc_chaos::Trace;
 use grpc_chaos_scenarios::catalog::{self, Verdict};
 
 /// Stories whose pages are opened: a crash and its outage, an orphan, a

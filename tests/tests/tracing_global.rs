@@ -6,9 +6,10 @@
 use std::io;
 use std::sync::{Arc, Mutex};
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::SimTime;
 use grpc_chaos::trace::RenderOptions;
-use grpc_chaos::{EventKind, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

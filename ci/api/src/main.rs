@@ -30,13 +30,23 @@ fn main() -> ExitCode {
     for line in &lines {
         println!("{line}");
     }
-    report(&lines);
-    ExitCode::SUCCESS
+    if report(&lines) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
-/// Root names and type names at several paths, from the listing's lines
-/// (`pub struct grpc_chaos::trace::Call`, `pub use grpc_chaos::Sim`, …).
-fn report(lines: &[String]) {
+/// The most names the crate root may have, modules aside (#29: "a public
+/// API you can hold in your head"; turmoil's and tonic's roots have 13).
+const ROOT_LIMIT: usize = 12;
+
+/// Prints the root's names and the type names at several paths, from the
+/// listing's lines (`pub struct grpc_chaos::trace::Call`, …); whether
+/// both are within the rules: at most [`ROOT_LIMIT`] root names, and no
+/// type name at two paths (one type reached two ways, or two types with
+/// one name).
+fn report(lines: &[String]) -> bool {
     let mut root = Vec::new();
     let mut types: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for line in lines {
@@ -52,13 +62,19 @@ fn report(lines: &[String]) {
     root.sort_unstable();
     root.dedup();
     eprintln!("{} names at the crate root (modules aside): {}", root.len(), root.join(", "));
+    let mut ok = root.len() <= ROOT_LIMIT;
+    if !ok {
+        eprintln!("error: more than {ROOT_LIMIT} names at the crate root; move some into a module");
+    }
     for (name, mut paths) in types {
         paths.sort_unstable();
         paths.dedup();
         if paths.len() > 1 {
-            eprintln!("type name {name} at {} paths: {}", paths.len(), paths.join(", "));
+            eprintln!("error: type name {name} at {} paths: {}", paths.len(), paths.join(", "));
+            ok = false;
         }
     }
+    ok
 }
 
 /// `(kind, path)` of an item's declaration line: `pub struct a::B<T>`

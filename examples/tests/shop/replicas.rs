@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use grpc_chaos::{fmt_duration, Fault, Sim};
+use grpc_chaos::trace::fmt_duration;
+use grpc_chaos::{Fault, Sim};
 use grpc_chaos_examples::pb::orders_client::OrdersClient;
 use grpc_chaos_examples::{production, Inventory, Orders};
 

@@ -14,7 +14,7 @@ use crate::Sim;
 /// `CHAOS_SEED=<n>`, behind `CHAOS_JITTER_US=<µs>` when that is set (to a
 /// number), as every "reproduce with" hint the harness prints reads.
 pub fn replay_env(seed: u64) -> String {
-    let jitter = crate::env::env_set(crate::JITTER_ENV).and_then(|j| j.trim().parse().ok());
+    let jitter = crate::env::env_set(crate::env::JITTER_ENV).and_then(|j| j.trim().parse().ok());
     crate::env::replay_env(seed, jitter)
 }
 

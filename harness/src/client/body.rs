@@ -100,7 +100,7 @@ pin_project! {
         ///   caller's decoder refused it (tonic polls the body only when it
         ///   holds no whole message, and decodes the first one as soon as
         ///   it is whole, `codec/decode.rs`; see
-        ///   [`EventKind::CallUndecodable`](crate::EventKind::CallUndecodable));
+        ///   [`EventKind::CallUndecodable`](crate::recorder::event::EventKind::CallUndecodable));
         /// - that left tonic's decoder inside a message whose header it had
         ///   read: the decoder stopped at that header. tonic's `Streaming`
         ///   reads on until a message is whole (it polls the body again, or

@@ -1,9 +1,12 @@
 //! The client side of the trace: a tonic channel that records every call it
-//! carries, with the status exactly as tonic will report it.
+//! carries, with the status exactly as tonic will report it
+//! ([`Channel`], at the crate root), the types its calls
+//! answer with, and what a client body returns.
 
 mod body;
+pub(crate) mod channel;
 mod future;
-mod generic;
+pub(crate) mod generic;
 mod request;
 
 use crate::recorder::event;
@@ -12,37 +15,19 @@ use std::task::{Context, Poll};
 
 use tonic::body::Body;
 
+pub use crate::sim::ClientResult;
 pub use body::RecordedBody;
+pub(crate) use channel::Channel;
 pub use future::ResponseFuture;
-pub use generic::GrpcChannel;
 
 use crate::deadline::parse_grpc_timeout;
 use crate::recorder::event::{CallId, EventKind, HostName, Outcome};
 use crate::recorder::{Recorder, CALL_ID, CURRENT_RUN};
 use crate::spec::names::GRPC_TIMEOUT;
 
-/// A real [`tonic::transport::Channel`] over the simulated network, wrapped
-/// so that every call is recorded: start (path, `grpc-timeout`), end (status
-/// as tonic reports it, and the spec's code), or the caller dropping it.
-///
-/// Use it wherever tonic's generated clients take a transport
-/// (`StoreClient::new(host.channel("store"))`). Code that needs the concrete
-/// `tonic::transport::Channel` type can use
-/// [`Host::tonic_channel`](crate::Host::tonic_channel); calls through it are
-/// derived from the wire ([`Call::seen_on_wire`](crate::trace::Call::seen_on_wire)),
-/// with less known about each.
-///
-/// Each request gets an `x-grpc-chaos-call` header so the handler it reaches
-/// can be linked to it.
-#[derive(Clone)]
-pub struct Channel {
-    inner: Transport,
-    call: Arc<CallSite>,
-}
-
 /// What carries a recorded channel's calls.
 #[derive(Clone)]
-enum Transport {
+pub(crate) enum Transport {
     /// tonic's channel to one host.
     Single(tonic::transport::Channel),
     /// A balancer over a replica set's connections ([`crate::balance`]).

@@ -259,7 +259,7 @@ impl FrameFault {
     /// ([`Fate::Held`](crate::recorder::event::Fate::Held)), then `released
     /// after <kept>` when it leaves; one never released is reported at the
     /// end of the run as
-    /// [`EventKind::FrameNeverLeft`](crate::EventKind::FrameNeverLeft).
+    /// [`EventKind::FrameNeverLeft`](crate::recorder::event::EventKind::FrameNeverLeft).
     pub fn hold(self, name: impl Into<String>) -> Fault {
         let name: String = name.into();
         self.rule(HoldNamed(name.into()))

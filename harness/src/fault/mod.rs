@@ -20,6 +20,7 @@ mod kubernetes;
 mod links;
 mod plan;
 mod rule;
+pub(crate) mod value;
 
 use std::time::Duration;
 
@@ -35,10 +36,7 @@ pub(crate) use plan::FramePlan;
 pub(crate) use rule::{check_nth, check_window, LONGEST_WAIT};
 pub use rule::{FrameRule, FrameView, RunCheck, Verdict};
 
-/// A fault to inject into a run; add it with [`Sim::fault`](crate::Sim::fault).
-#[derive(Debug, Clone)]
-#[must_use = "a fault does nothing until it is added with Sim::fault"]
-pub struct Fault(pub(crate) FaultKind);
+pub(crate) use value::Fault;
 
 #[derive(Debug, Clone)]
 pub(crate) enum FaultKind {
@@ -244,7 +242,8 @@ impl Fault {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use grpc_chaos::{Fault, HealthStatus};
+    /// use grpc_chaos::Fault;
+    /// use grpc_chaos::recorder::event::HealthStatus;
     /// let down = Fault::health("store-1", "tt.v1.Store", HealthStatus::NotServing)
     ///     .at(Duration::from_secs(1));
     /// let up = Fault::health("store-1", "tt.v1.Store", HealthStatus::Serving)

@@ -95,7 +95,7 @@ const RESET_STREAM_DURATION: std::time::Duration = std::time::Duration::from_sec
 /// one across a partition waits for the repair. `unrecorded`: no recorded
 /// channel wraps it ([`Host::tonic_channel`](crate::Host::tonic_channel)),
 /// so a failed dial is recorded as the failure of the call that waited for
-/// it ([`EventKind::CallFailedConnecting`](crate::EventKind::CallFailedConnecting)).
+/// it ([`EventKind::CallFailedConnecting`](crate::recorder::event::EventKind::CallFailedConnecting)).
 pub(crate) fn channel(
     wiring: &Wiring,
     known: bool,

@@ -1,4 +1,4 @@
-//! [`ResponseFuture`]: one call through the retry layer, attempt by attempt.
+//! [`RetryFuture`]: one call through the retry layer, attempt by attempt.
 
 use std::fmt;
 use std::future::Future;
@@ -30,11 +30,11 @@ pub(super) type Output = Result<http::Response<tonic::body::Body>, StdError>;
 
 /// The future returned by [`Retry`](super::Retry): resolves to the final
 /// attempt's response (or error), after any retries and their delays.
-pub struct ResponseFuture {
+pub struct RetryFuture {
     inner: Pin<Box<dyn Future<Output = Output> + Send>>,
 }
 
-impl ResponseFuture {
+impl RetryFuture {
     pub(crate) fn new<S, B>(
         svc: S,
         shared: Arc<Shared>,
@@ -50,13 +50,13 @@ impl ResponseFuture {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<StdError>,
     {
-        ResponseFuture {
+        RetryFuture {
             inner: Box::pin(run(svc, shared, req)),
         }
     }
 }
 
-impl Future for ResponseFuture {
+impl Future for RetryFuture {
     type Output = Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Output> {
@@ -64,9 +64,9 @@ impl Future for ResponseFuture {
     }
 }
 
-impl fmt::Debug for ResponseFuture {
+impl fmt::Debug for RetryFuture {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+        f.debug_struct("RetryFuture").finish_non_exhaustive()
     }
 }
 

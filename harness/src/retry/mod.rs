@@ -163,7 +163,7 @@ pub use decide::{
     PUSHBACK_HEADER,
 };
 pub use event::{AttemptEvent, AttemptEventKind, AttemptOutcome, Observer};
-pub use future::ResponseFuture;
+pub use future::RetryFuture;
 pub use hedge::{HedgeDecision, HedgeStop, NextHedge};
 pub use layer::RetryLayer;
 pub use service::Retry;

@@ -15,7 +15,7 @@ use tower::Service;
 use super::backoff::Jitter;
 use super::config::RetryConfig;
 use super::event::{AttemptEvent, Observer};
-use super::future::ResponseFuture;
+use super::future::RetryFuture;
 use super::layer::{CallHook, RetryLayer};
 use super::throttle::Throttler;
 
@@ -123,7 +123,7 @@ where
 {
     type Response = http::Response<tonic::body::Body>;
     type Error = StdError;
-    type Future = ResponseFuture;
+    type Future = RetryFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -137,6 +137,6 @@ where
         // for the next call (tower's usual swap).
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::new(inner, self.shared.clone(), req)
+        RetryFuture::new(inner, self.shared.clone(), req)
     }
 }

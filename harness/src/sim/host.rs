@@ -262,7 +262,7 @@ impl Host {
     /// deadline it did not send, is listed there). A call that fails before
     /// its connection is up writes no frame: it is recorded where its
     /// channel's connection attempt failed or timed out, with the status
-    /// tonic gave it ([`EventKind::CallFailedConnecting`](crate::EventKind::CallFailedConnecting);
+    /// tonic gave it ([`EventKind::CallFailedConnecting`](crate::recorder::event::EventKind::CallFailedConnecting);
     /// not for the tonic channel of [`Channel::into_inner`](crate::Channel::into_inner),
     /// whose dials the recorded channel shares). The handler layer still
     /// records its run on the server;

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use crate::balance::ReplicaSet;
-pub use crate::env::{JITTER_ENV, SEED_ENV, SLOW_POLL_ENV};
 pub use builder::{defaults, SimBuilder};
 pub use canary::CANARY_ENV;
 pub(crate) use canary::{first_difference, Record};
@@ -212,7 +211,8 @@ impl Sim {
     /// It runs again each time the host restarts.
     ///
     /// ```
-    /// use grpc_chaos::{Fault, ServeHost, Sim};
+    /// use grpc_chaos::{Fault, Sim};
+    /// use grpc_chaos::server::ServeHost;
     /// use std::time::Duration;
     ///
     /// // Your production serve fn, as `main` calls it with a TcpIncoming.

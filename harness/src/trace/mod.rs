@@ -19,6 +19,7 @@ mod server_timeouts;
 mod slow_polls;
 mod stalls;
 mod summary;
+pub(crate) mod value;
 mod views;
 mod waits;
 mod wire_calls;
@@ -27,13 +28,13 @@ mod words;
 
 use crate::recorder::event;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
 pub use crate::recorder::slow_polls::{Polled, SlowPoll};
+pub use crate::units::fmt_duration;
 pub(crate) use artifacts::passed as run_passed;
 pub(crate) use artifacts::shown as artifact_shown;
 pub(crate) use artifacts::write_with as write_artifacts_with;
@@ -47,45 +48,12 @@ pub use retries::{AttemptRecord, DecisionRecord, RetriedCall, TICK_TOLERANCE};
 pub(crate) use slow_polls::warn as warn_slow_polls;
 pub use stalls::{Stall, StallEnd, Window};
 pub use summary::RunVerdict;
+pub(crate) use value::Trace;
 pub use views::{Call, CallEnd, HandlerRun, RunEnd};
 pub(crate) use waits::open_calls;
 pub use words::{finding, PEER_STRING_LIMIT};
 
 use crate::recorder::event::{CallId, Event, RunId};
-
-/// Everything recorded in one run, in *simulated*-time order.
-///
-/// Render it with [`Trace::render`] (the text timeline users snapshot) or
-/// [`Trace::render_html`] (the same rows as a page for a browser), export
-/// it with [`Trace::to_json`], [`Trace::to_perfetto`] (a timeline for
-/// Perfetto or `chrome://tracing`) or [`Trace::to_mermaid`] (a sequence
-/// diagram for a PR comment), query it ([`Trace::calls`],
-/// [`Trace::handler_runs`], [`Trace::attempts`]) or check it
-/// ([`Trace::assert_deadline_propagated`], [`Trace::assert_no_orphan_work`]).
-/// It serializes as [`Trace::to_json`]'s document.
-#[derive(Clone)]
-pub struct Trace {
-    seed: u64,
-    /// When the run ended, *simulated* time since its start.
-    ended: Duration,
-    hosts: Vec<String>,
-    // Shared, not copied, by clones: the failure-artifact keeper holds a
-    // clone of every run's trace (see `artifacts`).
-    /// An `Arc<Vec>`, not an `Arc<[Event]>`: the recorder's vector is
-    /// kept as it is (turning it into a slice would copy the whole log once
-    /// more, at the run's end, while both copies are live).
-    events: Arc<Vec<Event>>,
-    calls: Arc<[Call]>,
-    runs: Arc<[HandlerRun]>,
-    /// `CHAOS_JITTER_US` when the run's jitter came from it.
-    jitter_env: Option<u64>,
-    /// Handler polls that held their thread too long, *wall* time: not
-    /// events, in no render or export (see [`Trace::slow_polls`]).
-    slow_polls: Arc<[SlowPoll]>,
-    /// Set once this run's trace was written as a failure artifact, in any
-    /// clone: one write per failure, whichever way the test then fails.
-    written: Arc<AtomicBool>,
-}
 
 impl std::fmt::Debug for Trace {
     // Sizes, not the event log: a trace holds thousands of events, and a

@@ -40,7 +40,7 @@ pub struct RenderOptions {
     /// Show HTTP/2 frames at all. Default: true.
     pub frames: bool,
     /// Show connection noise frames no fault touched, and connection
-    /// closes ([`EventKind::ConnClosed`](crate::EventKind::ConnClosed)). Default: false.
+    /// closes ([`EventKind::ConnClosed`](crate::recorder::event::EventKind::ConnClosed)). Default: false.
     pub noise: bool,
     /// Fold each run of plain DATA frames (same sender, connection and
     /// stream, one after another among the shown rows, passed untouched,
@@ -48,7 +48,7 @@ pub struct RenderOptions {
     /// (last at 50.000)`, at the first frame's time. Default: true.
     pub fold_data: bool,
     /// Show every connection attempt and its outcome
-    /// ([`EventKind::ConnectStarted`](crate::EventKind::ConnectStarted),
+    /// ([`EventKind::ConnectStarted`](crate::recorder::event::EventKind::ConnectStarted),
     /// `Connected`, `ConnectFailed`, `ConnectAbandoned`). Without it only
     /// the attempts that waited for a partition or a pause are shown (with
     /// why, and when the channel came back). Default: false; true in

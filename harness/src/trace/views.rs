@@ -41,7 +41,7 @@ pub struct Call {
     /// When it ended or was dropped.
     pub ended_at: Option<Duration>,
     /// True for a call the harness saw only on the wire
-    /// ([`EventKind::CallSeenOnWire`](crate::EventKind::CallSeenOnWire)):
+    /// ([`EventKind::CallSeenOnWire`](crate::recorder::event::EventKind::CallSeenOnWire)):
     /// made through [`Host::tonic_channel`](crate::Host::tonic_channel)
     /// (or [`Channel::into_inner`](crate::Channel::into_inner)), not the
     /// harness's own client. Then [`Call::started`] is when its request
@@ -59,7 +59,7 @@ pub struct Call {
     pub seen_on_wire: bool,
     /// True for a call through [`Host::tonic_channel`](crate::Host::tonic_channel)
     /// that failed before its connection was up
-    /// ([`EventKind::CallFailedConnecting`](crate::EventKind::CallFailedConnecting)):
+    /// ([`EventKind::CallFailedConnecting`](crate::recorder::event::EventKind::CallFailedConnecting)):
     /// it is known only from its channel's failed connection attempt, so
     /// [`Call::path`] is empty (the method is not seen), [`Call::started`]
     /// is when it failed (its start is not seen), [`Call::timeout`] none
@@ -77,7 +77,7 @@ pub enum CallEnd {
     Dropped,
     /// The caller's decoder stopped at the header of a response message of
     /// `message_len` octets before the message was whole (see
-    /// [`EventKind::CallStoppedReading`](crate::EventKind::CallStoppedReading)):
+    /// [`EventKind::CallStoppedReading`](crate::recorder::event::EventKind::CallStoppedReading)):
     /// tonic ended the call with OUT_OF_RANGE for a message over its
     /// `max_decoding_message_size`, RESOURCE_EXHAUSTED by the spec (with a
     /// Compressed-Flag other than 0 and 1: INTERNAL, as the spec says).
@@ -89,7 +89,7 @@ pub enum CallEnd {
     },
     /// The caller's decoder could not parse a whole response message of
     /// `message_len` octets as protobuf (see
-    /// [`EventKind::CallUndecodable`](crate::EventKind::CallUndecodable)):
+    /// [`EventKind::CallUndecodable`](crate::recorder::event::EventKind::CallUndecodable)):
     /// tonic ended the call with INTERNAL "failed to decode Protobuf
     /// message: …" (its words after that depend on the caller's message
     /// type, which the harness does not know), INTERNAL by the spec too.
@@ -185,7 +185,7 @@ pub enum RunEnd {
         message: String,
     },
     /// tonic's server answered before the user's handler got the request
-    /// (see [`EventKind::HandlerRejected`](crate::EventKind::HandlerRejected)).
+    /// (see [`EventKind::HandlerRejected`](crate::recorder::event::EventKind::HandlerRejected)).
     Rejected {
         /// What tonic answered, and the spec's code.
         outcome: Outcome,

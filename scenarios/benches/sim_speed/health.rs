@@ -10,7 +10,8 @@
 
 use std::time::Duration;
 
-use grpc_chaos::{Fault, HealthStatus, Sim};
+use grpc_chaos::recorder::event::HealthStatus;
+use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

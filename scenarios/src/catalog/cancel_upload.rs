@@ -6,10 +6,12 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::FrameDetail;
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::RunEnd;
 use grpc_chaos::wire::ErrorCode;
-use grpc_chaos::{fmt_duration, EventKind, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 
 use super::world::{self, ms, rally, Setup};
 use super::{Report, Scenario};

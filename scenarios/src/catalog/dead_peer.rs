@@ -6,9 +6,11 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::{Event, EventKind};
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::{CallEnd, RunEnd};
 use grpc_chaos::wire::FrameType;
-use grpc_chaos::{fmt_duration, Event, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::world::ms;
 use super::{Report, Scenario};

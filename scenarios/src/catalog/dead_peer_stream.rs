@@ -7,9 +7,11 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::RunEnd;
 use grpc_chaos::wire::FrameType;
-use grpc_chaos::{fmt_duration, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::dead_peer::{connections, first_ping, Cut, KEEPALIVE, KEEPALIVE_TIMEOUT, TICK};
 use super::world::ms;

@@ -1,7 +1,8 @@
 //! Seed 000 §4: a 500 ms budget shrinks hop by hop. The gateway spends
 //! 120 ms, so the store must see at most 380 ms.
 
-use grpc_chaos::{fmt_duration, Sim, Trace};
+use grpc_chaos::trace::fmt_duration;
+use grpc_chaos::{Sim, Trace};
 
 use super::world::{self, ms, rally, with_timeout, Setup};
 use super::{Report, Scenario};

@@ -2,7 +2,8 @@
 //! task with a fresh request (no deadline) — the `context.Background()`
 //! trap. The player gives up at 500 ms; the store keeps working: orphan work.
 
-use grpc_chaos::{fmt_duration, Sim, Trace};
+use grpc_chaos::trace::fmt_duration;
+use grpc_chaos::{Sim, Trace};
 
 use super::world::{self, ms, rally, with_timeout, Setup};
 use super::{Report, Scenario};

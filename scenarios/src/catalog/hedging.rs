@@ -140,8 +140,8 @@ fn judge_slow(trace: &Trace) -> Report {
             "{} hedged calls: p90 {}, slowest {}; {} at 500ms or more (every attempt of each picked store-2); \
              {hedges} hedges sent ({:.2} attempts per call)",
             calls.len(),
-            grpc_chaos::fmt_duration(p90),
-            grpc_chaos::fmt_duration(max),
+            grpc_chaos::trace::fmt_duration(p90),
+            grpc_chaos::trace::fmt_duration(max),
             slow.len(),
             (calls.len() + hedges) as f64 / calls.len().max(1) as f64
         ),

@@ -13,9 +13,10 @@
 
 use std::time::Duration;
 
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::Call;
 use grpc_chaos::wire::ErrorCode;
-use grpc_chaos::{fmt_duration, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::dead_peer::connections;
 use super::world::{ms, with_timeout};

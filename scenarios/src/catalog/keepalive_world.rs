@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use grpc_chaos::policy::KeepalivePolicy;
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{Fate, FrameDetail, KeepaliveVerdict};
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use tonic::transport::Endpoint;
 
 use crate::services::{Store, SAVE};

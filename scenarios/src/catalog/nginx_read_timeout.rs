@@ -8,8 +8,9 @@
 //! UNAVAILABLE (gRPC `http-grpc-status-mapping.md`).
 
 use grpc_chaos::policy::Middlebox;
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::{CallEnd, RunEnd};
-use grpc_chaos::{fmt_duration, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::world::{ms, with_timeout};
 use super::{Report, Scenario};

@@ -10,7 +10,9 @@
 use std::time::Duration;
 
 use grpc_chaos::policy::Middlebox;
-use grpc_chaos::{fmt_duration, EventKind, Sim, Trace};
+use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::trace::fmt_duration;
+use grpc_chaos::{Sim, Trace};
 
 use super::world::ms;
 use super::{Report, Scenario};

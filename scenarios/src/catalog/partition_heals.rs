@@ -12,9 +12,11 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::Call;
-use grpc_chaos::{fmt_duration, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::world::ms;
 use super::{Report, Scenario};

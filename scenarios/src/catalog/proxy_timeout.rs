@@ -8,8 +8,9 @@
 //! gateway chose it); the finding is on the gateway's own call, where its
 //! tonic made it. The store's handler is cancelled at 2 s: no orphan work.
 
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::RunEnd;
-use grpc_chaos::{fmt_duration, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::world::{self, ms, rally, with_timeout, Setup};
 use super::{Report, Scenario};

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use grpc_chaos::{fmt_duration, Fault, Sim, Trace};
+use grpc_chaos::trace::fmt_duration;
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::world::{self, ms, rally, with_timeout, Setup};
 use super::{Report, Scenario};

@@ -14,9 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::{Stall, StallEnd};
 use grpc_chaos::wire::FrameType;
-use grpc_chaos::{fmt_duration, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::world::{ms, with_timeout};
 use super::{Report, Scenario};

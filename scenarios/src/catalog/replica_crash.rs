@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use grpc_chaos::{fmt_duration, BalancerChange, EventKind, Fault, Sim, Trace};
+use grpc_chaos::recorder::event::{BalancerChange, EventKind};
+use grpc_chaos::trace::fmt_duration;
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::replica_world::{self, failed, fmt_codes, fmt_counts, per_replica};
 use super::world::ms;

@@ -11,8 +11,11 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::HealthStatus;
+use grpc_chaos::recorder::event::{BalancerChange, EventKind};
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::Call;
-use grpc_chaos::{fmt_duration, BalancerChange, EventKind, Fault, HealthStatus, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::replica_world::{fmt_counts, per_replica, DEADLINE, EVERY, REPLICAS, WORK};
 use super::world::{ms, with_timeout};

@@ -53,7 +53,9 @@ fn judge(trace: &Trace) -> Report {
     let (conforms, why) = rw::conforms(trace, &seed_policy());
     // The player logs the code it got when it gives up.
     let gave_up = trace.events_on("player").find_map(|e| match &e.kind {
-        grpc_chaos::EventKind::Log(log) if log.message.starts_with("player gave up") => {
+        grpc_chaos::recorder::event::EventKind::Log(log)
+            if log.message.starts_with("player gave up") =>
+        {
             Some((e.at(), log.message.clone()))
         }
         _ => None,
@@ -65,9 +67,9 @@ fn judge(trace: &Trace) -> Report {
     Report::from_checks(
         format!(
             "{attempts} attempts (last at {}), the layer stopped ({}), the caller gave up at {}",
-            last_start.map_or_else(|| "-".to_owned(), grpc_chaos::fmt_duration),
+            last_start.map_or_else(|| "-".to_owned(), grpc_chaos::trace::fmt_duration),
             stop.unwrap_or("no decision"),
-            ended.map_or_else(|| "-".to_owned(), grpc_chaos::fmt_duration),
+            ended.map_or_else(|| "-".to_owned(), grpc_chaos::trace::fmt_duration),
         ),
         &[
             (attempts == 3, format!("{attempts} attempts, not 3")),

@@ -61,7 +61,7 @@ fn judge(trace: &Trace) -> Report {
         format!(
             "Save: {} attempts, attempt 2 started {} after attempt 1 ended; Load: {load_attempts} attempt, stopped ({})",
             save.map_or(0, |c| c.attempts.len()),
-            waited.map_or_else(|| "never".to_owned(), grpc_chaos::fmt_duration),
+            waited.map_or_else(|| "never".to_owned(), grpc_chaos::trace::fmt_duration),
             load_stop.unwrap_or("no decision")
         ),
         &[

@@ -64,7 +64,7 @@ pub(crate) fn delays(trace: &Trace) -> String {
         .map(|c| {
             c.delays()
                 .into_iter()
-                .map(grpc_chaos::fmt_duration)
+                .map(grpc_chaos::trace::fmt_duration)
                 .collect::<Vec<_>>()
                 .join(", ")
         })

@@ -12,7 +12,8 @@
 
 use std::time::Duration;
 
-use grpc_chaos::{fmt_duration, Fault, Sim, Trace};
+use grpc_chaos::trace::fmt_duration;
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::replica_world::{self, failed, fmt_codes, fmt_counts, per_replica, REPLICAS};
 use super::world::ms;

@@ -2,8 +2,9 @@
 //! 500 ms. The player must get DEADLINE_EXCEEDED (by the spec) and the
 //! cancellation must reach the store's handler: no orphan work.
 
+use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::RunEnd;
-use grpc_chaos::{fmt_duration, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 
 use super::world::{self, ms, rally, with_timeout, Setup};
 use super::{Report, Scenario};

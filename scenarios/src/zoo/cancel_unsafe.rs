@@ -15,7 +15,8 @@
 use std::time::Duration;
 
 use grpc_chaos::explore::Space;
-use grpc_chaos::{EventKind, Sim, Trace};
+use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::{Sim, Trace};
 use tonic::Request;
 
 use super::Bug;

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use grpc_chaos::{BalancerChange, EventKind, Fault, HealthStatus, Sim, Trace};
+use grpc_chaos::recorder::event::HealthStatus;
+use grpc_chaos::recorder::event::{BalancerChange, EventKind};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

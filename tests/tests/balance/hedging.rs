@@ -6,10 +6,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::FrameDetail;
 use grpc_chaos::retry::RetryConfig;
 use grpc_chaos::trace::{CallEnd, HedgeAttempt};
-use grpc_chaos::EventKind;
 use grpc_chaos::{Fault, Host, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;

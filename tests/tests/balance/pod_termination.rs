@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::trace::Call;
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

@@ -322,7 +322,7 @@ fn retry_throttling_stops_retries_at_half_the_tokens() {
             format!(
                 "{:>4} at {:>8}: {} attempt(s), ended {}, layer stop rule {}\n",
                 format!("g{}", c.group),
-                grpc_chaos::fmt_duration(c.attempts[0].started),
+                grpc_chaos::trace::fmt_duration(c.attempts[0].started),
                 c.attempts.len(),
                 ended(&trace, c).unwrap_or("-"),
                 stop(c).unwrap_or("-")

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::trace::RunEnd;
-use grpc_chaos::{spec_code, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{spec_code, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, SaveRequest};
 use grpc_chaos_scenarios::services::{Store, LOAD, SAVE};
@@ -26,7 +27,7 @@ fn save() -> SaveRequest {
 fn run_store<F, Fut>(work: Duration, faults: Vec<Fault>, body: F) -> grpc_chaos::Result<Trace>
 where
     F: FnOnce(StoreClient<grpc_chaos::Channel>) -> Fut + 'static,
-    Fut: std::future::Future<Output = grpc_chaos::ClientResult> + 'static,
+    Fut: std::future::Future<Output = grpc_chaos::client::ClientResult> + 'static,
 {
     let mut sim = Sim::builder().seed(21).build();
     sim.server("store", move |s| {

@@ -12,7 +12,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use grpc_chaos::recorder::event::FrameDetail;
-use grpc_chaos::{EventKind, PanicSite, Sim, Trace};
+use grpc_chaos::recorder::event::{EventKind, PanicSite};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::scoreboard_server::{Scoreboard, ScoreboardServer};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;

@@ -4,10 +4,11 @@
 use grpc_chaos::recorder::event;
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{ConnectFailure, Fate, LinkHold, WaitingFor};
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::FrameType;
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, SaveRequest};
 use grpc_chaos_scenarios::services::Store;

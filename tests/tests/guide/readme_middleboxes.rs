@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use grpc_chaos::policy::Middlebox;
-use grpc_chaos::{EventKind, Sim};
+use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::Sim;
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::WatchRequest;
 use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store};

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use grpc_chaos::fault::{FrameView, Verdict};
 use grpc_chaos::policy::{ConnectionPolicy, Effects};
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::wire::FrameType;
-use grpc_chaos::{EventKind, Fault, Sim};
+use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::{Store, SAVE};
@@ -78,7 +79,7 @@ impl ConnectionPolicy for IdleTimer {
     fn on_timer(&mut self, fx: &mut Effects) {
         fx.close(format!(
             "no DATA for {}",
-            grpc_chaos::fmt_duration(self.idle)
+            grpc_chaos::trace::fmt_duration(self.idle)
         ));
     }
 

@@ -5,7 +5,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use grpc_chaos::{Fault, ServeHost, Sim};
+use grpc_chaos::server::ServeHost;
+use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

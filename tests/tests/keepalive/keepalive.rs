@@ -12,11 +12,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use grpc_chaos::policy::KeepalivePolicy;
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{
     Fate, FrameDetail, FrameFlags, GoAway, HeaderFields, KeepaliveVerdict, ShownHeader,
 };
 use grpc_chaos::wire::{BlockKind, ErrorCode, FrameType};
-use grpc_chaos::{spec_code, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{spec_code, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, Rally, SaveRequest};

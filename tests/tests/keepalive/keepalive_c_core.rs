@@ -16,8 +16,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use grpc_chaos::policy::{KeepalivePolicy, MaxStrikes};
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::KeepaliveVerdict;
-use grpc_chaos::{EventKind, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::Rally;
 use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store};

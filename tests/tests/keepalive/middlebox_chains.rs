@@ -10,9 +10,10 @@ use grpc_chaos::fault::FrameView;
 use grpc_chaos::policy::{
     Activity, ConnectionPolicy, Effects, Expiry, IdleTimeout, Middlebox, Pings,
 };
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::Fate;
 use grpc_chaos::wire::{Direction, FrameType};
-use grpc_chaos::{EventKind, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{Rally, SaveRequest};

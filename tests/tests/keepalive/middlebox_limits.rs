@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use grpc_chaos::policy::Middlebox;
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::Fate;
 use grpc_chaos::wire::{ErrorCode, FrameType};
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::{Store, SAVE};

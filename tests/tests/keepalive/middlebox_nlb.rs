@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use grpc_chaos::policy::Middlebox;
-use grpc_chaos::{EventKind, Sim};
+use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::Sim;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

@@ -14,9 +14,10 @@ use std::time::Duration;
 use grpc_chaos::policy::{
     Activity, ConnectionLifetime, Expiry, IdleTimeout, Middlebox, StreamLifetime,
 };
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::Fate;
 use grpc_chaos::wire::{ErrorCode, FrameType};
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{SaveRequest, WatchRequest};

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::FrameDetail;
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::ErrorCode;
-use grpc_chaos::{EventKind, Sim};
+use grpc_chaos::Sim;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

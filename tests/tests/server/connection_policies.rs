@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use grpc_chaos::fault::FrameView;
 use grpc_chaos::policy::{ConnectionPolicy, Effects};
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{Fate, FrameDetail};
 use grpc_chaos::wire::{Direction, FrameType};
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::{Store, SAVE};

@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::server::HandlerLayer;
-use grpc_chaos::{EventKind, Fault, ServeHost, Sim};
+use grpc_chaos::server::ServeHost;
+use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::{Store, SAVE};

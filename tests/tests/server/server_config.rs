@@ -5,8 +5,9 @@
 use grpc_chaos::recorder::event;
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::{EventKind, LayerSide};
 use grpc_chaos::trace::RenderOptions;
-use grpc_chaos::{EventKind, Fault, LayerSide, Sim};
+use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::store_server::StoreServer;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, SaveRequest};

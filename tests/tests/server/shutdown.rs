@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use grpc_chaos::{EventKind, Fault, Sim};
+use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::{Store, SAVE};

@@ -399,8 +399,8 @@ fn rolling_restart_moves_calls_between_replicas_without_a_failure() {
 /// waits too), and its redial waits for the repair.
 #[test]
 fn partition_heals_resumes_one_call_and_cuts_the_pinging_one() {
+    use grpc_chaos::recorder::event::EventKind;
     use grpc_chaos::recorder::event::Fate;
-    use grpc_chaos::EventKind;
     let (trace, report) = story("partition-heals");
     let calls: Vec<_> = trace.calls_from("player").collect();
     assert_eq!(calls.len(), 3);

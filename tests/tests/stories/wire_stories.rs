@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{DebugData, Fate, FrameDetail, FrameFlags, GoAway};
 use grpc_chaos::trace::{RunEnd, StallEnd, Window};
 use grpc_chaos::wire::{ErrorCode, FrameType};
-use grpc_chaos::{EventKind, Trace};
+use grpc_chaos::Trace;
 use grpc_chaos_scenarios::catalog::Report;
 use grpc_chaos_scenarios::services::{LOAD, SAVE, UPLOAD, WATCH};
 use grpc_chaos_tests::{ms, story};

@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::CallId;
 use grpc_chaos::trace::MermaidOf;
-use grpc_chaos::{CallId, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::catalog;
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::Rally;
@@ -115,7 +116,8 @@ fn perfetto_has_a_process_per_host_and_a_slice_per_call_and_run() -> grpc_chaos:
         .filter(|e| {
             matches!(
                 e.kind,
-                grpc_chaos::EventKind::Frame { .. } | grpc_chaos::EventKind::FrameReleased { .. }
+                grpc_chaos::recorder::event::EventKind::Frame { .. }
+                    | grpc_chaos::recorder::event::EventKind::FrameReleased { .. }
             )
         })
         .count();

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::trace::{CallEnd, RenderOptions, RunEnd};
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, Rally};

@@ -4,8 +4,9 @@
 use grpc_chaos::recorder::event;
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::{Event, EventKind};
 use grpc_chaos::trace::RenderOptions;
-use grpc_chaos::{Event, EventKind, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;
@@ -117,8 +118,9 @@ fn the_stacks_own_logs_are_not_captured() -> grpc_chaos::Result {
 mod own_events {
     use std::time::Duration;
 
+    use grpc_chaos::recorder::event::EventKind;
     use grpc_chaos::trace::RenderOptions;
-    use grpc_chaos::{EventKind, Fault, Sim};
+    use grpc_chaos::{Fault, Sim};
     use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
     use grpc_chaos_scenarios::services::pb::store_server::{Store as StoreApi, StoreServer};
     use grpc_chaos_scenarios::services::pb::{LoadReply, LoadRequest, SaveReply, SaveRequest};
@@ -461,7 +463,7 @@ mod user_subscriber {
         let captured: Vec<&str> = logs(&trace)
             .iter()
             .map(|e| match &e.kind {
-                grpc_chaos::EventKind::Log(log) => log.message.as_str(),
+                grpc_chaos::recorder::event::EventKind::Log(log) => log.message.as_str(),
                 _ => unreachable!(),
             })
             .collect();

@@ -6,10 +6,11 @@
 use grpc_chaos::recorder::event;
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{Fate, FrameDetail, FrameFlags, GoAway, WaitingFor};
 use grpc_chaos::trace::{Call, RenderOptions};
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::{LoadRequest, SaveRequest};
 use grpc_chaos_scenarios::services::Store;
@@ -733,7 +734,7 @@ fn faults_that_never_acted_are_reported_in_words() -> grpc_chaos::Result {
             _ => None,
         })
         .collect();
-    let ended = grpc_chaos::fmt_duration(trace.ended_at());
+    let ended = grpc_chaos::trace::fmt_duration(trace.ended_at());
     assert_eq!(
         never,
         [

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use grpc_chaos::fault::{FrameRule, FrameView, RunCheck, Verdict};
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::Fate;
 use grpc_chaos::wire::FrameType;
-use grpc_chaos::{Error, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Error, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

@@ -14,9 +14,10 @@ use std::time::Duration;
 use grpc_chaos::recorder::event::{
     DebugData, Fate, FrameDetail, FrameFlags, GoAway, SettingValues,
 };
+use grpc_chaos::recorder::event::{Event, EventKind};
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
-use grpc_chaos::{Event, EventKind, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

@@ -11,10 +11,11 @@
 //! The encodings are exercised by a raw peer instead (`Host::raw_connect`),
 //! which tonic's server answers as it would a real compressing client.
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{FrameDetail, HeaderFields, ShownHeader};
 use grpc_chaos::trace::{MaskMetadata, RenderOptions};
 use grpc_chaos::wire::{encode, frame::PREFACE, BlockKind};
-use grpc_chaos::{EventKind, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

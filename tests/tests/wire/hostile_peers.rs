@@ -8,10 +8,11 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{Fate, FrameDetail, UndeliveredCause};
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{encode, frame::PREFACE, ErrorCode, FrameType, SettingId};
-use grpc_chaos::{EventKind, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::Store;
 use grpc_chaos_tests::ms;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::{Fate, FrameDetail};
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{ErrorCode, FrameType, SettingId};
-use grpc_chaos::{spec_code, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{spec_code, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

@@ -15,12 +15,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::FrameDetail;
+use grpc_chaos::server::ServeHost;
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{
     encode, BlockKind, Decoder, Detail, Direction, ErrorCode, Event, FrameType, SettingId,
 };
-use grpc_chaos::{EventKind, ServeHost, Sim, Trace};
+use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::{store_client::StoreClient, SaveRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::codegen::tokio_stream::StreamExt;

@@ -22,10 +22,11 @@
 //!   is dropped.
 
 use grpc_chaos::fault::{FrameFault, FrameView, Verdict};
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::Fate;
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{encode, FrameType};
-use grpc_chaos::{EventKind, Fault, Sim, Trace};
+use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;

@@ -6,9 +6,10 @@
 
 use std::time::Duration;
 
+use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::trace::{CallEnd, RenderOptions, RunEnd};
 use grpc_chaos::wire::ErrorCode;
-use grpc_chaos::{spec, EventKind, Fault, Sim, Trace};
+use grpc_chaos::{spec, Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::store_server::StoreServer;
@@ -367,7 +368,7 @@ fn a_stream_past_its_deadline_says_so_when_it_passes_and_at_its_end() {
     assert!(
         end.ends_with(&format!(
             "ended OK, {} past its deadline",
-            grpc_chaos::fmt_duration(over)
+            grpc_chaos::trace::fmt_duration(over)
         )),
         "{end}"
     );

@@ -10,7 +10,7 @@
 //! at all. So a status that is one of tonic's own pre-handler answers, with
 //! the body left unread or read short of its end, was made before the
 //! handler; the harness records it as
-//! [`EventKind::HandlerRejected`](crate::EventKind::HandlerRejected).
+//! [`EventKind::HandlerRejected`](crate::recorder::event::EventKind::HandlerRejected).
 //!
 //! Not told apart (documented on the event): a client-streaming or bidi
 //! handler, which tonic calls before reading anything, that passes on the
