@@ -15,10 +15,13 @@ use std::task::{Context, Poll};
 
 use tonic::body::Body;
 
-pub use crate::sim::ClientResult;
 pub use body::RecordedBody;
 pub(crate) use channel::Channel;
 pub use future::ResponseFuture;
+
+/// What a client body returns: `Ok(())`, or any error (`?` works on
+/// `tonic::Status` and most others). An error fails the run.
+pub type ClientResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
 use crate::deadline::parse_grpc_timeout;
 use crate::recorder::event::{CallId, EventKind, HostName, Outcome};

@@ -31,7 +31,7 @@
 //!
 //! A host added with [`Sim::server_fn`](crate::Sim::server_fn) builds its
 //! server itself: the table above holds when its builder adds
-//! [`ServeHost::handler_layer`](crate::server::ServeHost::handler_layer) as its
+//! [`ServeFnHost::handler_layer`](crate::ServeFnHost::handler_layer) as its
 //! first layer; where it adds it elsewhere, the run `hN` starts there.
 //! Row 4 does not exist on such a host (the harness does not wrap its
 //! routes, so [`inside_layers`](crate::fault::HandlerFault::inside_layers)
@@ -72,7 +72,6 @@ use tower::layer::util::{Identity, Stack};
 
 pub use crate::fault::handler::{HandlerBody, HandlerLayer, HandlerService};
 pub use crate::net::{PeerInfo, SimConn};
-pub use crate::sim::ServeHost;
 pub use incoming::{Incoming, Shutdown};
 pub(crate) use serve::{default_serve, serve_fn, ServeFn, Signal};
 

@@ -24,15 +24,13 @@ pub use canary::CANARY_ENV;
 pub(crate) use canary::{first_difference, Record};
 pub use host::{Host, ServerHost};
 pub(crate) use run::run_failed;
-pub use serve_host::ServeHost;
+pub use serve_host::ServeFnHost;
 pub(crate) use shared::{Rules, Shared};
 
 use crate::fault::Fault;
 use crate::policy::{ConnInfo, ConnectionPolicy, KeepalivePolicy, PolicyFactory};
 
-/// What a client body returns: `Ok(())`, or any error (`?` works on
-/// `tonic::Status` and most others). An error fails the run.
-pub type ClientResult = std::result::Result<(), Box<dyn std::error::Error>>;
+use crate::client::ClientResult;
 
 type ServerSetup = Arc<dyn Fn(ServerHost) -> ServerHost>;
 type ClientBody = Box<dyn FnOnce(Host) -> Pin<Box<dyn Future<Output = ClientResult>>>>;
@@ -203,16 +201,16 @@ impl Sim {
     /// unchanged: the one your `main` calls, built on tonic's
     /// `serve_with_incoming_shutdown(incoming, shutdown)` (or
     /// `serve_with_incoming`), generic over the incoming stream as tonic's
-    /// is. `serve` gets a [`ServeHost`] with the host's simulated
-    /// connections ([`ServeHost::incoming`], every frame recorded by the
-    /// wire tap), its shutdown signal ([`ServeHost::shutdown`], resolved by
+    /// is. `serve` gets a [`ServeFnHost`] with the host's simulated
+    /// connections ([`ServeFnHost::incoming`], every frame recorded by the
+    /// wire tap), its shutdown signal ([`ServeFnHost::shutdown`], resolved by
     /// [`Fault::shutdown`]), channels to other hosts (it derefs to
-    /// [`Host`]) and the harness's layer ([`ServeHost::handler_layer`]).
+    /// [`Host`]) and the harness's layer ([`ServeFnHost::handler_layer`]).
     /// It runs again each time the host restarts.
     ///
     /// ```
     /// use grpc_chaos::{Fault, Sim};
-    /// use grpc_chaos::server::ServeHost;
+    /// use grpc_chaos::ServeFnHost;
     /// use std::time::Duration;
     ///
     /// // Your production serve fn, as `main` calls it with a TcpIncoming.
@@ -237,7 +235,7 @@ impl Sim {
     /// }
     ///
     /// let mut sim = Sim::builder().build();
-    /// sim.server_fn("store", |host: ServeHost| async move {
+    /// sim.server_fn("store", |host: ServeFnHost| async move {
     ///     serve(host.handler_layer(), host.incoming(), host.shutdown()).await
     /// });
     /// sim.fault(Fault::shutdown("store").at(Duration::from_millis(5)));
@@ -249,7 +247,7 @@ impl Sim {
     ///
     /// What the harness sees of such a host: every frame, connection and
     /// host fault, as on any host; handler runs and handler faults only when
-    /// the serve fn adds [`ServeHost::handler_layer`] to its builder. Without
+    /// the serve fn adds [`ServeFnHost::handler_layer`] to its builder. Without
     /// it the trace says so at the first connection of each start
     /// (`serve fn without the handler layer: …`) and a
     /// [`Fault::handler`] naming the host fails the run
@@ -264,7 +262,7 @@ impl Sim {
     /// fails the run naming the host (as a crashed server does).
     pub fn server_fn<F, Fut, E>(&mut self, name: impl Into<String>, serve: F) -> &mut Self
     where
-        F: Fn(ServeHost) -> Fut + 'static,
+        F: Fn(ServeFnHost) -> Fut + 'static,
         Fut: Future<Output = Result<(), E>> + 'static,
         E: Into<Box<dyn std::error::Error>>,
     {

@@ -9,7 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use futures_util::{FutureExt, StreamExt};
 
 use super::Rules;
-use super::{defaults, Host, ServeHost, ServerHost, ServerSetup, Shared, Sim};
+use super::{defaults, Host, ServeFnHost, ServerHost, ServerSetup, Shared, Sim};
 use crate::error::{Error, Kind};
 use crate::fault::{FaultKind, HostAction, HostFault};
 use crate::recorder::event::{EventKind, WaitingFor};
@@ -227,7 +227,7 @@ fn register_server(
                     let (signal, open) = shared.shutdowns.arm_watch(&host);
                     let incoming = incoming.map(move |conn| conn.map(|c| c.counted(open.clone())));
                     let me = Host::new(host.clone(), shared.clone());
-                    serve(ServeHost::serving(me, incoming, signal, layer)).await?;
+                    serve(ServeFnHost::serving(me, incoming, signal, layer)).await?;
                 } else {
                     let (signal, open) = shared.shutdowns.arm(&host);
                     let incoming = incoming.map(move |conn| conn.map(|c| c.counted(open.clone())));

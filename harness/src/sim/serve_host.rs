@@ -17,22 +17,22 @@ use crate::server::{HandlerLayer, Incoming, Shutdown};
 pub(crate) type ServeFut = Pin<Box<dyn Future<Output = Result<(), Box<dyn std::error::Error>>>>>;
 
 /// A serve fn, as the harness keeps it: it runs again on each restart.
-pub(crate) type UserServe = Arc<dyn Fn(ServeHost) -> ServeFut>;
+pub(crate) type UserServe = Arc<dyn Fn(ServeFnHost) -> ServeFut>;
 
 /// A server host whose code is your own serve function
 /// ([`Sim::server_fn`](crate::Sim::server_fn)): it hands that function the
-/// host's connections ([`ServeHost::incoming`]), its shutdown signal
-/// ([`ServeHost::shutdown`]) and the harness's recording layer
-/// ([`ServeHost::handler_layer`]); it derefs to [`Host`] for channels to
+/// host's connections ([`ServeFnHost::incoming`]), its shutdown signal
+/// ([`ServeFnHost::shutdown`]) and the harness's recording layer
+/// ([`ServeFnHost::handler_layer`]); it derefs to [`Host`] for channels to
 /// other hosts.
-pub struct ServeHost {
+pub struct ServeFnHost {
     host: Host,
     incoming: Mutex<Option<Incoming>>,
     shutdown: watch::Receiver<bool>,
     layer: HandlerLayer,
 }
 
-impl ServeHost {
+impl ServeFnHost {
     /// `accepted` is the host's listener, each connection counted for
     /// its shutdown.
     pub(crate) fn serving(
@@ -77,7 +77,7 @@ impl ServeHost {
             .take();
         taken.unwrap_or_else(|| {
             self.host.shared.misconfigured(format!(
-                "ServeHost::incoming was called twice on host `{}`: the host has one listener; \
+                "ServeFnHost::incoming was called twice on host `{}`: the host has one listener; \
                  pass the one stream to your server",
                 self.host.name
             ));
@@ -128,7 +128,7 @@ fn without_layer(shared: &Shared, host: &str) {
     }
 }
 
-impl Deref for ServeHost {
+impl Deref for ServeFnHost {
     type Target = Host;
 
     fn deref(&self) -> &Host {
@@ -136,9 +136,9 @@ impl Deref for ServeHost {
     }
 }
 
-impl std::fmt::Debug for ServeHost {
+impl std::fmt::Debug for ServeFnHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServeHost")
+        f.debug_struct("ServeFnHost")
             .field("name", &self.host.name)
             .finish_non_exhaustive()
     }

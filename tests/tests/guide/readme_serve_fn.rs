@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use grpc_chaos::server::ServeHost;
+use grpc_chaos::ServeFnHost;
 use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
@@ -53,7 +53,7 @@ where
 #[test]
 fn a_deploy_drains_the_store() -> grpc_chaos::Result {
     let mut sim = Sim::builder().seed(7).build();
-    sim.server_fn("store", |host: ServeHost| async move {
+    sim.server_fn("store", |host: ServeFnHost| async move {
         serve(host.handler_layer(), host.incoming(), host.shutdown()).await
     });
     // The deploy's SIGTERM, while a save is in flight.
@@ -71,7 +71,7 @@ fn a_deploy_drains_the_store() -> grpc_chaos::Result {
 #[test]
 fn as_main_calls_it_the_harness_sees_frames_only() -> grpc_chaos::Result {
     let mut sim = Sim::builder().seed(7).build();
-    sim.server_fn("store", |host: ServeHost| async move {
+    sim.server_fn("store", |host: ServeFnHost| async move {
         let layer = tower::layer::util::Identity::new();
         serve(layer, host.incoming(), host.shutdown()).await
     });

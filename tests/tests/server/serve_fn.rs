@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::server::HandlerLayer;
-use grpc_chaos::server::ServeHost;
+use grpc_chaos::ServeFnHost;
 use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
@@ -89,7 +89,7 @@ fn kinds<'a>(trace: &'a grpc_chaos::Trace, host: &'a str) -> Vec<&'a EventKind> 
 #[test]
 fn a_serve_fn_with_the_handler_layer_is_recorded_faulted_and_shut_down() -> grpc_chaos::Result {
     let mut sim = Sim::builder().seed(3).build();
-    sim.server_fn("store", |host: ServeHost| async move {
+    sim.server_fn("store", |host: ServeFnHost| async move {
         serve_layered(host.handler_layer(), host.incoming(), host.shutdown()).await
     });
     sim.fault(
@@ -127,7 +127,7 @@ fn a_serve_fn_with_the_handler_layer_is_recorded_faulted_and_shut_down() -> grpc
 
 /// A serve fn that does not add the handler layer.
 fn without_layer(sim: &mut Sim) {
-    sim.server_fn("store", |host: ServeHost| async move {
+    sim.server_fn("store", |host: ServeFnHost| async move {
         serve(host.incoming(), host.shutdown()).await
     });
 }
@@ -202,7 +202,7 @@ fn a_restart_runs_the_serve_fn_again() -> grpc_chaos::Result {
     let starts = Arc::new(AtomicU32::new(0));
     let mut sim = Sim::builder().seed(3).build();
     let counted = starts.clone();
-    sim.server_fn("store", move |host: ServeHost| {
+    sim.server_fn("store", move |host: ServeFnHost| {
         counted.fetch_add(1, Ordering::Relaxed);
         async move { serve_layered(host.handler_layer(), host.incoming(), host.shutdown()).await }
     });
@@ -235,7 +235,7 @@ fn a_restart_runs_the_serve_fn_again() -> grpc_chaos::Result {
 #[test]
 fn a_serve_fn_that_returns_an_error_fails_the_run_naming_the_host() {
     let mut sim = Sim::builder().seed(3).build();
-    sim.server_fn("store", |_host: ServeHost| async move {
+    sim.server_fn("store", |_host: ServeFnHost| async move {
         Err::<(), _>(std::io::Error::other("the config file is missing"))
     });
     sim.client("player", |_| async { Ok(()) });
@@ -250,7 +250,7 @@ fn a_serve_fn_that_returns_an_error_fails_the_run_naming_the_host() {
 #[test]
 fn a_serve_fn_that_returns_without_a_shutdown_fails_the_run() {
     let mut sim = Sim::builder().seed(3).build();
-    sim.server_fn("store", |_host: ServeHost| async move {
+    sim.server_fn("store", |_host: ServeFnHost| async move {
         Ok::<(), std::io::Error>(())
     });
     sim.client("player", |_| async { Ok(()) });
@@ -265,7 +265,7 @@ fn a_serve_fn_that_returns_without_a_shutdown_fails_the_run() {
 #[test]
 fn taking_the_incoming_stream_twice_is_a_misconfiguration() {
     let mut sim = Sim::builder().seed(3).build();
-    sim.server_fn("store", |host: ServeHost| async move {
+    sim.server_fn("store", |host: ServeFnHost| async move {
         let _first = host.incoming();
         serve(host.incoming(), host.shutdown()).await
     });
@@ -274,7 +274,7 @@ fn taking_the_incoming_stream_twice_is_a_misconfiguration() {
     assert!(err.is_misconfigured(), "{err}");
     assert!(
         err.to_string()
-            .contains("ServeHost::incoming was called twice on host `store`"),
+            .contains("ServeFnHost::incoming was called twice on host `store`"),
         "{err}"
     );
 }

@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::FrameDetail;
-use grpc_chaos::server::ServeHost;
 use grpc_chaos::trace::RenderOptions;
 use grpc_chaos::wire::{
     encode, BlockKind, Decoder, Detail, Direction, ErrorCode, Event, FrameType, SettingId,
 };
+use grpc_chaos::ServeFnHost;
 use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::{store_client::StoreClient, SaveRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -154,7 +154,7 @@ fn run(case: Case) -> Run {
     let outstanding = Arc::new(AtomicU64::new(0));
     let mut sim = Sim::builder().seed(1).build();
     let left = outstanding.clone();
-    sim.server_fn("interop", move |host: ServeHost| {
+    sim.server_fn("interop", move |host: ServeFnHost| {
         let left = left.clone();
         async move {
             let mut incoming = host.incoming();
