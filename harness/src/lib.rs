@@ -72,8 +72,9 @@ pub mod fuzzing {
     }
 }
 
-// The crate's front: twelve names (ci/api.sh refuses a thirteenth). Everything else is in a module, at
-// one path (ci/public-api.txt lists them).
+// The crate's front: twelve names (ci/api.sh refuses a thirteenth).
+// Everything else is in a module, at one path (ci/public-api.txt lists
+// them).
 pub use client::channel::Channel;
 pub use client::generic::GrpcChannel;
 pub use error::{Error, Result};
