@@ -8,14 +8,15 @@
 //!
 //! The ranks, top first: an import may stay in its rank or go down, and a
 //! module may always name its own submodules (a folder's `mod.rs` is its
-//! box's front: `policy` re-exports `policy::check` and `policy::check_middlebox`, which run sims).
+//! box's front). Every rank is a whole folder: no file is ranked apart
+//! from the folder it sits in.
 //!
 //! | rank | box | modules |
 //! |---|---|---|
-//! | 0 | world, and what runs a sim | the crate root, `sim`, `check`, `explore`, `policy::check` (`check_keepalive`), `policy::check_middlebox`, this check |
-//! | 1 | wiring and the layers on it | `net`, `server`, `client`, `balance`, `retry`, `fault::handler` |
+//! | 0 | world, and what runs a sim | the crate root, `sim`, `check` (determinism, sweeps, `check_keepalive`, `check_middlebox`), `explore`, this check |
+//! | 1 | wiring and the layers on it | `net`, `server` (with the handler layer, `server::handler`), `client`, `balance`, `retry` |
 //! | 2 | wire tap | `net::tap` |
-//! | 3 | faults and policies | `fault`, `fault::handler::rule`, `policy` |
+//! | 3 | faults and policies | `fault` (the handler faults the handler layer applies among them), `policy` |
 //! | 4 | the error every box above reports with (it carries a run's trace) | `error` |
 //! | 5 | trace and its renderers | `trace` |
 //! | 6 | recorder | `recorder` |
@@ -24,9 +25,9 @@
 //! The recorder sits below the trace in import terms: every box writes
 //! into it and the trace is read from its events, so each of them names
 //! the recorder's types and the recorder names none of theirs. The handler
-//! layer (`fault::handler`) is a tower layer beside the wiring, as in
-//! DESIGN; the handler faults it applies (`fault::handler::rule`) rank with
-//! the other faults.
+//! layer (`server::handler`) is a tower layer on the server side, as in
+//! DESIGN; the handler faults it applies (`fault::handler_rule`) are
+//! faults, a rank below it.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -37,18 +38,14 @@ const RANKS: &[(&str, u8)] = &[
     ("sim", 0),
     ("check", 0),
     ("explore", 0),
-    ("policy::check", 0),
-    ("policy::check_middlebox", 0),
     ("flow_check", 0),
     ("net", 1),
     ("server", 1),
     ("client", 1),
     ("balance", 1),
     ("retry", 1),
-    ("fault::handler", 1),
     ("net::tap", 2),
     ("fault", 3),
-    ("fault::handler::rule", 3),
     ("policy", 3),
     ("error", 4),
     ("trace", 5),
@@ -261,6 +258,8 @@ fn resolve(
 fn violations(files: &[(String, String)]) -> Vec<String> {
     let modules: BTreeSet<Vec<String>> = files.iter().map(|(p, _)| module_of(p)).collect();
     let mut found = BTreeSet::new();
+    // Folder → folder, for imports between top-level folders.
+    let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
     for (path, src) in files {
         let file_module = module_of(path);
         let module = &file_module;
@@ -321,6 +320,11 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
                         let Some(target) = resolve(&module, &p, &modules) else {
                             continue;
                         };
+                        if let (Some(from), Some(to)) = (file_module.first(), target.first()) {
+                            if from != to {
+                                edges.insert((from.clone(), to.clone()));
+                            }
+                        }
                         let own_part = target.starts_with(&file_module);
                         if let Some(theirs) = rank(&target) {
                             if theirs < own && !own_part {
@@ -340,7 +344,43 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
             }
         }
     }
+    found.extend(circles(&edges));
     found.into_iter().collect()
+}
+
+/// Every circle of imports across top-level folders (`net → server →
+/// net`), each named once from its smallest folder: folders of one rank
+/// may import each other one way, never both.
+fn circles(edges: &BTreeSet<(String, String)>) -> Vec<String> {
+    let next = |from: &str| -> Vec<&str> {
+        edges
+            .iter()
+            .filter(|(f, _)| f == from)
+            .map(|(_, t)| t.as_str())
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    let starts: BTreeSet<&str> = edges.iter().map(|(f, _)| f.as_str()).collect();
+    for start in starts {
+        // Depth-first over simple paths from `start`, back to `start`.
+        let mut stack: Vec<Vec<&str>> = vec![vec![start]];
+        while let Some(path) = stack.pop() {
+            let last = path[path.len() - 1];
+            for to in next(last) {
+                if to == start && path.iter().all(|f| *f >= start) {
+                    out.insert(format!(
+                        "circle of imports across folders: {} → {start}",
+                        path.join(" → ")
+                    ));
+                } else if !path.contains(&to) && to > start {
+                    let mut longer = path.clone();
+                    longer.push(to);
+                    stack.push(longer);
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 fn display(m: &[String]) -> String {
@@ -478,4 +518,26 @@ fn an_upward_import_fails_in_every_spelling() {
     }
     // A new top-level module must be given a rank.
     assert_eq!(with("shiny.rs", "").len(), 1);
+}
+
+#[test]
+fn a_circle_across_folders_fails_and_one_way_passes() {
+    let files = |server_src: &'static str| {
+        tree(&[
+            ("lib.rs", "mod net; mod server; mod units;"),
+            (
+                "net/mod.rs",
+                "use crate::server::Incoming; pub(crate) struct Wiring;",
+            ),
+            ("server/mod.rs", server_src),
+            ("units.rs", ""),
+        ])
+    };
+    assert_eq!(
+        violations(&files(
+            "use crate::net::Wiring; pub(crate) struct Incoming;"
+        )),
+        ["circle of imports across folders: net → server → net"]
+    );
+    assert!(violations(&files("use crate::units::X; pub(crate) struct Incoming;")).is_empty());
 }

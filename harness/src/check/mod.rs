@@ -1,8 +1,12 @@
 //! Trust checks: is a run deterministic, and does a test hold for many
 //! seeds?
 
+mod keepalive;
+mod middlebox;
 mod sweep;
 
+pub use keepalive::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
+pub use middlebox::{check_middlebox, MiddleboxReport};
 pub use sweep::{sweep, SweepReport};
 
 use crate::error::Error;

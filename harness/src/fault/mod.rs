@@ -14,7 +14,7 @@
 
 mod builtin;
 mod frame;
-pub(crate) mod handler;
+mod handler_rule;
 mod host;
 mod kubernetes;
 mod links;
@@ -28,7 +28,7 @@ use tonic::Code;
 
 pub(crate) use frame::{check_release, FrameInfo, Injection, RuleEntry};
 pub use frame::{FrameFault, Inject, InjectAt};
-pub(crate) use handler::rule::{Action, HandlerRule, Reply};
+pub(crate) use handler_rule::{Action, HandlerRule, Reply};
 pub(crate) use host::{HostAction, HostFault};
 pub use kubernetes::{PodTermination, DEFAULT_TERMINATION_GRACE, PRE_STOP_EXTENSION};
 pub(crate) use links::{LinkState, Links, SYN_GIVE_UP};

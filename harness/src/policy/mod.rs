@@ -2,7 +2,7 @@
 //! a connection in the wire tap, reacts to frames and timers, and closes or
 //! injects), and their first implementation: emulation of a strict gRPC
 //! server's keepalive enforcement (pure logic, no I/O), with
-//! [`check_keepalive`], which runs it against a real tonic client.
+//! [`check_keepalive`](crate::check::check_keepalive), which runs it against a real tonic client.
 //!
 //! No Rust server polices client PINGs (h2 acks every one), but grpc-go,
 //! gRPC C-core, grpc-java and etcd servers do. This module is the state
@@ -124,8 +124,6 @@
 //! flight on the closing connection) give [`PingVerdict::AlreadyGoingAway`]
 //! and no second reaction; server frames change nothing.
 
-mod check;
-mod check_middlebox;
 mod connection;
 mod enforce;
 mod enforcer;
@@ -144,8 +142,6 @@ mod drive;
 #[cfg(test)]
 mod tests;
 
-pub use check::{check_keepalive, KeepaliveCheck, KeepaliveReport, Traffic};
-pub use check_middlebox::{check_middlebox, MiddleboxReport};
 pub(crate) use connection::{Close, PolicyReset, TimerChange};
 pub use connection::{ConnInfo, ConnectionPolicy, Effects};
 pub(crate) use enforce::KeepaliveEnforcement;

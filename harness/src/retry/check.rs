@@ -1,7 +1,7 @@
 //! The check of a trace's retried calls against the policy the caller
 //! meant to have ([`Trace::assert_retries_conform`]). It replays the
-//! policy (backoff windows, the token bucket), so it lives beside it, as
-//! `policy/check.rs` lives beside the keepalive policy; the query it reads
+//! policy (backoff windows, the token bucket), so it lives beside it (it
+//! runs no sim, unlike the checks in `check/`); the query it reads
 //! ([`Trace::retried_calls`]) stays with the trace (`trace/retries.rs`).
 
 use crate::recorder::event;

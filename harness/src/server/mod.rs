@@ -70,8 +70,9 @@ use std::convert::Infallible;
 use tonic::body::Body;
 use tower::layer::util::{Identity, Stack};
 
-pub use crate::fault::handler::{HandlerBody, HandlerLayer, HandlerService};
+pub(crate) mod handler;
 pub use crate::net::{PeerInfo, SimConn};
+pub use handler::{HandlerBody, HandlerLayer, HandlerService};
 pub use incoming::{Incoming, Shutdown};
 pub(crate) use serve::{default_serve, serve_fn, ServeFn, Signal};
 

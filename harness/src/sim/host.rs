@@ -15,9 +15,9 @@ use tower::layer::util::{Identity, Stack};
 use super::serve_host::UserServe;
 use super::Shared;
 use crate::client::{CallSite, Channel};
-use crate::fault::handler::InsideService;
 use crate::recorder::event::HostName;
 use crate::retry::{ConfigError, Retry, RetryConfig, RetryLayer};
+use crate::server::handler::InsideService;
 use crate::server::{default_serve, serve_fn, Builder, HandlerLayer, Routed, ServeFn};
 
 /// A host in the simulation, as its own code sees it. Client bodies get one;

@@ -294,8 +294,8 @@ impl Shared {
     }
 
     /// What the handler layer needs of the run.
-    pub(crate) fn handler_env(&self) -> crate::fault::handler::HandlerEnv {
-        crate::fault::handler::HandlerEnv {
+    pub(crate) fn handler_env(&self) -> crate::server::handler::HandlerEnv {
+        crate::server::handler::HandlerEnv {
             recorder: self.recorder.clone(),
             rules: self.handler.clone(),
             problems: self.problems.clone(),

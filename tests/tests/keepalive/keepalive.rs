@@ -612,7 +612,7 @@ fn a_policy_on_an_unknown_or_client_host_is_an_error() {
 /// to its channel configuration.
 #[test]
 fn check_keepalive_answers_compatible_or_goaway_after_n_s() -> grpc_chaos::Result {
-    use grpc_chaos::policy::{check_keepalive, Traffic};
+    use grpc_chaos::check::{check_keepalive, Traffic};
 
     let apiserver = || pinger(secs(30));
     let cases = [

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use grpc_chaos::policy::{check_middlebox, Middlebox, Traffic};
+use grpc_chaos::check::{check_middlebox, Traffic};
+use grpc_chaos::policy::Middlebox;
 use grpc_chaos_tests::secs;
 
 /// An NLB (350 s TCP idle, any byte resets it): a silent Watch lives 10

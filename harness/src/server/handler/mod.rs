@@ -10,7 +10,6 @@
 
 mod inside;
 mod layer;
-pub(super) mod rule;
 mod run;
 mod seen;
 
@@ -29,9 +28,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use tonic::body::Body;
 use tonic::Status;
 
+pub(crate) use crate::fault::{Action, HandlerRule, Reply};
 pub(crate) use inside::InsideService;
 pub use layer::HandlerLayer;
-pub(crate) use rule::{Action, HandlerRule, Reply};
 pub use run::HandlerBody;
 use run::RunGuard;
 

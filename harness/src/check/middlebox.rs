@@ -7,7 +7,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use grpc_chaos::policy::{check_middlebox, Middlebox, Traffic};
+//! use grpc_chaos::policy::Middlebox;
+//! use grpc_chaos::check::{Traffic, check_middlebox};
 //!
 //! // A silent Watch through an AWS NLB (350 s TCP idle): PINGs every 60 s
 //! // are bytes on the connection, so they keep the flow alive.
@@ -27,8 +28,9 @@ use std::time::Duration;
 
 use tonic::transport::Endpoint;
 
-use super::check::{probe_world, CLIENT, SERVER};
-use super::{Middlebox, Traffic};
+use super::keepalive::{probe_world, CLIENT, SERVER};
+use super::Traffic;
+use crate::policy::Middlebox;
 use crate::recorder::event::{EventKind, Fate, Outcome};
 use crate::trace::Trace;
 use crate::units::fmt_duration;

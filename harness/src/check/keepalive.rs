@@ -11,7 +11,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use grpc_chaos::policy::{check_keepalive, KeepalivePolicy, Traffic};
+//! use grpc_chaos::policy::KeepalivePolicy;
+//! use grpc_chaos::check::{Traffic, check_keepalive};
 //!
 //! // kube-apiserver's etcd client settings (seed 000 §6.1) against a
 //! // grpc-go server with default enforcement.
@@ -43,7 +44,7 @@ use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::Endpoint;
 use tonic::{Request, Status};
 
-use super::KeepalivePolicy;
+use crate::policy::KeepalivePolicy;
 use crate::recorder::event::{EventKind, Fate, KeepaliveVerdict, Outcome};
 use crate::trace::Trace;
 use crate::wire::FrameType;
