@@ -125,16 +125,9 @@
 //! and no second reaction; server frames change nothing.
 
 mod connection;
-mod enforce;
-mod enforcer;
 mod hosts;
 mod keepalive;
 mod middlebox;
-mod middlebox_presets;
-mod middlebox_streams;
-mod middlebox_timeout;
-mod plan;
-mod presets;
 mod react;
 
 #[cfg(test)]
@@ -144,13 +137,14 @@ mod tests;
 
 pub(crate) use connection::{Close, PolicyReset, TimerChange};
 pub use connection::{ConnInfo, ConnectionPolicy, Effects};
-pub(crate) use enforce::KeepaliveEnforcement;
-pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
 pub(crate) use hosts::{PolicyFactory, PolicyPlan};
-pub use keepalive::{GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, ResetOn};
+pub(crate) use keepalive::KeepaliveEnforcement;
+pub use keepalive::{
+    reaction, Action, Enforcer, GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, OpenStream,
+    PingVerdict, ResetOn, ServerFrame, TOO_MANY_PINGS, UNAVAILABLE,
+};
 pub(crate) use middlebox::BoxConn;
 pub use middlebox::{
     Activity, ConnectionLifetime, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers,
 };
-pub use middlebox_timeout::{LocalReply, TimeoutStart, UpstreamTimeout};
-pub use plan::{reaction, Action, OpenStream, TOO_MANY_PINGS, UNAVAILABLE};
+pub use middlebox::{LocalReply, TimeoutStart, UpstreamTimeout};

@@ -2,13 +2,18 @@
 //! server host: idle timers, PINGs answered by the box, lifetime caps
 //! ([`Middlebox`]); one [`BoxConn`] per connection runs it.
 
+mod presets;
+mod streams;
+mod timeout;
+
+pub use timeout::{LocalReply, TimeoutStart, UpstreamTimeout};
+
 use crate::recorder::event;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
-use super::middlebox_timeout::UpstreamTimeout;
+use crate::policy::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 use crate::recorder::event::{
     EventKind, Fate, FrameDetail, IdleReset, PolicyAction, TimerRanOut, Writer,
 };
@@ -411,9 +416,9 @@ pub(crate) struct BoxConn {
     pub(super) pings_noted: bool,
     pub(super) goaway_at: Option<Duration>,
     /// The stream limit and the streams it refused.
-    pub(super) limit: super::middlebox_streams::Limit,
+    pub(super) limit: streams::Limit,
     /// Streams the box ended at their upstream timeout.
-    pub(super) ended: super::middlebox_timeout::Ended,
+    pub(super) ended: timeout::Ended,
     /// When an [`Expiry::ForgetFlow`] timer ran out: the box no longer
     /// knows the connection, and resets it at its next frame.
     pub(super) forgotten: Option<Duration>,
@@ -795,5 +800,4 @@ impl ConnectionPolicy for BoxConn {
 }
 
 #[cfg(test)]
-#[path = "middlebox_tests.rs"]
 mod tests;

@@ -39,13 +39,13 @@ use crate::recorder::event;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use super::connection::{ConnInfo, ConnectionPolicy, Effects};
-use super::react::encode_action;
-use super::{
+use crate::fault::FrameView;
+use crate::policy::connection::{ConnInfo, ConnectionPolicy, Effects};
+use crate::policy::react::encode_action;
+use crate::policy::{
     reaction, Action, Enforcer, KeepalivePolicy, OpenStream, PingVerdict, ServerFrame,
     TOO_MANY_PINGS,
 };
-use crate::fault::FrameView;
 use crate::recorder::event::{EventKind, Fate, FrameDetail, KeepaliveVerdict};
 use crate::wire::{BlockKind, Direction, FrameType};
 

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::keepalive::{GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, ResetOn};
 use super::plan::UNAVAILABLE;
+use super::{GapFrom, KeepalivePolicy, MaxStrikes, OnTooManyPings, ResetOn};
 use crate::wire::ErrorCode;
 
 /// 5 min: the default minimum PING gap of grpc-go

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::keepalive::{GapFrom, KeepalivePolicy, MaxStrikes};
+use super::{GapFrom, KeepalivePolicy, MaxStrikes};
 
 /// A frame kind the server sent that may reset the strike count
 /// (see [`ResetOn`](super::ResetOn)). Other frame kinds (SETTINGS, PING,
@@ -90,7 +90,7 @@ pub enum PingVerdict {
 ///
 /// Feed it the PINGs the server receives and the frames the server sends, in
 /// wire order, with non-decreasing simulated times. See the
-/// [module docs](super) for the exact rules.
+/// [module docs](crate::policy) for the exact rules.
 #[derive(Clone, Debug)]
 pub struct Enforcer {
     policy: KeepalivePolicy,

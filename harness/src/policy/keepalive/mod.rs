@@ -1,10 +1,18 @@
 //! The policy a strict server enforces on client PINGs.
 
+mod enforce;
+mod enforcer;
+mod plan;
+mod presets;
+
+pub(crate) use enforce::KeepaliveEnforcement;
+pub use enforcer::{Enforcer, PingVerdict, ServerFrame};
+pub use plan::{reaction, Action, OpenStream, TOO_MANY_PINGS, UNAVAILABLE};
+
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::enforcer::ServerFrame;
 use crate::wire::ErrorCode;
 
 /// How a strict gRPC server polices the PINGs a client sends.

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 
 use bytes::Bytes;
 
-use super::connection::{Effects, FrameView};
-use super::middlebox::BoxConn;
+use super::BoxConn;
+use crate::policy::connection::{Effects, FrameView};
 use crate::recorder::event::{FrameDetail, PolicyAction};
 use crate::wire::frame::flags;
 use crate::wire::{encode, Direction, ErrorCode, FrameType, SettingId};

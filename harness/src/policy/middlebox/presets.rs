@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use super::middlebox::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime};
-use super::middlebox_timeout::UpstreamTimeout;
+use super::timeout::UpstreamTimeout;
+use super::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime};
 use crate::wire::ErrorCode;
 
 impl Middlebox {

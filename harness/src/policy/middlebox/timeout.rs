@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::connection::{Effects, FrameView};
-use super::middlebox::BoxConn;
-use super::react::{http_headers, status_headers};
+use super::BoxConn;
+use crate::policy::connection::{Effects, FrameView};
+use crate::policy::react::{http_headers, status_headers};
 use crate::recorder::event::{PolicyAction, UpstreamReply, UpstreamSince};
 use crate::wire::frame::flags;
 use crate::wire::{encode, BlockKind, Direction, ErrorCode, FrameType};

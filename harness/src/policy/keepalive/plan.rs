@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::keepalive::{KeepalivePolicy, OnTooManyPings};
+use super::{KeepalivePolicy, OnTooManyPings};
 use crate::wire::ErrorCode;
 /// GOAWAY debug data sent by grpc-go, C-core and grpc-java alike.
 pub const TOO_MANY_PINGS: &[u8] = b"too_many_pings";
