@@ -27,6 +27,7 @@ mod proxy_stream_limit;
 mod proxy_timeout;
 mod queueing;
 mod receiver_speed;
+mod reconnect_storm;
 mod replica_crash;
 mod replica_not_serving;
 pub(crate) mod replica_world;
@@ -114,6 +115,8 @@ pub fn all() -> Vec<Scenario> {
         replica_not_serving::CHECKED,
         pod_termination::SIGTERM_FIRST,
         pod_termination::PRE_STOP,
+        reconnect_storm::STORM,
+        reconnect_storm::BACKOFF,
         connection_age::SCENARIO,
         graceful_drain::SCENARIO,
         partition_heals::SCENARIO,

@@ -1,10 +1,12 @@
 //! The reference services of seed 000: a Scoreboard gateway in front of a
 //! Store, generated from `proto/tt.proto`.
 
+mod backoff;
 mod gateway;
 mod inventory;
 mod store;
 
+pub use backoff::ConnectBackoff;
 pub use gateway::{DeadlineMode, Gateway};
 pub use inventory::Inventory;
 pub use store::Store;

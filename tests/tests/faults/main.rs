@@ -10,3 +10,4 @@ mod handler_panics;
 mod limits;
 mod no_progress;
 mod partitions;
+mod reconnect_storm;

@@ -1,0 +1,184 @@
+//! A reconnect storm: 100 clients call a store every 100 ms; the store
+//! shuts down at 1 s (its listener closed: connects are refused) and
+//! starts again at 3 s. tonic's channel dials again on every call after a
+//! failure (no connection backoff, grpc-rust #2839), so the clients redial
+//! about ten times a second each for the whole outage. The same clients
+//! behind their own backoff (`services::ConnectBackoff`, grpc's
+//! connection-backoff.md: 1 s, ×1.6, ±20%) dial a few times each, and pay
+//! for it in recovery: each waits out its backoff after the restart.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::{Fault, Sim, Trace};
+
+use super::world::{ms, with_timeout};
+use super::{Report, Scenario};
+use crate::services::pb::store_client::StoreClient;
+use crate::services::pb::SaveRequest;
+use crate::services::{ConnectBackoff, Store};
+
+const SOURCE: &str = "grpc doc/connection-backoff.md; grpc-rust #2839, #1147";
+
+/// The catalog entry with tonic's channel as it is.
+pub(super) const STORM: Scenario = Scenario {
+    name: "reconnect-storm",
+    source: SOURCE,
+    story: "100 clients and a store that restarts: tonic's channel redials on every call, a storm of connects while the store is down.",
+    checks: "store down from 1s to 3s, 100 clients calling every 100ms: connects per second in the outage, each client flagged as redialling sooner than connection backoff allows",
+    simulate: storm,
+    judge: judge_storm,
+};
+
+/// The catalog entry with each client backing off its connects.
+pub(super) const BACKOFF: Scenario = Scenario {
+    name: "reconnect-storm-backoff",
+    source: SOURCE,
+    story: "The same clients with connection backoff (1s, ×1.6, ±20%): a few connects each, and a later recovery.",
+    checks: "same outage: at most 4 connect attempts per client in it, no client flagged, every client back by 3s after the restart",
+    simulate: with_backoff,
+    judge: judge_backoff,
+};
+
+const CLIENTS: u64 = 100;
+const DOWN: Duration = ms(1000);
+const UP: Duration = ms(3000);
+const EVERY: Duration = ms(100);
+const CALLS: u32 = 70;
+
+fn world(seed: u64, backoff: bool) -> grpc_chaos::Result<Trace> {
+    let mut sim = Sim::builder().seed(seed).duration(ms(20_000)).build();
+    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    sim.fault(Fault::shutdown("store").at(DOWN));
+    sim.fault(Fault::restart("store").at(UP));
+    for i in 0..CLIENTS {
+        sim.client(format!("player-{i:02}"), move |player| async move {
+            let mut store = StoreClient::new(player.channel("store"));
+            let mut gate = backoff.then(|| ConnectBackoff::new(seed ^ i));
+            for n in 0..CALLS {
+                let now = tokio::time::Instant::now();
+                if gate.as_ref().is_none_or(|g| g.allows(now)) {
+                    let req = SaveRequest {
+                        match_id: format!("m{n}"),
+                        points: 1,
+                    };
+                    let end = store.save(with_timeout(req, ms(500))).await.err();
+                    if let Some(g) = gate.as_mut() {
+                        g.ended(now, end.as_ref());
+                    }
+                }
+                tokio::time::sleep_until(now + EVERY).await;
+            }
+            Ok(())
+        });
+    }
+    sim.run()
+}
+
+fn storm(seed: u64) -> grpc_chaos::Result<Trace> {
+    world(seed, false)
+}
+
+fn with_backoff(seed: u64) -> grpc_chaos::Result<Trace> {
+    world(seed, true)
+}
+
+/// Connection attempts to the store in the outage, per client.
+fn attempts_in_outage(trace: &Trace) -> BTreeMap<String, usize> {
+    let mut per: BTreeMap<String, usize> = BTreeMap::new();
+    for e in trace.events() {
+        if let EventKind::ConnectStarted { to, .. } = &e.kind {
+            if to.as_str() == "store" && e.at() >= DOWN && e.at() < UP {
+                *per.entry(e.host.to_string()).or_default() += 1;
+            }
+        }
+    }
+    per
+}
+
+/// Clients the summary flags as redialling sooner than backoff allows.
+fn flagged(trace: &Trace) -> usize {
+    let json: serde_json::Value = serde_json::from_str(&trace.to_json()).unwrap_or_default();
+    json["quick_redials"].as_array().map_or(0, Vec::len)
+}
+
+/// When each client's first OK call after the restart ended.
+fn recovered(trace: &Trace) -> Vec<Duration> {
+    let mut first: BTreeMap<&str, Duration> = BTreeMap::new();
+    for c in trace.calls() {
+        let ok = c.outcome().is_some_and(|o| o.is_ok());
+        if ok && c.started >= UP {
+            let end = c.ended_at.unwrap_or(c.started);
+            first
+                .entry(c.host.as_str())
+                .and_modify(|t| *t = (*t).min(end))
+                .or_insert(end);
+        }
+    }
+    first.into_values().collect()
+}
+
+/// `attempts in the outage: 1812 (peak 10 per client), 100 clients flagged; back by 3.004s`.
+fn happened(trace: &Trace) -> String {
+    let per = attempts_in_outage(trace);
+    let total: usize = per.values().sum();
+    let peak = per.values().max().copied().unwrap_or(0);
+    let back = recovered(trace);
+    let last = back
+        .iter()
+        .max()
+        .map_or("never".to_owned(), |t| grpc_chaos::trace::fmt_duration(*t));
+    format!(
+        "connect attempts while the store was down (1s-3s): {total}, {:.0}/s ({peak} at most per client); \
+         {} clients flagged as redialling too soon; {} of {CLIENTS} clients back, the last at {last}",
+        total as f64 / (UP - DOWN).as_secs_f64(),
+        flagged(trace),
+        back.len()
+    )
+}
+
+fn judge_storm(trace: &Trace) -> Report {
+    let per = attempts_in_outage(trace);
+    let least = per.values().min().copied().unwrap_or(0);
+    let checks = [
+        (
+            per.len() as u64 == CLIENTS,
+            format!("{} of {CLIENTS} clients dialled in the outage", per.len()),
+        ),
+        (
+            least >= 10,
+            format!("a client dialled only {least} times in the 2s outage"),
+        ),
+        (
+            flagged(trace) as u64 == CLIENTS,
+            format!("{} clients flagged", flagged(trace)),
+        ),
+    ];
+    Report::from_checks(happened(trace), &checks).with_findings(trace)
+}
+
+fn judge_backoff(trace: &Trace) -> Report {
+    let per = attempts_in_outage(trace);
+    let most = per.values().max().copied().unwrap_or(0);
+    let back = recovered(trace);
+    let late = back.iter().filter(|t| **t > UP + ms(3000)).count();
+    let checks = [
+        (
+            most <= 4,
+            format!("a client dialled {most} times in the 2s outage"),
+        ),
+        (
+            flagged(trace) == 0,
+            format!("{} clients flagged", flagged(trace)),
+        ),
+        (
+            back.len() as u64 == CLIENTS && late == 0,
+            format!(
+                "{} clients back, {late} later than 3s after the restart",
+                back.len()
+            ),
+        ),
+    ];
+    Report::from_checks(happened(trace), &checks).with_findings(trace)
+}
