@@ -93,7 +93,45 @@ pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
         return None;
     }
     trace.written.store(true, Ordering::Relaxed);
-    let dir = test_dir().join(trace.seed().to_string());
+    write_at(trace, test_dir().join(trace.seed().to_string()), why)
+}
+
+/// Writes `trace` as a failure artifact in `<test name>/<folder>/<name>/`
+/// (one folder per failure, where runs of one seed would share the
+/// seed's): the explorer's minimal run of each failure. As
+/// [`write_with`] otherwise.
+pub(crate) fn write_in(trace: &Trace, [folder, name]: [&str; 2], why: &str) -> Option<PathBuf> {
+    if turned_off() {
+        return None;
+    }
+    write_at(trace, test_dir().join(folder).join(name), why)
+}
+
+/// Removes, from each folder in `<test name>/<folder>/` that this process
+/// did not write, what an earlier process's failure left ([`clear_stale`]):
+/// an exploration's failures of an earlier run that this one may no
+/// longer have.
+pub(crate) fn clear_stale_in(folder: &str) {
+    if turned_off() {
+        return;
+    }
+    let parent = test_dir().join(folder);
+    let Ok(entries) = std::fs::read_dir(&parent) else {
+        return;
+    };
+    let written = WRITTEN
+        .lock()
+        .ok()
+        .and_then(|w| w.clone())
+        .unwrap_or_default();
+    for dir in entries.flatten().map(|e| e.path()) {
+        if !written.contains(&dir) {
+            clear_stale(&parent, &dir);
+        }
+    }
+}
+
+fn write_at(trace: &Trace, dir: PathBuf, why: &str) -> Option<PathBuf> {
     if let Ok(mut written) = WRITTEN.lock() {
         written.get_or_insert_with(HashSet::new).insert(dir.clone());
     }
