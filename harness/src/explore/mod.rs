@@ -13,6 +13,10 @@
 //!   budget. This is how a handler that is not cancel-safe is found
 //!   without being told the instant.
 //!
+//! Each invariant's first failure then shrinks to a minimal schedule that
+//! still breaks it (`shrink.rs`, [`Explorer::shrink`]), printed as the
+//! lines of a regression test, its run's trace written to disk.
+//!
 //! The guide's page is [`crate::guide::exploration`].
 
 mod instants;

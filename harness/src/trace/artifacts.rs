@@ -30,6 +30,12 @@
 //! seed again keeps it), and the next failure writes its files again. A
 //! failure of another seed stays until that seed runs again and passes.
 //! With `GRPC_CHAOS_ARTIFACTS=0` nothing is written or removed.
+//!
+//! The explorer writes the minimal run of each failure it reports in a
+//! folder of its own, `<test name>/explore-<seed>/<mode>-<schedule>-<invariant>/`
+//! ([`write_in`]): every run of an exploration has the explorer's seed, so
+//! the seed's folder would hold one of them only. An exploration clears
+//! those an earlier process left in its `explore-<seed>/` ([`clear_stale_in`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
