@@ -517,7 +517,6 @@ fn explore_rows(schedules: u64, repeat: u64) {
     detail("  Explorer::explore", explored, "schedules");
     detail("  Sim::run without faults", plain, "runs");
     detail("  Sim::run of an empty scenario", empty, "runs");
-    shrink::shrink_rows(env_u64("BENCH_SHRINK_SEEDS", 20));
     let per_run = |f: &Figure| f.cpu.as_secs_f64() * 1e6 / f.amount;
     println!(
         "{:<46} {:>12.0} of {:.0} µs CPU",
@@ -525,6 +524,7 @@ fn explore_rows(schedules: u64, repeat: u64) {
         per_run(empty),
         per_run(plain)
     );
+    shrink::shrink_rows(env_u64("BENCH_SHRINK_SEEDS", 20));
 }
 
 /// Runs with one server and a client that returns at once: what a run

@@ -185,7 +185,8 @@ pub struct Report {
     pub mode: Mode,
     /// The explorer's seed.
     pub seed: u64,
-    /// Runs made with a schedule (the baseline's two runs not counted).
+    /// Runs made with a schedule (the baseline's two runs and the runs of
+    /// shrinking, [`Shrunk::runs`], not counted).
     pub runs: usize,
     /// For the instant sweep: how many instants the baseline visited in
     /// the window, and how many schedules placing one fault at one of
