@@ -545,9 +545,10 @@ fn keep_minimal(report: &mut Report, shrunk: Option<Shrunk>, trace: Option<Trace
     };
     group.shrunk = shrunk;
     let name = group.artifact_name(mode);
-    let why = group.artifact_text();
-    group.artifacts =
-        trace.and_then(|t| crate::trace::write_artifacts_in(&t, [folder.as_str(), &name], &why));
+    let (verdict, error) = (group.artifact_verdict(), group.artifact_text());
+    group.artifacts = trace.and_then(|t| {
+        crate::trace::write_artifacts_in(&t, [folder.as_str(), &name], &verdict, &error)
+    });
 }
 
 /// Runs an invariant, a panic in it reported as its failure.

@@ -153,17 +153,18 @@ impl FailureGroup {
         format!("{mode}-{}-{slug}", self.first.schedule.number)
     }
 
-    /// What the artifacts' `error.txt` and verdict say.
-    pub(super) fn artifact_text(&self) -> String {
+    /// The artifacts' verdict: the invariant and what it said on the run.
+    pub(super) fn artifact_verdict(&self) -> String {
         let message = self
             .shrunk
             .as_ref()
             .map_or(&self.first.message, |s| &s.message);
-        format!(
-            "invariant `{}` broken: {message}\n\n{}",
-            self.invariant,
-            self.rust()
-        )
+        format!("invariant `{}` broken: {message}", self.invariant)
+    }
+
+    /// The artifacts' `error.txt`: the verdict, then the lines to paste.
+    pub(super) fn artifact_text(&self) -> String {
+        format!("{}\n\n{}", self.artifact_verdict(), self.rust())
     }
 }
 

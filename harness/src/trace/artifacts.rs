@@ -99,18 +99,24 @@ pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
         return None;
     }
     trace.written.store(true, Ordering::Relaxed);
-    write_at(trace, test_dir().join(trace.seed().to_string()), why)
+    write_at(trace, test_dir().join(trace.seed().to_string()), why, why)
 }
 
 /// Writes `trace` as a failure artifact in `<test name>/<folder>/<name>/`
 /// (one folder per failure, where runs of one seed would share the
-/// seed's): the explorer's minimal run of each failure. As
-/// [`write_with`] otherwise.
-pub(crate) fn write_in(trace: &Trace, [folder, name]: [&str; 2], why: &str) -> Option<PathBuf> {
+/// seed's): the explorer's minimal run of each failure. `verdict` (one
+/// line) heads the summary, `error` is `error.txt`. As [`write_with`]
+/// otherwise.
+pub(crate) fn write_in(
+    trace: &Trace,
+    [folder, name]: [&str; 2],
+    verdict: &str,
+    error: &str,
+) -> Option<PathBuf> {
     if turned_off() {
         return None;
     }
-    write_at(trace, test_dir().join(folder).join(name), why)
+    write_at(trace, test_dir().join(folder).join(name), verdict, error)
 }
 
 /// Removes, from each folder in `<test name>/<folder>/` that this process
@@ -137,13 +143,13 @@ pub(crate) fn clear_stale_in(folder: &str) {
     }
 }
 
-fn write_at(trace: &Trace, dir: PathBuf, why: &str) -> Option<PathBuf> {
+fn write_at(trace: &Trace, dir: PathBuf, verdict: &str, error: &str) -> Option<PathBuf> {
     if let Ok(mut written) = WRITTEN.lock() {
         written.get_or_insert_with(HashSet::new).insert(dir.clone());
     }
     let written = trace
-        .write_with_verdict(&dir, "trace", &super::RunVerdict::fail(why))
-        .and_then(|_| std::fs::write(dir.join("error.txt"), format!("{why}\n")));
+        .write_with_verdict(&dir, "trace", &super::RunVerdict::fail(verdict))
+        .and_then(|_| std::fs::write(dir.join("error.txt"), format!("{error}\n")));
     match written {
         Ok(()) => Some(dir),
         Err(e) => {

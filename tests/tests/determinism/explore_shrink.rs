@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
-use grpc_chaos::explore::{Explorer, Target};
+use grpc_chaos::explore::{Explorer, Space, Target};
 use grpc_chaos::wire::ErrorCode;
 use grpc_chaos::{Fault, Sim};
 use grpc_chaos_scenarios::zoo::cancel_unsafe::{self, stock_accounting, STOCK_ACCOUNTING};
+use grpc_chaos_tests::ms;
 
 /// The zoo's generic space, up to five faults a schedule.
 fn explorer() -> Explorer<impl Fn(u64) -> Sim> {
@@ -80,6 +81,10 @@ fn five_random_faults_shrink_to_the_one_cancel_that_leaks() -> grpc_chaos::Resul
     let text = std::fs::read_to_string(dir.join("trace.txt")).expect("trace.txt");
     assert!(text.starts_with("summary (seed 1"), "{text}");
     assert!(text.contains(&pasted.render()), "the minimal run's trace");
+    assert!(
+        text.contains("FAIL: invariant `stock accounting` broken: 2 units leaked"),
+        "{text}"
+    );
     let error = std::fs::read_to_string(dir.join("error.txt")).expect("error.txt");
     assert!(
         error.starts_with("invariant `stock accounting` broken: 2 units leaked"),
@@ -138,5 +143,36 @@ fn the_shrink_budget_bounds_it_and_what_it_keeps_still_fails() -> grpc_chaos::Re
         "{}",
         report.summary()
     );
+    Ok(())
+}
+
+#[test]
+fn a_swept_crash_keeps_its_instant_and_shrinks_its_outage() -> grpc_chaos::Result {
+    // A crash between a reservation and its reply leaks however short it
+    // is: the sweep's 200 ms outage shrinks to 1 ms, at the same instant.
+    let report = explorer()
+        .space(
+            Space::new()
+                .crash("inventory")
+                .window(Duration::ZERO, ms(300)),
+        )
+        .budget(100)
+        .sweep_instants()?;
+    let found = report
+        .broken(STOCK_ACCOUNTING)
+        .unwrap_or_else(|| panic!("{}", report.summary()));
+    let [swept] = found.first.schedule.faults.as_slice() else {
+        panic!("{}", report.summary());
+    };
+    let shrunk = found.shrunk.as_ref().expect("shrunk");
+    let [fault] = shrunk.schedule.faults.as_slice() else {
+        panic!("{}", report.summary());
+    };
+    assert_eq!(swept.until, Some(swept.at + ms(200)));
+    assert_eq!((fault.at, fault.until), (swept.at, Some(swept.at + ms(1))));
+    // Bisecting 1..=200 ms: 8 runs.
+    assert_eq!(shrunk.runs, 8, "{}", report.summary());
+    let replayed = explorer().run(&shrunk.schedule)?;
+    assert_eq!(stock_accounting(&replayed), Err(shrunk.message.clone()));
     Ok(())
 }
