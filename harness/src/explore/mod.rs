@@ -20,6 +20,7 @@
 //! The guide's page is [`crate::guide::exploration`].
 
 mod instants;
+mod minimal;
 mod report;
 mod rng;
 mod schedule;
@@ -347,7 +348,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             let minimal = new.then(|| self.minimal(&failure, trace.as_ref(), base, report.mode));
             report.add(failure);
             if let Some((shrunk, trace)) = minimal {
-                keep_minimal(report, shrunk, trace);
+                minimal::keep(report, shrunk, trace);
             }
         }
     }
@@ -376,58 +377,6 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             }
         }
         Checked { broken, trace }
-    }
-
-    /// The minimal schedule that still breaks `failure`'s invariant (when
-    /// shrinking is on) and the trace of its run.
-    fn minimal(
-        &self,
-        failure: &Failure,
-        trace: Option<&Trace>,
-        base: &Baseline,
-        mode: Mode,
-    ) -> (Option<Shrunk>, Option<Trace>) {
-        if !self.shrink {
-            return (None, trace.cloned());
-        }
-        let streams_at = |caller: &str, server: &str, at: Duration| {
-            let lives = instants::streams(&base.trace, caller, server);
-            lives
-                .iter()
-                .filter(|l| l.open_at(at))
-                .map(|l| l.stream)
-                .collect()
-        };
-        let moves = shrink::Moves {
-            all: mode == Mode::Random,
-            instants: &base.instants,
-            end: base.end,
-            targets: self.space.targets(),
-            streams_at: &streams_at,
-        };
-        let found = (failure.message.clone(), trace.cloned());
-        let out = shrink::shrink(
-            failure.schedule.clone(),
-            found,
-            &moves,
-            self.shrink_budget,
-            |s| {
-                let Checked { broken, trace } = self.check(s);
-                let (_, why) = broken
-                    .into_iter()
-                    .find(|(name, _)| *name == failure.invariant)?;
-                Some((why, trace))
-            },
-        );
-        let ((message, trace), from) = (out.found, failure.schedule.faults.len());
-        let shrunk = Shrunk {
-            schedule: out.schedule,
-            message,
-            runs: out.runs,
-            exhausted: out.exhausted,
-            from,
-        };
-        (Some(shrunk), trace)
     }
 
     /// Random schedule `number`: 1 to `max_faults` faults, each on a
@@ -533,22 +482,6 @@ fn clashes(a: &Placed, b: &Placed, end: Duration) -> bool {
     let span = |p: &Placed| p.at..p.until.unwrap_or(end).max(p.at + Duration::from_nanos(1));
     let (x, y) = (span(a), span(b));
     same && x.start <= y.end && y.start <= x.end
-}
-
-/// Keeps what shrinking the newest failure group's first failure found,
-/// and writes the trace of its minimal run (or of the failure itself,
-/// unshrunk) as that group's artifacts.
-fn keep_minimal(report: &mut Report, shrunk: Option<Shrunk>, trace: Option<Trace>) {
-    let (folder, mode) = (report.artifacts_folder(), report.mode);
-    let Some(group) = report.failures.last_mut() else {
-        return;
-    };
-    group.shrunk = shrunk;
-    let name = group.artifact_name(mode);
-    let (verdict, error) = (group.artifact_verdict(), group.artifact_text());
-    group.artifacts = trace.and_then(|t| {
-        crate::trace::write_artifacts_in(&t, [folder.as_str(), &name], &verdict, &error)
-    });
 }
 
 /// Runs an invariant, a panic in it reported as its failure.
