@@ -69,6 +69,10 @@
 //!    anchor/explorer is what exploring adds per run. A last line gives
 //!    the fixed cost of a run: an empty scenario (one server, a client
 //!    that returns at once) against the whole five-call run, CPU µs each.
+//!    Then shrinking (`sim_speed/shrink.rs`): `BENCH_SHRINK_SEEDS`
+//!    (default 20) explorations with up to five faults a schedule, each
+//!    first leak shrunk; the runs each shrink took and the wall time per
+//!    shrink (the same explorations with shrinking on and off).
 //!
 //! Every figure is end to end: building the world, connecting, the calls,
 //! and (for the harness) handing back the trace.
@@ -131,10 +135,12 @@
 //! the calls client returns) is only reported, never acted on, so it
 //! cannot change what the simulation does.
 
-// The health part lives beside this file (it is a crate root, so its
-// modules resolve from `benches/`).
+// The health part and the shrinking rows live beside this file (it is a
+// crate root, so its modules resolve from `benches/`).
 #[path = "sim_speed/health.rs"]
 mod health;
+#[path = "sim_speed/shrink.rs"]
+mod shrink;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -518,6 +524,7 @@ fn explore_rows(schedules: u64, repeat: u64) {
         per_run(empty),
         per_run(plain)
     );
+    shrink::shrink_rows(env_u64("BENCH_SHRINK_SEEDS", 20));
 }
 
 /// Runs with one server and a client that returns at once: what a run
@@ -537,7 +544,12 @@ fn measured_empty_runs(runs: u64) -> Figure {
 /// Random schedules of the zoo's cancel-unsafe reservation.
 fn measured_explore(schedules: u64) -> Figure {
     let budget = usize::try_from(schedules).unwrap_or(usize::MAX);
-    let explorer = zoo::cancel_unsafe::BUG.explorer(false).budget(budget);
+    // Shrinking has rows of its own (`shrink.rs`): these runs are the
+    // schedules alone.
+    let explorer = zoo::cancel_unsafe::BUG
+        .explorer(false)
+        .budget(budget)
+        .shrink(false);
     let meter = Meter::start();
     let report = explorer.explore().expect("the zoo's exploration runs");
     let note = format!(", {} invariant broken", report.failures.len());

@@ -13,19 +13,25 @@
 //!   budget. This is how a handler that is not cancel-safe is found
 //!   without being told the instant.
 //!
+//! Each invariant's first failure then shrinks to a minimal schedule that
+//! still breaks it (`shrink.rs`, [`Explorer::shrink`]), printed as the
+//! lines of a regression test, its run's trace written to disk.
+//!
 //! The guide's page is [`crate::guide::exploration`].
 
 mod instants;
+mod minimal;
 mod report;
 mod rng;
 mod schedule;
+mod shrink;
 mod space;
 
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-pub use report::{Coverage, Divergence, Failure, FailureGroup, Mode, Report};
+pub use report::{Coverage, Divergence, Failure, FailureGroup, Mode, Report, Shrunk};
 pub use schedule::{Placed, Schedule};
 pub use space::{Space, Target};
 
@@ -55,6 +61,8 @@ type Invariant = Box<dyn Fn(&Trace) -> Result<(), String>>;
 /// | [`Explorer::space`] | empty: an error until given |
 /// | [`Explorer::seed`] | 0 |
 /// | [`Explorer::budget`] | 100 runs |
+/// | [`Explorer::shrink`] | on: each invariant's first failure shrinks |
+/// | [`Explorer::shrink_budget`] | 100 runs per failure shrunk |
 /// | invariants | none: only [`RUN_FAILED`] (the run itself failing) |
 ///
 /// ```
@@ -91,6 +99,8 @@ pub struct Explorer<S> {
     invariants: Vec<(String, Invariant)>,
     seed: u64,
     budget: usize,
+    shrink: bool,
+    shrink_budget: usize,
 }
 
 impl<S> std::fmt::Debug for Explorer<S> {
@@ -101,6 +111,8 @@ impl<S> std::fmt::Debug for Explorer<S> {
             .field("invariants", &names)
             .field("seed", &self.seed)
             .field("budget", &self.budget)
+            .field("shrink", &self.shrink)
+            .field("shrink_budget", &self.shrink_budget)
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +123,16 @@ struct Baseline {
     trace: Trace,
     window: (Duration, Duration),
     end: Duration,
+    /// The instants it visited in the window (what shrinking moves
+    /// faults to).
+    instants: Vec<Duration>,
+}
+
+/// What one run under a schedule broke, and its trace (none when the
+/// run panicked).
+struct Checked {
+    broken: Vec<(String, String)>,
+    trace: Option<Trace>,
 }
 
 impl<S: Fn(u64) -> Sim> Explorer<S> {
@@ -122,6 +144,8 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             invariants: Vec::new(),
             seed: 0,
             budget: 100,
+            shrink: true,
+            shrink_budget: 100,
         }
     }
 
@@ -159,7 +183,26 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         self
     }
 
-    /// Runs [`Explorer::budget`] random schedules, numbered from 0.
+    /// Whether each invariant's first failure shrinks to a minimal
+    /// schedule that still breaks it ([`FailureGroup::shrunk`]; the guide's
+    /// [shrinking](crate::guide::exploration#shrinking) section says how).
+    /// Default on; off, the first failure's schedule is reported as found.
+    pub fn shrink(mut self, on: bool) -> Self {
+        self.shrink = on;
+        self
+    }
+
+    /// At most `runs` runs to shrink one failure (default 100); shrinking
+    /// stops there with the smallest failing schedule found so far
+    /// ([`Shrunk::exhausted`]). These runs are not counted in
+    /// [`Report::runs`]. Zero runs shrink nothing.
+    pub fn shrink_budget(mut self, runs: usize) -> Self {
+        self.shrink_budget = runs;
+        self
+    }
+
+    /// Runs [`Explorer::budget`] random schedules, numbered from 0, and
+    /// shrinks each invariant's first failure (see [`Explorer::shrink`]).
     ///
     /// # Errors
     /// Before any schedule runs: a budget of 0; an empty space, zero
@@ -173,6 +216,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     pub fn explore(&self) -> Result<Report, Error> {
         let base = self.baseline()?;
         let mut report = Report::new(Mode::Random, self.seed, self.space.targets());
+        crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
         for number in 0..self.budget as u64 {
             let schedule = self.draw(number, &base);
             self.judge(&schedule, &base, &mut report);
@@ -186,15 +230,17 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     /// then), and runs each placement as a schedule of its own. When
     /// there are more placements than the budget, a sample spread evenly
     /// over each target's instants, the budget shared between targets.
+    /// Each invariant's first failure, one fault already, shrinks its
+    /// outage and delay only.
     ///
     /// # Errors
     /// As [`Explorer::explore`].
     pub fn sweep_instants(&self) -> Result<Report, Error> {
         let base = self.baseline()?;
         let mut report = Report::new(Mode::Instants, self.seed, self.space.targets());
-        let instants = instants::instants(&base.trace, base.window);
-        let placements = self.placements(&instants, &base);
-        report.instants = Some((instants.len(), placements.len()));
+        crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
+        let placements = self.placements(&base.instants, &base);
+        report.instants = Some((base.instants.len(), placements.len()));
         for number in sample(&placements, self.budget) {
             let (_, placed) = &placements[number];
             let schedule = Schedule::new(self.seed, number as u64, vec![placed.clone()]);
@@ -275,48 +321,62 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         }
         Ok(Baseline {
             render: trace.render(),
+            instants: instants::instants(&trace, window),
             trace,
             window,
             end,
         })
     }
 
-    /// Runs `schedule` and adds what it broke to `report`.
+    /// Runs `schedule` and adds what it broke to `report`; the first
+    /// failure of an invariant is shrunk and its artifacts written.
     fn judge(&self, schedule: &Schedule, base: &Baseline, report: &mut Report) {
         report.count(schedule);
+        let Checked { broken, trace } = self.check(schedule);
+        let left_baseline = match (&trace, broken.is_empty()) {
+            (Some(trace), false) => divergence(&base.render, &trace.render()),
+            _ => None,
+        };
+        for (invariant, message) in broken {
+            let new = report.broken(&invariant).is_none();
+            let failure = Failure {
+                invariant,
+                message,
+                schedule: schedule.clone(),
+                left_baseline: left_baseline.clone(),
+            };
+            let minimal = new.then(|| self.minimal(&failure, trace.as_ref(), base, report.mode));
+            report.add(failure);
+            if let Some((shrunk, trace)) = minimal {
+                minimal::keep(report, shrunk, trace);
+            }
+        }
+    }
+
+    /// Runs `schedule` and checks every invariant on its trace.
+    fn check(&self, schedule: &Schedule) -> Checked {
         let run = catch_unwind(AssertUnwindSafe(|| self.run(schedule)));
         let mut broken: Vec<(String, String)> = Vec::new();
-        let trace = match &run {
+        let trace = match run {
             Ok(Ok(trace)) => Some(trace),
             Ok(Err(e)) => {
                 broken.push((RUN_FAILED.to_owned(), e.message()));
-                e.trace()
+                e.trace().cloned()
             }
             Err(panic) => {
-                let why = crate::units::panic_message(&**panic);
+                let why = crate::units::panic_message(&*panic);
                 broken.push((RUN_FAILED.to_owned(), format!("panicked: {why}")));
                 None
             }
         };
-        if let Some(trace) = trace {
+        if let Some(trace) = &trace {
             for (name, check) in &self.invariants {
                 if let Err(why) = checked(check, trace) {
                     broken.push((name.clone(), why));
                 }
             }
         }
-        let left_baseline = match (trace, broken.is_empty()) {
-            (Some(trace), false) => divergence(&base.render, &trace.render()),
-            _ => None,
-        };
-        for (invariant, message) in broken {
-            report.add(Failure {
-                invariant,
-                message,
-                schedule: schedule.clone(),
-                left_baseline: left_baseline.clone(),
-            });
-        }
+        Checked { broken, trace }
     }
 
     /// Random schedule `number`: 1 to `max_faults` faults, each on a
@@ -372,13 +432,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         stream: u32,
         base: &Baseline,
     ) -> Placed {
-        let heal = at + lasts;
-        let until = match target {
-            Target::Cancel { .. } => None,
-            // A restart or repair after the end would be refused by the run.
-            Target::Crash { .. } | Target::Partition { .. } if heal >= base.end => None,
-            _ => Some(heal),
-        };
+        let until = shrink::heal_within(target, at + lasts, base.end);
         Placed {
             target: target.clone(),
             at,

@@ -1,8 +1,9 @@
 //! What an exploration found: runs made, failures grouped by the invariant
-//! they broke (each with a schedule that replays it), and coverage of the
-//! space.
+//! they broke (each with a schedule that replays it, shrunk to a minimal
+//! one), and coverage of the space.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use super::schedule::Schedule;
 use super::space::Target;
@@ -50,7 +51,54 @@ pub struct Failure {
     pub left_baseline: Option<Divergence>,
 }
 
-/// The failures of one invariant: how many runs broke it, and the first.
+/// A failing schedule shrunk to a minimal one that still breaks the same
+/// invariant ([`Explorer::shrink`](super::Explorer::shrink)).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Shrunk {
+    /// The minimal schedule (the seed and number of the one it came
+    /// from): replay it with [`Explorer::run`](super::Explorer::run), or
+    /// paste [`Shrunk::rust`] into a test.
+    pub schedule: Schedule,
+    /// What the invariant said on the minimal schedule's run.
+    pub message: String,
+    /// Runs the shrinking made (not counted in [`Report::runs`]).
+    pub runs: usize,
+    /// The shrink budget ran out first: smaller than the schedule found,
+    /// maybe not minimal.
+    pub exhausted: bool,
+    /// How many faults the schedule found had.
+    pub from: usize,
+}
+
+impl Shrunk {
+    /// The minimal schedule as Rust: a comment with its seed, the number
+    /// of the schedule it was shrunk from and what the shrink took, then
+    /// the `sim.fault(…);` lines, ready to paste into a regression test.
+    pub fn rust(&self) -> String {
+        let s = &self.schedule;
+        let mut out = format!(
+            "// grpc-chaos explore: seed {}, schedule {}, shrunk from {} to {} in {} run{}\n",
+            s.seed,
+            s.number,
+            faults(self.from),
+            faults(s.faults.len()),
+            self.runs,
+            if self.runs == 1 { "" } else { "s" }
+        );
+        for fault in &s.faults {
+            out.push_str(&fault.rust());
+        }
+        out
+    }
+}
+
+fn faults(n: usize) -> String {
+    format!("{n} fault{}", if n == 1 { "" } else { "s" })
+}
+
+/// The failures of one invariant: how many runs broke it, and the first,
+/// shrunk.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct FailureGroup {
@@ -58,8 +106,66 @@ pub struct FailureGroup {
     pub invariant: String,
     /// How many runs broke it.
     pub runs: usize,
-    /// The first run that did (lowest schedule number).
+    /// The first run that did (lowest schedule number), as found.
     pub first: Failure,
+    /// The first failure shrunk; `None` with shrinking off.
+    pub shrunk: Option<Shrunk>,
+    /// The folder holding the trace of the minimal run (of the first
+    /// failure when not shrunk): `<target>/grpc-chaos/<test
+    /// name>/explore-<seed>/<random|sweep>-<schedule>-<invariant>/`, with
+    /// `trace.txt` (summary first), `trace.json`, `trace.html` and
+    /// `error.txt` (the invariant's message and the schedule as Rust), as
+    /// [`Sim::run`](crate::Sim::run)'s failure artifacts; `None` when
+    /// turned off (`GRPC_CHAOS_ARTIFACTS=0`), not written, or the run
+    /// panicked and left no trace.
+    pub artifacts: Option<PathBuf>,
+}
+
+impl FailureGroup {
+    /// The schedule to paste: the minimal one as Rust
+    /// ([`Shrunk::rust`]), else (not shrunk, or minimal as found) the
+    /// first failure's ([`Schedule::rust`]).
+    pub fn rust(&self) -> String {
+        match &self.shrunk {
+            Some(s) if s.schedule.faults != self.first.schedule.faults => s.rust(),
+            _ => self.first.schedule.rust(),
+        }
+    }
+
+    /// The folder name of this failure's artifacts (see
+    /// [`FailureGroup::artifacts`]).
+    pub(super) fn artifact_name(&self, mode: Mode) -> String {
+        let mode = match mode {
+            Mode::Random => "random",
+            Mode::Instants => "sweep",
+        };
+        let slug: String = self
+            .invariant
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        format!("{mode}-{}-{slug}", self.first.schedule.number)
+    }
+
+    /// The artifacts' verdict: the invariant and what it said on the run.
+    pub(super) fn artifact_verdict(&self) -> String {
+        let message = self
+            .shrunk
+            .as_ref()
+            .map_or(&self.first.message, |s| &s.message);
+        format!("invariant `{}` broken: {message}", self.invariant)
+    }
+
+    /// The artifacts' `error.txt`: the verdict, then the lines to paste.
+    pub(super) fn artifact_text(&self) -> String {
+        format!("{}\n\n{}", self.artifact_verdict(), self.rust())
+    }
 }
 
 /// How often one point of the space was placed.
@@ -80,7 +186,8 @@ pub struct Report {
     pub mode: Mode,
     /// The explorer's seed.
     pub seed: u64,
-    /// Runs made with a schedule (the baseline's two runs not counted).
+    /// Runs made with a schedule (the baseline's two runs and the runs of
+    /// shrinking, [`Shrunk::runs`], not counted).
     pub runs: usize,
     /// For the instant sweep: how many instants the baseline visited in
     /// the window, and how many schedules placing one fault at one of
@@ -132,8 +239,16 @@ impl Report {
                 invariant: failure.invariant.clone(),
                 runs: 1,
                 first: failure,
+                shrunk: None,
+                artifacts: None,
             }),
         }
+    }
+
+    /// The folder of this exploration's failure artifacts, under the
+    /// test's.
+    pub(super) fn artifacts_folder(&self) -> String {
+        format!("explore-{}", self.seed)
     }
 
     /// True when no run broke an invariant.
@@ -147,7 +262,9 @@ impl Report {
     }
 
     /// A line of counts; per invariant broken, its first failure, where it
-    /// left the baseline and its schedule as Rust; then the coverage.
+    /// left the baseline, its schedule as found and (shrunk) the minimal
+    /// one, both as Rust, and where the minimal run's trace is; then the
+    /// coverage.
     pub fn summary(&self) -> String {
         let mode = match self.mode {
             Mode::Random => "random schedules".to_owned(),
@@ -189,10 +306,7 @@ impl Report {
                     d.run.trim()
                 );
             }
-            out.push_str("\n    replay it with Explorer::run, or paste into a test:");
-            for line in f.schedule.rust().lines() {
-                let _ = write!(out, "\n      {line}");
-            }
+            g.write_schedules(&mut out);
         }
         out.push_str("\n  coverage (schedules per fault):");
         for c in &self.coverage {
@@ -214,5 +328,59 @@ impl Report {
     /// When any run broke an invariant.
     pub fn assert_passed(&self) {
         assert!(self.passed(), "{}", self.summary());
+    }
+}
+
+impl FailureGroup {
+    /// The summary's lines of the schedule found and the minimal one.
+    fn write_schedules(&self, out: &mut String) {
+        let found = &self.first.schedule;
+        match &self.shrunk {
+            Some(s) if s.schedule.faults != found.faults => {
+                let _ = write!(out, "\n    as found ({}):", faults(found.faults.len()));
+                indented(out, &found.rust());
+                let _ = write!(
+                    out,
+                    "\n    shrunk to {} in {} run{}{}, breaking it still: {}",
+                    faults(s.schedule.faults.len()),
+                    s.runs,
+                    if s.runs == 1 { "" } else { "s" },
+                    if s.exhausted {
+                        " (the shrink budget: maybe not minimal)"
+                    } else {
+                        ""
+                    },
+                    s.message
+                );
+            }
+            Some(s) => {
+                let _ = write!(
+                    out,
+                    "\n    minimal as found (shrinking tried {} run{})",
+                    s.runs,
+                    if s.runs == 1 { "" } else { "s" }
+                );
+            }
+            None => {}
+        }
+        let _ = write!(
+            out,
+            "\n    replay it with Explorer::run, or paste into a test:"
+        );
+        indented(out, &self.rust());
+        if let Some(dir) = &self.artifacts {
+            let _ = write!(
+                out,
+                "\n    trace of that run: {}",
+                dir.join("trace.txt").display()
+            );
+        }
+    }
+}
+
+/// `text`'s lines, each on a line of its own indented under the summary's.
+fn indented(out: &mut String, text: &str) {
+    for line in text.lines() {
+        let _ = write!(out, "\n      {line}");
     }
 }

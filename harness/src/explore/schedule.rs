@@ -11,7 +11,7 @@ use crate::Fault;
 
 /// One fault of a schedule, placed: its [`Target`] and its times
 /// (*simulated*, since the start of the run).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Placed {
     /// What it breaks.
@@ -132,7 +132,7 @@ fn rust_duration(d: Duration) -> String {
 /// A schedule is a list of placed faults, so a failing one can be cut
 /// down fault by fault; [`Explorer::run`](super::Explorer::run) runs any
 /// schedule, one from a report or one built by hand.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Schedule {
     /// The explorer's seed (the scenario's seed too).

@@ -19,7 +19,7 @@
 //! | [`middleboxes`] | load balancers and proxies in front of a host or on a link |
 //! | [`retries`] | gRFC A6 retries and their conformance check |
 //! | [`reading_a_trace`] | the text render, the summary, the JSON, the HTML page, Perfetto, Mermaid, snapshots |
-//! | [`exploration`] | fault spaces, random schedules, the instant sweep, invariants, replaying a find |
+//! | [`exploration`] | fault spaces, random schedules, the instant sweep, invariants, shrinking, replaying a find |
 //! | [`determinism`] | seeds, failure artifacts, replay, seed sweeps (exploration), the canary, the wall clock |
 //! | [`hostile_peers`] | raw HTTP/2 peers that break the protocol |
 //! | [`catalog`] | the failure stories the `grpc-chaos` CLI runs |

@@ -30,6 +30,12 @@
 //! seed again keeps it), and the next failure writes its files again. A
 //! failure of another seed stays until that seed runs again and passes.
 //! With `GRPC_CHAOS_ARTIFACTS=0` nothing is written or removed.
+//!
+//! The explorer writes the minimal run of each failure it reports in a
+//! folder of its own, `<test name>/explore-<seed>/<mode>-<schedule>-<invariant>/`
+//! ([`write_in`]): every run of an exploration has the explorer's seed, so
+//! the seed's folder would hold one of them only. An exploration clears
+//! those an earlier process left in its `explore-<seed>/` ([`clear_stale_in`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
@@ -93,13 +99,57 @@ pub(crate) fn write_with(trace: &Trace, why: &str) -> Option<PathBuf> {
         return None;
     }
     trace.written.store(true, Ordering::Relaxed);
-    let dir = test_dir().join(trace.seed().to_string());
+    write_at(trace, test_dir().join(trace.seed().to_string()), why, why)
+}
+
+/// Writes `trace` as a failure artifact in `<test name>/<folder>/<name>/`
+/// (one folder per failure, where runs of one seed would share the
+/// seed's): the explorer's minimal run of each failure. `verdict` (one
+/// line) heads the summary, `error` is `error.txt`. As [`write_with`]
+/// otherwise.
+pub(crate) fn write_in(
+    trace: &Trace,
+    [folder, name]: [&str; 2],
+    verdict: &str,
+    error: &str,
+) -> Option<PathBuf> {
+    if turned_off() {
+        return None;
+    }
+    write_at(trace, test_dir().join(folder).join(name), verdict, error)
+}
+
+/// Removes, from each folder in `<test name>/<folder>/` that this process
+/// did not write, what an earlier process's failure left ([`clear_stale`]):
+/// an exploration's failures of an earlier run that this one may no
+/// longer have.
+pub(crate) fn clear_stale_in(folder: &str) {
+    if turned_off() {
+        return;
+    }
+    let parent = test_dir().join(folder);
+    let Ok(entries) = std::fs::read_dir(&parent) else {
+        return;
+    };
+    let written = WRITTEN
+        .lock()
+        .ok()
+        .and_then(|w| w.clone())
+        .unwrap_or_default();
+    for dir in entries.flatten().map(|e| e.path()) {
+        if !written.contains(&dir) {
+            clear_stale(&parent, &dir);
+        }
+    }
+}
+
+fn write_at(trace: &Trace, dir: PathBuf, verdict: &str, error: &str) -> Option<PathBuf> {
     if let Ok(mut written) = WRITTEN.lock() {
         written.get_or_insert_with(HashSet::new).insert(dir.clone());
     }
     let written = trace
-        .write_with_verdict(&dir, "trace", &super::RunVerdict::fail(why))
-        .and_then(|_| std::fs::write(dir.join("error.txt"), format!("{why}\n")));
+        .write_with_verdict(&dir, "trace", &super::RunVerdict::fail(verdict))
+        .and_then(|_| std::fs::write(dir.join("error.txt"), format!("{error}\n")));
     match written {
         Ok(()) => Some(dir),
         Err(e) => {

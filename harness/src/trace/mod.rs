@@ -39,6 +39,9 @@ pub(crate) use artifacts::passed as run_passed;
 pub(crate) use artifacts::shown as artifact_shown;
 pub(crate) use artifacts::write_with as write_artifacts_with;
 pub use artifacts::ARTIFACTS_ENV;
+pub(crate) use artifacts::{
+    clear_stale_in as clear_stale_artifacts_under, write_in as write_artifacts_in,
+};
 pub(crate) use artifacts::{forget as forget_last_run, remember as remember_run, running};
 pub use assert::{Orphan, Violation, ORPHAN_GRACE};
 pub use hedges::{HedgeAttempt, HedgedCall};
