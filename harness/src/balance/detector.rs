@@ -24,7 +24,10 @@
 //! Where it differs: a replica already ejected is not judged again in the
 //! same sweep (grpc-go would count it twice against the percentage; it
 //! only arises when both algorithms flag it, since an ejected replica gets
-//! no calls).
+//! no calls). The replicas are the set's, fixed when the channel is made:
+//! one that left the set ([`Fault::leave`](crate::Fault::leave)) keeps its
+//! place and counts in `max_ejection_percent`'s denominator, where grpc-go
+//! drops an address the resolver no longer lists.
 
 use std::time::Duration;
 
