@@ -34,7 +34,7 @@
 // 1.88). Left for a change of its own, so this one moves no code.
 #![allow(clippy::collapsible_if)]
 
-mod balance;
+pub mod balance;
 pub mod check;
 pub mod client;
 pub mod deadline;

@@ -123,11 +123,15 @@
 //! 6. **Health checking.** 1,000 calls over three replicas through a
 //!    health-checked balanced channel against the same calls through a
 //!    plain one (`sim_speed/health.rs`); the ratio is checked / plain CPU.
+//! 7. **Outlier detection.** 1,000 calls over five replicas, one failing
+//!    every 2nd call, through a balanced channel with outlier detection
+//!    (gRFC A50) against the same calls through a plain one
+//!    (`sim_speed/outlier.rs`); the ratio is detected / plain CPU.
 //!
-//! Sizes: `BENCH_CALLS` (default 10000), `BENCH_HEALTH_CALLS` (default 1000), `BENCH_IDLE_SECS` (default 600),
+//! Sizes: `BENCH_CALLS` (default 10000), `BENCH_HEALTH_CALLS` and `BENCH_OUTLIER_CALLS` (default 1000), `BENCH_IDLE_SECS` (default 600),
 //! `BENCH_STREAMS`, `BENCH_STREAM_SECS`, `BENCH_SCHEDULES` and `BENCH_REPEAT` make a quick run
 //! possible, e.g. `BENCH_CALLS=1000 BENCH_IDLE_SECS=60 BENCH_REPEAT=1`;
-//! `BENCH_ONLY=idle`, `unary`, `streams`, `explore` or `health` (comma-separated) runs only
+//! `BENCH_ONLY=idle`, `unary`, `streams`, `explore`, `health` or `outlier` (comma-separated) runs only
 //! those parts (for a profiler).
 //!
 //! Wall time is read outside the simulation, around `Sim::run` and
@@ -141,6 +145,8 @@
 mod health;
 #[path = "sim_speed/shrink.rs"]
 mod shrink;
+#[path = "sim_speed/outlier.rs"]
+mod outlier;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -363,6 +369,9 @@ fn main() {
     if parts.run("health") {
         health::health_rows(env_u64("BENCH_HEALTH_CALLS", 1_000), repeat);
     }
+    if parts.run("outlier") {
+        outlier::outlier_rows(env_u64("BENCH_OUTLIER_CALLS", 1_000), repeat);
+    }
     println!();
     println!(
         "ratio: idle rows    = grpc-chaos / bare turmoil, sim s per CPU s (1.00x = no overhead)"
@@ -373,6 +382,7 @@ fn main() {
         "       explore row  = plain runs / explored schedules, per CPU s (cost of exploring)"
     );
     println!("       health row   = health-checked / plain balanced channel, CPU s (bar: 1.50x)");
+    println!("       outlier row  = outlier detection / plain balanced channel, CPU s");
     println!("       best   = the ratio of each side's fastest round (figures above)");
     println!("       rounds = each round's own ratio: the median, the lowest and the highest");
 }

@@ -9,17 +9,26 @@
 //! tonic's own balanced channel connects with its HTTP connector (real
 //! sockets); this one is the same assembly over the harness's simulated
 //! connector, so every replica connection goes through the wire tap.
-//! Parts: [`discover`] (membership → changes), [`replica`] (one replica's
-//! connection and its reconnect), [`health`] (its gRFC A17 health Watch,
-//! when the channel checks health), [`io`] (its socket and connector),
-//! [`rng`] (the balancer's seeded random numbers).
+//! Parts: `discover` (membership → changes), `replica` (one replica's
+//! connection and its reconnect), `health` (its gRFC A17 health Watch,
+//! when the channel checks health), `ejection` and `detector` (outlier
+//! detection, gRFC A50, when the channel has it), `io` (its socket and
+//! connector), `rng` (the balancer's seeded random numbers).
+//!
+//! Public here: [`OutlierDetection`] and its two algorithms' settings, for
+//! [`Host::balanced_channel_outlier_detection`](crate::Host::balanced_channel_outlier_detection).
 
+mod detector;
 mod discover;
+mod ejection;
 mod health;
 mod io;
+mod outlier;
 mod replica;
 mod replicas;
 mod rng;
+
+pub use outlier::{FailurePercentageEjection, OutlierDetection, SuccessRateEjection};
 
 use crate::recorder::event;
 use std::sync::Arc;
@@ -65,6 +74,8 @@ pub(crate) struct Site {
     /// gRFC A17's `healthCheckConfig.serviceName`, when health checking
     /// is on.
     health: Option<Arc<str>>,
+    /// Outlier detection (gRFC A50), when the channel has it.
+    outlier: Option<Arc<ejection::Ejector>>,
 }
 
 impl Site {
@@ -85,7 +96,9 @@ impl Site {
 /// balancer's random numbers come from the run's seed and both names
 /// ([`crate::retry::channel_seed`]'s mix), so the same seed picks the same
 /// replicas in every process; two balanced channels from one host to one
-/// set draw the same sequence.
+/// set draw the same sequence. With `outlier`, its sweeps run in a task
+/// of their own on the same runtime, for as long as the channel lives.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn channel(
     wiring: Wiring,
     replicas: Arc<Replicas>,
@@ -94,8 +107,11 @@ pub(crate) fn channel(
     set: ReplicaSet,
     configure: Configure,
     health: Option<Arc<str>>,
+    outlier: Option<OutlierDetection>,
 ) -> Balanced {
     let seed = crate::retry::channel_seed(run_seed, from, &set.name);
+    // Its own stream, so that ejection draws do not move the picks.
+    let outlier = outlier.map(|config| Arc::new(ejection::Ejector::new(config, set.count, !seed)));
     let site = Arc::new(Site {
         wiring,
         replicas,
@@ -104,7 +120,11 @@ pub(crate) fn channel(
         configure,
         seed: run_seed,
         health,
+        outlier,
     });
+    if site.outlier.is_some() {
+        tokio::spawn(ejection::Ejector::run(Arc::downgrade(&site)));
+    }
     let balance = Balance::from_rng(discover::Discover::new(site), rng::SplitMix64::new(seed));
     let (buffer, worker) = Buffer::pair(BoxService::new(balance), BUFFER_SIZE);
     tokio::spawn(worker);

@@ -15,6 +15,8 @@
 //! - with health checking ([`super::health`], gRFC A17), a connection
 //!   that is up is pending until its Watch answers SERVING, pending again
 //!   while the answer is anything else, and replaced after a GOAWAY;
+//! - with outlier detection ([`super::ejection`], gRFC A50), it is pending
+//!   while ejected, and each call's end is counted;
 //! - its load is always 0 (`impl Load for Connection` in tonic), so
 //!   power-of-two-choices compares equal loads and picks the first of two
 //!   random replicas: a uniform pick among the ready ones.
@@ -50,6 +52,8 @@ enum State {
 pub(super) struct Replica {
     site: Arc<Site>,
     name: Arc<str>,
+    /// Its index in the set (outlier detection's counters).
+    index: usize,
     state: State,
     /// A connect error, returned by the next call (tonic's lazy reconnect).
     error: Option<BoxError>,
@@ -59,9 +63,11 @@ pub(super) struct Replica {
 
 impl Replica {
     pub(super) fn new(site: Arc<Site>, name: Arc<str>) -> Self {
+        let index = site.set.index_of(&name).unwrap_or(usize::MAX);
         Self {
             site,
             name,
+            index,
             state: State::Idle,
             error: None,
             dials: Default::default(),
@@ -107,6 +113,12 @@ impl tower::Service<http::Request<Body>> for Replica {
     type Future = BoxFuture<Result<http::Response<Body>, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        // Ejected (gRFC A50): out of rotation whatever its connection does.
+        if let Some(ejector) = &self.site.outlier {
+            if ejector.poll_admit(self.index, cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
         if self.error.is_some() {
             return Poll::Ready(Ok(()));
         }
@@ -192,6 +204,25 @@ impl tower::Service<http::Request<Body>> for Replica {
                 },
             );
         }
+        let response = self.send(req);
+        match &self.site.outlier {
+            Some(ejector) => Box::pin(super::ejection::counted(
+                ejector.clone(),
+                self.index,
+                response,
+            )),
+            None => response,
+        }
+    }
+}
+
+impl Replica {
+    /// Sends `req` on the connection (or fails it with the stored connect
+    /// error).
+    fn send(
+        &mut self,
+        req: http::Request<Body>,
+    ) -> BoxFuture<Result<http::Response<Body>, BoxError>> {
         if let Some(e) = self.error.take() {
             return Box::pin(std::future::ready(Err(e)));
         }

@@ -334,6 +334,53 @@ pub enum BalancerChange {
         #[serde(rename = "retry_in_us", serialize_with = "micros")]
         retry_in: Duration,
     },
+    /// Outlier detection (gRFC A50) ejected the replica: it is not picked
+    /// for `ejected_for` (*simulated* time), and returns at the first
+    /// interval after that ([`BalancerChange::Unejected`]).
+    Ejected {
+        /// Which algorithm found it, with its numbers.
+        why: Ejection,
+        /// Its calls that ended OK in the interval judged.
+        successes: u32,
+        /// Its calls in the interval judged.
+        calls: u32,
+        /// How long it stays out: base_ejection_time × times ejected,
+        /// capped. JSON: `ejected_for_us`.
+        #[serde(rename = "ejected_for_us", serialize_with = "micros")]
+        ejected_for: Duration,
+    },
+    /// Outlier detection returned the ejected replica to rotation after
+    /// `after` (*simulated* time) out.
+    Unejected {
+        /// How long it was ejected. JSON: `after_us`.
+        #[serde(rename = "after_us", serialize_with = "micros")]
+        after: Duration,
+    },
+}
+
+/// Which outlier-detection algorithm (gRFC A50) ejected a replica, with
+/// the numbers it compared. Rates are in parts per million of calls
+/// (500000 = 50 %).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "algorithm", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Ejection {
+    /// Success-rate ejection: the replica's success rate was below
+    /// `required_ppm`, the mean of the replicas judged less
+    /// `stdev_factor` / 1000 standard deviations.
+    SuccessRate {
+        /// The mean success rate of the replicas judged.
+        mean_ppm: i32,
+        /// The line: mean − stdev × stdev_factor / 1000 (negative when
+        /// the spread is wide).
+        required_ppm: i32,
+    },
+    /// Failure-percentage ejection: more than `threshold` % of the
+    /// replica's calls failed.
+    FailurePercentage {
+        /// The configured threshold, in percent.
+        threshold: u32,
+    },
 }
 
 /// A `grpc.health.v1` serving status (`health.proto`,

@@ -103,7 +103,7 @@ impl Host {
         set: &str,
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
-        self.balanced(set, Arc::new(configure), None)
+        self.balanced(set, Arc::new(configure), None, None)
     }
 
     /// Like [`Host::balanced_channel`], with client-side health checking
@@ -157,7 +157,58 @@ impl Host {
         service: &str,
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
-        self.balanced(set, Arc::new(configure), Some(service.into()))
+        self.balanced(set, Arc::new(configure), Some(service.into()), None)
+    }
+
+    /// Like [`Host::balanced_channel_with`], with outlier detection (gRFC
+    /// A50; the settings and their defaults are on [`OutlierDetection`]):
+    /// every `interval` of *simulated* time the channel judges each
+    /// replica's calls in the interval just ended, and a replica it ejects
+    /// is not picked until its ejection time has passed. A call counts as
+    /// a failure when it ends with any status but OK, as the channel saw
+    /// it. The draws of `enforcement_percentage` come from the run's seed.
+    ///
+    /// The trace shows, at the caller, each ejection with its numbers
+    /// (`balancer: store-1 ejected: success rate 50.0 % of 102 calls,
+    /// below the line of 52.0 % (mean 90.0 %); out of rotation for 30s …`)
+    /// and each return (`balancer: store-1 back in rotation after 30s
+    /// ejected`); the events are
+    /// [`BalancerChange::Ejected`](crate::recorder::event::BalancerChange::Ejected)
+    /// and [`BalancerChange::Unejected`](crate::recorder::event::BalancerChange::Unejected).
+    ///
+    /// An invalid `detection` ([`OutlierDetection::validate`]) is an error
+    /// from [`Sim::run`](crate::Sim::run); the channel is then unusable.
+    ///
+    /// ```
+    /// # fn body(player: grpc_chaos::Host) {
+    /// use grpc_chaos::balance::OutlierDetection;
+    /// let store = player.balanced_channel_outlier_detection(
+    ///     "store",
+    ///     OutlierDetection::default(),
+    ///     |e| e,
+    /// );
+    /// # let _ = store;
+    /// # }
+    /// ```
+    ///
+    /// [`OutlierDetection`]: crate::balance::OutlierDetection
+    /// [`OutlierDetection::validate`]: crate::balance::OutlierDetection::validate
+    pub fn balanced_channel_outlier_detection(
+        &self,
+        set: &str,
+        detection: crate::balance::OutlierDetection,
+        configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
+    ) -> Channel {
+        if let Err(e) = detection.validate() {
+            self.shared.problem(e);
+            let site = CallSite {
+                recorder: self.shared.recorder.clone(),
+                from: HostName::new(&self.name),
+                target: HostName::new(set),
+            };
+            return Channel::new(crate::net::unusable_channel(set), site);
+        }
+        self.balanced(set, Arc::new(configure), None, Some(detection))
     }
 
     fn balanced(
@@ -165,6 +216,7 @@ impl Host {
         set: &str,
         configure: crate::balance::Configure,
         health: Option<Arc<str>>,
+        outlier: Option<crate::balance::OutlierDetection>,
     ) -> Channel {
         let site = CallSite {
             recorder: self.shared.recorder.clone(),
@@ -181,6 +233,7 @@ impl Host {
                     replicas,
                     configure,
                     health,
+                    outlier,
                 ),
                 site,
             ),

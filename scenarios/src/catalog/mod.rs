@@ -15,6 +15,7 @@ mod etcd_keepalive;
 mod fresh_request;
 mod gcp_lifetime_cap;
 mod graceful_drain;
+mod gray_replica;
 mod hedging;
 mod injected_resets;
 mod keepalive_mismatch;
@@ -113,6 +114,8 @@ pub fn all() -> Vec<Scenario> {
         rolling_restart::SCENARIO,
         replica_not_serving::SCENARIO,
         replica_not_serving::CHECKED,
+        gray_replica::SCENARIO,
+        gray_replica::EJECTED,
         pod_termination::SIGTERM_FIRST,
         pod_termination::PRE_STOP,
         reconnect_storm::STORM,

@@ -1,6 +1,7 @@
 //! `tt.v1.Store`: keeps each match's points.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +15,9 @@ use super::pb::{LoadReply, LoadRequest, SaveReply, SaveRequest};
 pub struct Store {
     work: Duration,
     totals: Arc<Mutex<HashMap<String, u32>>>,
+    /// Fail every n-th Save ([`Store::failing_every`]).
+    fail_every: Option<u32>,
+    saves: Arc<AtomicU32>,
 }
 
 impl Store {
@@ -23,6 +27,15 @@ impl Store {
             work,
             ..Self::default()
         }
+    }
+
+    /// A gray-failing store: every `n`-th Save (the 2nd, 4th … for 2)
+    /// does its work and then fails with UNAVAILABLE `"gray failure"`, as
+    /// a replica with a bad disk or a broken dependency does; the others
+    /// succeed. `n` of 0 or 1 fails every Save.
+    pub fn failing_every(mut self, n: u32) -> Self {
+        self.fail_every = Some(n.max(1));
+        self
     }
 
     /// The generated tonic server for this store.
@@ -43,6 +56,10 @@ impl super::pb::store_server::Store for Store {
     async fn save(&self, request: Request<SaveRequest>) -> Result<Response<SaveReply>, Status> {
         let req = request.into_inner();
         tokio::time::sleep(self.work).await;
+        let nth = self.saves.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.fail_every.is_some_and(|n| nth.is_multiple_of(n)) {
+            return Err(Status::unavailable("gray failure"));
+        }
         let total = self.add(&req.match_id, req.points);
         tracing::info!(match_id = %req.match_id, total, "saved");
         Ok(Response::new(SaveReply { total }))

@@ -6,6 +6,7 @@
 mod health;
 mod hedging;
 mod hedging_rules;
+mod outlier;
 mod pod_termination;
 mod replicas;
 mod retries;

@@ -2,7 +2,7 @@
 //! balanced channel's balancer did.
 
 use crate::recorder::event;
-use crate::recorder::event::{BalancerChange, Event, EventKind, HealthStatus};
+use crate::recorder::event::{BalancerChange, Ejection, Event, EventKind, HealthStatus};
 
 /// The `where` column and text of a replica-set event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
@@ -64,6 +64,20 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                      in {}",
                     crate::units::fmt_duration(*retry_in)
                 ),
+                BalancerChange::Ejected {
+                    why,
+                    successes,
+                    calls,
+                    ejected_for,
+                } => format!(
+                    "{replica} ejected: {}; out of rotation for {} (outlier detection, gRFC A50)",
+                    ejection(*why, *successes, *calls),
+                    crate::units::fmt_duration(*ejected_for)
+                ),
+                BalancerChange::Unejected { after } => format!(
+                    "{replica} back in rotation after {} ejected (outlier detection)",
+                    crate::units::fmt_duration(*after)
+                ),
             };
             (format!("{host}→{replica}"), format!("balancer: {what}"))
         }
@@ -78,5 +92,25 @@ fn health(replica: &str, status: HealthStatus) -> String {
         format!("{replica} health {name}: in rotation")
     } else {
         format!("{replica} health {name}: out of rotation, not picked until SERVING")
+    }
+}
+
+/// Why a replica was ejected, with the numbers compared: `success rate
+/// 50.0 % of 100 calls, below the line of 52.0 % (mean 90.0 %)`.
+fn ejection(why: Ejection, successes: u32, calls: u32) -> String {
+    let rate = f64::from(successes) * 100.0 / f64::from(calls.max(1));
+    match why {
+        Ejection::SuccessRate {
+            mean_ppm,
+            required_ppm,
+        } => format!(
+            "success rate {rate:.1} % of {calls} calls, below the line of {:.1} % (mean {:.1} %)",
+            f64::from(required_ppm) / 10_000.0,
+            f64::from(mean_ppm) / 10_000.0
+        ),
+        Ejection::FailurePercentage { threshold } => format!(
+            "{:.1} % of {calls} calls failed, over the threshold {threshold} %",
+            100.0 - rate
+        ),
     }
 }
