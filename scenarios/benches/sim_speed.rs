@@ -143,10 +143,10 @@
 // crate root, so its modules resolve from `benches/`).
 #[path = "sim_speed/health.rs"]
 mod health;
-#[path = "sim_speed/shrink.rs"]
-mod shrink;
 #[path = "sim_speed/outlier.rs"]
 mod outlier;
+#[path = "sim_speed/shrink.rs"]
+mod shrink;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

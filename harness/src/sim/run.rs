@@ -117,15 +117,6 @@ impl Sim {
             // pending clients.
             .simulation_duration(config.end().saturating_add(config.tick.saturating_mul(2)))
             .tick_duration(config.tick)
-            // turmoil queues at most this many SYNs per listener (and
-            // segments per socket), and panics past it; 64 by default. A
-            // real tokio listener is bound with the standard library's
-            // backlog, 128 on Linux, which the kernel caps at somaxconn
-            // (4096 since Linux 5.4) — mio `net/tcp/listener.rs`, read. A
-            // real full backlog drops SYNs (the client retries); turmoil's
-            // panics, so its queue is kept long enough for a reconnect storm
-            // of hundreds of clients instead of emulating the drop.
-            .tcp_capacity(LISTEN_BACKLOG)
             .min_message_latency(config.latency)
             // turmoil draws each message's latency in [min, max] from its
             // seeded RNG: jitter is what makes seeds explore interleavings.
@@ -206,10 +197,6 @@ pub(crate) fn run_failed(e: Error, trace: Trace) -> Error {
     let artifact = crate::trace::write_artifacts_with(&trace, &e.what());
     e.with_run(trace.seed(), trace.replay_env(), Some(trace), artifact)
 }
-
-/// turmoil's TCP capacity in every run: SYNs queued per listener and
-/// segments per socket (see where the world is built).
-const LISTEN_BACKLOG: usize = 1024;
 
 fn register_server(
     world: &mut turmoil::Sim<'static>,

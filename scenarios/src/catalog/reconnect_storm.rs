@@ -1,8 +1,9 @@
-//! A reconnect storm: 100 clients call a store every 100 ms; the store
-//! shuts down at 1 s (its listener closed: connects are refused) and
-//! starts again at 3 s. tonic's channel dials again on every call after a
-//! failure (no connection backoff, grpc-rust #2839), so the clients redial
-//! about ten times a second each for the whole outage. The same clients
+//! A reconnect storm: 100 clients call a store every 100 ms (client *i*
+//! starting at *i* ms); the store crashes at 1 s and starts again at 3 s.
+//! Each client's dial to the crashed host waits for its 100 ms connect
+//! timeout. tonic's channel dials again on every call after a failure (no
+//! connection backoff, grpc-rust #2839), so the clients redial about ten
+//! times a second each for the whole outage. The same clients
 //! behind their own backoff (`services::ConnectBackoff`, grpc's
 //! connection-backoff.md: 1 s, ×1.6, ±20%) dial a few times each, and pay
 //! for it in recovery: each waits out its backoff after the restart.
@@ -25,7 +26,7 @@ const SOURCE: &str = "grpc doc/connection-backoff.md; grpc-rust #2839, #1147";
 pub(super) const STORM: Scenario = Scenario {
     name: "reconnect-storm",
     source: SOURCE,
-    story: "100 clients and a store that restarts: tonic's channel redials on every call, a storm of connects while the store is down.",
+    story: "100 clients and a store that crashes and restarts: tonic's channel redials on every call, a storm of connects while the store is down.",
     checks: "store down from 1s to 3s, 100 clients calling every 100ms: connects per second in the outage, each client flagged as redialling sooner than connection backoff allows",
     simulate: storm,
     judge: judge_storm,
@@ -46,15 +47,23 @@ const DOWN: Duration = ms(1000);
 const UP: Duration = ms(3000);
 const EVERY: Duration = ms(100);
 const CALLS: u32 = 70;
+const CONNECT_TIMEOUT: Duration = ms(100);
 
 fn world(seed: u64, backoff: bool) -> grpc_chaos::Result<Trace> {
     let mut sim = Sim::builder().seed(seed).duration(ms(20_000)).build();
     sim.server("store", |s| s.add_service(Store::default().into_server()));
-    sim.fault(Fault::shutdown("store").at(DOWN));
+    // A crash, not a graceful shutdown: the GOAWAYs of a shutdown to 100
+    // connections in one tick go out in an order the canary saw change
+    // between processes.
+    sim.fault(Fault::crash("store").at(DOWN));
     sim.fault(Fault::restart("store").at(UP));
     for i in 0..CLIENTS {
         sim.client(format!("player-{i:02}"), move |player| async move {
-            let mut store = StoreClient::new(player.channel("store"));
+            // Staggered by a tick each, as real clients are: turmoil queues
+            // at most 64 SYNs per listener per tick (and panics past it).
+            tokio::time::sleep(ms(i)).await;
+            let channel = player.channel_with("store", |e| e.connect_timeout(CONNECT_TIMEOUT));
+            let mut store = StoreClient::new(channel);
             let mut gate = backoff.then(|| ConnectBackoff::new(seed ^ i));
             for n in 0..CALLS {
                 let now = tokio::time::Instant::now();
