@@ -50,7 +50,9 @@ const CALLS: u32 = 70;
 const CONNECT_TIMEOUT: Duration = ms(100);
 
 fn world(seed: u64, backoff: bool) -> grpc_chaos::Result<Trace> {
-    let mut sim = Sim::builder().seed(seed).duration(ms(20_000)).build();
+    // A 10 ms tick: a hundred hosts make every tick cost a hundred polls.
+    let builder = Sim::builder().seed(seed).duration(ms(20_000)).tick(ms(10));
+    let mut sim = builder.build();
     sim.server("store", |s| s.add_service(Store::default().into_server()));
     // A crash, not a graceful shutdown: the GOAWAYs of a shutdown to 100
     // connections in one tick go out in an order the canary saw change

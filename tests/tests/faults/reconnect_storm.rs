@@ -36,7 +36,7 @@ fn without_backoff_every_call_dials_and_every_client_is_flagged() {
 #[test]
 fn with_backoff_each_client_dials_twice_and_comes_back_later() {
     let (trace, report) = story("reconnect-storm-backoff");
-    assert_eq!(dials(&trace, 1000, 3000), 199, "{}", report.happened);
+    assert_eq!(dials(&trace, 1000, 3000), 189, "{}", report.happened);
     assert_eq!(quick_redials(&trace), 0);
     // Dials per 500 ms around the outage and the restart at 3 s: the
     // backoff spreads the clients' redials out.
