@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use super::host::{HostAction, HostFault, PodTiming};
-use super::{Fault, FaultKind, ShutdownFault};
+use super::{Fault, FaultKind};
 
 /// Kubernetes' default `terminationGracePeriodSeconds`.
 pub const DEFAULT_TERMINATION_GRACE: Duration = Duration::from_secs(30);
@@ -110,19 +110,15 @@ impl PodTiming {
 /// graceful shutdown starts at SIGTERM with the grace left until SIGKILL.
 fn parts(replica: &str, timing: &PodTiming, at: Duration) -> [HostFault; 2] {
     let (sigterm, grace) = timing.sigterm();
-    let shutdown = ShutdownFault {
-        host: replica.to_owned(),
-        grace: Some(grace),
-    };
-    let Fault(FaultKind::Host(shutdown)) = shutdown.at(at.saturating_add(sigterm)) else {
-        unreachable!("a shutdown is a host fault")
-    };
     [
         HostFault {
             at: at.saturating_add(timing.endpoint_lag),
             action: HostAction::Leave(replica.to_owned()),
         },
-        shutdown,
+        HostFault {
+            at: at.saturating_add(sigterm),
+            action: HostAction::Shutdown(replica.to_owned(), Some(grace)),
+        },
     ]
 }
 

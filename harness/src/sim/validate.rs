@@ -147,6 +147,16 @@ impl Sim {
         Ok(())
     }
 
+    /// The replica sets' names for an error: `store, ledger`, or `(none)`.
+    fn replica_set_names(&self) -> String {
+        let sets: Vec<&str> = self.replica_sets.iter().map(|s| s.name.as_str()).collect();
+        if sets.is_empty() {
+            "(none)".to_owned()
+        } else {
+            sets.join(", ")
+        }
+    }
+
     /// A pod termination names a replica: it is the pod behind one
     /// endpoint of a Service (a replica set here). Checked before its
     /// parts, whose errors would name `Fault::leave`.
@@ -158,16 +168,11 @@ impl Sim {
             if self.replica_sets.iter().any(|s| s.index_of(host).is_some()) {
                 continue;
             }
-            let sets: Vec<String> = self.replica_sets.iter().map(|s| s.name.clone()).collect();
             return Err(Error::new(Kind::Misconfigured(format!(
                 "Fault::pod_termination({host:?}): `{host}` is not a replica of a set; a pod \
                  termination takes the pod out of its Service's endpoints, so run the pods as a \
                  replica set (Sim::servers) and name one of its replicas; replica sets: {}",
-                if sets.is_empty() {
-                    "(none)".to_owned()
-                } else {
-                    sets.join(", ")
-                }
+                self.replica_set_names()
             ))));
         }
         Ok(())
@@ -276,16 +281,11 @@ impl Sim {
                 .iter()
                 .find(|s| s.index_of(host).is_some())
             else {
-                let sets: Vec<String> = self.replica_sets.iter().map(|s| s.name.clone()).collect();
                 return Err(Error::new(Kind::Misconfigured(format!(
                     "Fault::{}({host:?}): `{host}` is not a replica of a set (Sim::servers); \
                      leave and join change a replica set's membership; replica sets: {}",
                     if join { "join" } else { "leave" },
-                    if sets.is_empty() {
-                        "(none)".to_owned()
-                    } else {
-                        sets.join(", ")
-                    }
+                    self.replica_set_names()
                 ))));
             };
             let member = !out.contains(host);

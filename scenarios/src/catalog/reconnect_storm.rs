@@ -131,7 +131,7 @@ fn recovered(trace: &Trace) -> Vec<Duration> {
 }
 
 /// `attempts in the outage: 1812 (peak 10 per client), 100 clients flagged; back by 3.004s`.
-fn happened(trace: &Trace) -> String {
+fn happened(trace: &Trace, flagged: usize) -> String {
     let per = attempts_in_outage(trace);
     let total: usize = per.values().sum();
     let peak = per.values().max().copied().unwrap_or(0);
@@ -144,12 +144,14 @@ fn happened(trace: &Trace) -> String {
         "connect attempts while the store was down (1s-3s): {total}, {:.0}/s ({peak} at most per client); \
          {} clients flagged as redialling too soon; {} of {CLIENTS} clients back, the last at {last}",
         total as f64 / (UP - DOWN).as_secs_f64(),
-        flagged(trace),
+        flagged,
         back.len()
     )
 }
 
 fn judge_storm(trace: &Trace) -> Report {
+    // The trace's JSON, serialized and read once: the finding's count.
+    let flagged = flagged(trace);
     let per = attempts_in_outage(trace);
     let least = per.values().min().copied().unwrap_or(0);
     let checks = [
@@ -162,14 +164,15 @@ fn judge_storm(trace: &Trace) -> Report {
             format!("a client dialled only {least} times in the 2s outage"),
         ),
         (
-            flagged(trace) as u64 == CLIENTS,
-            format!("{} clients flagged", flagged(trace)),
+            flagged as u64 == CLIENTS,
+            format!("{flagged} clients flagged"),
         ),
     ];
-    Report::from_checks(happened(trace), &checks).with_findings(trace)
+    Report::from_checks(happened(trace, flagged), &checks).with_findings(trace)
 }
 
 fn judge_backoff(trace: &Trace) -> Report {
+    let flagged = flagged(trace);
     let per = attempts_in_outage(trace);
     let most = per.values().max().copied().unwrap_or(0);
     let back = recovered(trace);
@@ -179,10 +182,7 @@ fn judge_backoff(trace: &Trace) -> Report {
             most <= 4,
             format!("a client dialled {most} times in the 2s outage"),
         ),
-        (
-            flagged(trace) == 0,
-            format!("{} clients flagged", flagged(trace)),
-        ),
+        (flagged == 0, format!("{flagged} clients flagged")),
         (
             back.len() as u64 == CLIENTS && late == 0,
             format!(
@@ -191,5 +191,5 @@ fn judge_backoff(trace: &Trace) -> Report {
             ),
         ),
     ];
-    Report::from_checks(happened(trace), &checks).with_findings(trace)
+    Report::from_checks(happened(trace, flagged), &checks).with_findings(trace)
 }
