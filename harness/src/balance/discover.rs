@@ -4,11 +4,13 @@
 //! (`transport/channel/service/discover.rs`) turns `Change::Insert` of an
 //! endpoint into a new lazy connection and `Change::Remove` into an
 //! eviction. The balancer polls it from its `poll_ready`, so a change is
-//! seen when the balancer next routes a call.
+//! seen when the balancer next routes a call. With DNS the changes come
+//! from the channel's resolver (`resolver.rs`) instead of the membership.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -53,10 +55,21 @@ impl Stream for Discover {
             if let Some(change) = this.changes.pop_front() {
                 return Poll::Ready(Some(Ok(change)));
             }
-            let replicas = &this.site.replicas;
-            let Some(now) =
-                replicas.poll_change(&this.site.set.name, this.seen, this.watcher, cx.waker())
-            else {
+            let change = match &this.site.dns {
+                // With DNS, the resolver's answers are the membership; the
+                // picks made from here on came from this answer.
+                Some(answers) => answers.poll_change(this.seen, cx.waker()).map(|(n, now)| {
+                    this.site.applied_answer.store(n, Ordering::Relaxed);
+                    now
+                }),
+                None => this.site.replicas.poll_change(
+                    &this.site.set.name,
+                    this.seen,
+                    this.watcher,
+                    cx.waker(),
+                ),
+            };
+            let Some(now) = change else {
                 return Poll::Pending;
             };
             // The membership the channel starts with is not news; later

@@ -12,12 +12,15 @@
 //! Parts: `discover` (membership → changes), `replica` (one replica's
 //! connection and its reconnect), `health` (its gRFC A17 health Watch,
 //! when the channel checks health), `ejection` and `detector` (outlier
-//! detection, gRFC A50, when the channel has it), `io` (its socket and
+//! detection, gRFC A50, when the channel has it), `resolver` (DNS name
+//! resolution, when the channel has it), `io` (its socket and
 //! connector), `rng` (the balancer's seeded random numbers).
 //!
-//! Public here: [`OutlierDetection`] and its two algorithms' settings, for
-//! [`Host::balanced_channel_outlier_detection`](crate::Host::balanced_channel_outlier_detection).
+//! Public here: [`BalanceConfig`], the parts of a channel for
+//! [`Host::balanced_channel_config`](crate::Host::balanced_channel_config):
+//! [`Dns`], and [`OutlierDetection`] with its two algorithms' settings.
 
+mod config;
 mod detector;
 mod discover;
 mod ejection;
@@ -26,8 +29,10 @@ mod io;
 mod outlier;
 mod replica;
 mod replicas;
+mod resolver;
 mod rng;
 
+pub use config::{BalanceConfig, Dns};
 pub use outlier::{FailurePercentageEjection, OutlierDetection, SuccessRateEjection};
 
 use crate::recorder::event;
@@ -76,6 +81,12 @@ pub(crate) struct Site {
     health: Option<Arc<str>>,
     /// Outlier detection (gRFC A50), when the channel has it.
     outlier: Option<Arc<ejection::Ejector>>,
+    /// The resolver's answers, when the channel resolves the set's name
+    /// through DNS.
+    dns: Option<Arc<resolver::Answers>>,
+    /// The number of the DNS answer the balancer's addresses came from
+    /// (0 before the first), for the picks' events.
+    applied_answer: std::sync::atomic::AtomicU32,
 }
 
 impl Site {
@@ -96,34 +107,43 @@ impl Site {
 /// balancer's random numbers come from the run's seed and both names
 /// ([`crate::retry::channel_seed`]'s mix), so the same seed picks the same
 /// replicas in every process; two balanced channels from one host to one
-/// set draw the same sequence. With `outlier`, its sweeps run in a task
-/// of their own on the same runtime, for as long as the channel lives.
-#[allow(clippy::too_many_arguments)]
+/// set draw the same sequence. With outlier detection, its sweeps run in a
+/// task of their own on the same runtime, for as long as the channel
+/// lives; so does the resolver, with DNS. `config` is valid
+/// ([`BalanceConfig::validate`]).
 pub(crate) fn channel(
     wiring: Wiring,
     replicas: Arc<Replicas>,
     run_seed: u64,
     from: &str,
     set: ReplicaSet,
-    configure: Configure,
-    health: Option<Arc<str>>,
-    outlier: Option<OutlierDetection>,
+    config: BalanceConfig,
 ) -> Balanced {
     let seed = crate::retry::channel_seed(run_seed, from, &set.name);
     // Its own stream, so that ejection draws do not move the picks.
-    let outlier = outlier.map(|config| Arc::new(ejection::Ejector::new(config, set.count, !seed)));
+    let outlier = config
+        .outlier
+        .map(|od| Arc::new(ejection::Ejector::new(od, set.count, !seed)));
+    let dns = config
+        .dns
+        .map(|dns| (dns, Arc::new(resolver::Answers::default())));
     let site = Arc::new(Site {
         wiring,
         replicas,
         from: from.into(),
         set,
-        configure,
+        configure: config.endpoint.unwrap_or_else(|| Arc::new(|e| e)),
         seed: run_seed,
-        health,
+        health: config.health,
         outlier,
+        dns: dns.as_ref().map(|(_, answers)| answers.clone()),
+        applied_answer: Default::default(),
     });
     if site.outlier.is_some() {
         tokio::spawn(ejection::Ejector::run(Arc::downgrade(&site)));
+    }
+    if let Some((dns, answers)) = dns {
+        tokio::spawn(resolver::run(Arc::downgrade(&site), dns, answers));
     }
     let balance = Balance::from_rng(discover::Discover::new(site), rng::SplitMix64::new(seed));
     let (buffer, worker) = Buffer::pair(BoxService::new(balance), BUFFER_SIZE);

@@ -201,6 +201,11 @@ impl tower::Service<http::Request<Body>> for Replica {
                 EventKind::CallRouted {
                     call,
                     replica: (&self.name).into(),
+                    answer: self.site.dns.as_ref().map(|_| {
+                        self.site
+                            .applied_answer
+                            .load(std::sync::atomic::Ordering::Relaxed)
+                    }),
                 },
             );
         }

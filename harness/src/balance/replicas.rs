@@ -46,6 +46,9 @@ struct Members {
     version: u64,
     /// Discovery streams waiting for a change, by stream id.
     waiting: Vec<(u64, Waker)>,
+    /// The DNS gives no answer for the set's name
+    /// ([`Fault::dns_outage`](crate::Fault::dns_outage)).
+    dns_out: bool,
 }
 
 /// Every replica set of a run and its current members. Changed by the
@@ -74,6 +77,7 @@ impl Replicas {
                     present: vec![true; set.count],
                     version: 0,
                     waiting: Vec::new(),
+                    dns_out: false,
                 }))
             })
             .collect();
@@ -123,6 +127,30 @@ impl Replicas {
             waker.wake();
         }
         true
+    }
+
+    /// Which replicas of `set` are members now (`present[i]`), if it is a
+    /// set.
+    pub(crate) fn members(&self, set: &str) -> Option<Vec<bool>> {
+        self.find(|s| s.name == set)
+            .map(|m| lock(m).present.clone())
+    }
+
+    /// Starts (`true`) or ends (`false`) a DNS outage of `set`'s name.
+    /// Returns false when nothing changed (validation rules that out).
+    /// Resolvers read it at their next resolution; nothing is woken.
+    pub(crate) fn set_dns_out(&self, set: &str, out: bool) -> bool {
+        let Some(m) = self.find(|s| s.name == set) else {
+            return false;
+        };
+        let mut m = lock(m);
+        std::mem::replace(&mut m.dns_out, out) != out
+    }
+
+    /// Whether the DNS gives no answer for `set`'s name now.
+    pub(crate) fn dns_out(&self, set: &str) -> bool {
+        self.find(|s| s.name == set)
+            .is_some_and(|m| lock(m).dns_out)
     }
 
     /// A new watcher id for [`Replicas::poll_change`].

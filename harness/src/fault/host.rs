@@ -43,6 +43,11 @@ pub(crate) enum HostAction {
     Leave(String),
     /// Puts a replica back into its set's membership ([`super::Fault::join`]).
     Join(String),
+    /// The DNS stops answering for a replica set's name
+    /// ([`super::Fault::dns_outage`]).
+    DnsOutage(String),
+    /// The DNS answers for the set's name again ([`super::Fault::dns_restore`]).
+    DnsRestore(String),
     /// Sets a service's `grpc.health.v1` status on a host that serves
     /// tonic-health ([`super::Fault::health`]): host, service, status.
     Health(String, String, HealthStatus),
@@ -77,6 +82,8 @@ impl HostAction {
             Self::Release(name) => format!("release {name:?}"),
             Self::Leave(h) => format!("leave of {h}"),
             Self::Join(h) => format!("join of {h}"),
+            Self::DnsOutage(set) => format!("DNS outage of {set}"),
+            Self::DnsRestore(set) => format!("DNS restore of {set}"),
             Self::Health(h, service, status) => {
                 format!(
                     "health of {service:?} on {h} set to {}",
@@ -119,7 +126,8 @@ impl HostAction {
             | Self::BlackHole(a, b)
             | Self::Repair(a, b)
             | Self::Latency(a, b, _) => vec![a, b],
-            Self::Release(_) => vec![],
+            // A set's name, not a host: checked with the replica sets.
+            Self::Release(_) | Self::DnsOutage(_) | Self::DnsRestore(_) => vec![],
         }
     }
 

@@ -415,11 +415,13 @@ impl Fault {
 
     /// Takes replica host `replica` (of a [`Sim::servers`](crate::Sim::servers)
     /// set) out of its set's membership, as a service-discovery update
-    /// would (an endpoint removed from DNS or a Kubernetes `Endpoints`
-    /// list). Each balanced channel to the set sees a
-    /// `tower::discover::Change::Remove` the next time its balancer polls
-    /// for changes (when it next routes a call) and sends the replica no
-    /// new calls; calls already on the replica's connection run on, and the
+    /// would (an endpoint removed from a Kubernetes `Endpoints` list, or
+    /// from DNS). Each balanced channel to the set that watches the
+    /// membership sees a `tower::discover::Change::Remove` the next time
+    /// its balancer polls for changes (when it next routes a call) and
+    /// sends the replica no new calls; a channel with
+    /// [`Dns`](crate::balance::Dns) sees it in its first answer made after
+    /// it. Calls already on the replica's connection run on, and the
     /// host itself keeps running. Recorded as `left replica set …` at the
     /// replica, and `balancer: … removed` at each caller when its balancer
     /// applies it.
@@ -460,6 +462,41 @@ impl Fault {
     pub fn join(replica: impl Into<String>) -> HostFaultBuilder {
         HostFaultBuilder {
             action: HostAction::Join(replica.into()),
+        }
+    }
+
+    /// Makes the DNS give no answer for replica set `set`'s name (SERVFAIL,
+    /// or a lookup that times out) until a [`Fault::dns_restore`]: every
+    /// resolution of a balanced channel with [`Dns`](crate::balance::Dns)
+    /// fails meanwhile, and the channel keeps the addresses it has (grpc's
+    /// resolvers keep the last good answer; a channel with no answer yet
+    /// makes its calls wait). Channels that watch the membership (no
+    /// `Dns`) do not resolve, so it changes nothing for them. Recorded as
+    /// `DNS outage` at the set's name, and `dns: resolving … failed` at
+    /// each caller when it resolves.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use grpc_chaos::Fault;
+    /// let s = Duration::from_secs;
+    /// let outage = [Fault::dns_outage("store").at(s(10)), Fault::dns_restore("store").at(s(40))];
+    /// # let _ = outage;
+    /// ```
+    ///
+    /// A name that is not a replica set's, or an outage while one is on,
+    /// is an error from [`Sim::run`](crate::Sim::run).
+    pub fn dns_outage(set: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::DnsOutage(set.into()),
+        }
+    }
+
+    /// Ends a [`Fault::dns_outage`] of replica set `set`'s name: the next
+    /// resolution of each channel gets an answer. A restore with no outage
+    /// on is an error from [`Sim::run`](crate::Sim::run).
+    pub fn dns_restore(set: impl Into<String>) -> HostFaultBuilder {
+        HostFaultBuilder {
+            action: HostAction::DnsRestore(set.into()),
         }
     }
 

@@ -26,6 +26,7 @@ pub use super::payloads::{
     HedgeVerdict, KeepalivePing, Log, PodTerminationStarted, PolicyActed, PolicyClosed,
     PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
 };
+pub use super::resolution::{Resolution, ResolutionOutcome};
 use crate::wire::FrameType;
 
 /// Id of a client call, numbered `r1, r2, …` in order of appearance.
@@ -1080,7 +1081,26 @@ pub enum EventKind {
         call: CallId,
         /// The replica host it went to.
         replica: HostName,
+        /// With DNS ([`Dns`](crate::balance::Dns)): the number of the
+        /// answer the balancer's addresses came from
+        /// ([`ResolutionOutcome::Answered`]); `None` (and absent in JSON)
+        /// for a channel that watches the membership.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        answer: Option<u32>,
     },
+    /// A balanced channel with DNS ([`Dns`](crate::balance::Dns)) resolved
+    /// its set's name: a new answer, or a failure. Recorded at the caller.
+    ///
+    /// Its fields are in [`Resolution`] (boxed).
+    Resolution(Box<Resolution>),
+    /// The DNS stopped answering for a replica set's name
+    /// ([`Fault::dns_outage`](crate::Fault::dns_outage)); recorded at the
+    /// set's name.
+    DnsOutage,
+    /// The DNS answers for the set's name again
+    /// ([`Fault::dns_restore`](crate::Fault::dns_restore)); recorded at the
+    /// set's name.
+    DnsRestored,
     /// A balanced channel's view of one replica changed. Recorded at the
     /// caller when its balancer learns it: like tonic's, it polls its
     /// connections and discovery only while it routes a call, so a
@@ -1203,6 +1223,9 @@ impl EventKind {
             | Self::ReplicaJoined { .. }
             | Self::HealthSet { .. }
             | Self::CallRouted { .. }
+            | Self::Resolution(_)
+            | Self::DnsOutage
+            | Self::DnsRestored
             | Self::Balancer(_)
             | Self::Log(_) => true,
         }

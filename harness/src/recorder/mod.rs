@@ -10,6 +10,7 @@ pub(crate) mod header_fields;
 mod host_name;
 mod order;
 mod payloads;
+mod resolution;
 pub(crate) mod slow_polls;
 
 use std::collections::HashMap;

@@ -14,6 +14,7 @@ use tower::layer::util::{Identity, Stack};
 
 use super::serve_host::UserServe;
 use super::Shared;
+use crate::balance::BalanceConfig;
 use crate::client::{CallSite, Channel};
 use crate::recorder::event::HostName;
 use crate::retry::{ConfigError, Retry, RetryConfig, RetryLayer};
@@ -103,7 +104,7 @@ impl Host {
         set: &str,
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
-        self.balanced(set, Arc::new(configure), None, None)
+        self.balanced_channel_config(set, BalanceConfig::new().endpoint(configure))
     }
 
     /// Like [`Host::balanced_channel`], with client-side health checking
@@ -157,7 +158,8 @@ impl Host {
         service: &str,
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
-        self.balanced(set, Arc::new(configure), Some(service.into()), None)
+        let config = BalanceConfig::new().endpoint(configure);
+        self.balanced_channel_config(set, config.health_check(service))
     }
 
     /// Like [`Host::balanced_channel_with`], with outlier detection (gRFC
@@ -199,30 +201,43 @@ impl Host {
         detection: crate::balance::OutlierDetection,
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
-        if let Err(e) = detection.validate() {
-            self.shared.problem(e);
-            let site = CallSite {
-                recorder: self.shared.recorder.clone(),
-                from: HostName::new(&self.name),
-                target: HostName::new(set),
-            };
-            return Channel::new(crate::net::unusable_channel(set), site);
-        }
-        self.balanced(set, Arc::new(configure), None, Some(detection))
+        let config = BalanceConfig::new().endpoint(configure);
+        self.balanced_channel_config(set, config.outlier_detection(detection))
     }
 
-    fn balanced(
-        &self,
-        set: &str,
-        configure: crate::balance::Configure,
-        health: Option<Arc<str>>,
-        outlier: Option<crate::balance::OutlierDetection>,
-    ) -> Channel {
+    /// A balanced channel to replica set `set` with the parts `config`
+    /// turns on, in any combination: the replicas' `Endpoint` options,
+    /// client-side health checking (as [`Host::balanced_channel_health`]),
+    /// outlier detection (as [`Host::balanced_channel_outlier_detection`])
+    /// and DNS name resolution ([`Dns`]). With health checking and
+    /// outlier detection both on, a replica is picked only while its
+    /// Watch last answered SERVING and it is not ejected.
+    ///
+    /// An invalid `config` ([`BalanceConfig::validate`]) is an error from
+    /// [`Sim::run`](crate::Sim::run); the channel is then unusable.
+    ///
+    /// ```
+    /// # fn body(player: grpc_chaos::Host) {
+    /// use std::time::Duration;
+    /// use grpc_chaos::balance::{BalanceConfig, Dns};
+    /// let dns = Dns::new().refresh(Duration::from_secs(5)).ttl(Duration::from_secs(30));
+    /// let store = player.balanced_channel_config("store", BalanceConfig::new().dns(dns));
+    /// # let _ = store;
+    /// # }
+    /// ```
+    ///
+    /// [`Dns`]: crate::balance::Dns
+    /// [`BalanceConfig::validate`]: crate::balance::BalanceConfig::validate
+    pub fn balanced_channel_config(&self, set: &str, config: BalanceConfig) -> Channel {
         let site = CallSite {
             recorder: self.shared.recorder.clone(),
             from: HostName::new(&self.name),
             target: HostName::new(set),
         };
+        if let Err(e) = config.validate() {
+            self.shared.problem(e);
+            return Channel::new(crate::net::unusable_channel(set), site);
+        }
         match self.shared.replica_set(set, &self.name) {
             Some(replicas) => Channel::balanced(
                 crate::balance::channel(
@@ -231,9 +246,7 @@ impl Host {
                     self.shared.seed,
                     &self.name,
                     replicas,
-                    configure,
-                    health,
-                    outlier,
+                    config,
                 ),
                 site,
             ),

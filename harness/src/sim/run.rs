@@ -429,6 +429,16 @@ fn apply(world: &mut turmoil::Sim<'static>, shared: &Shared, action: &HostAction
             );
             shared.replicas.set_member(h, joins);
         }
+        HostAction::DnsOutage(set) | HostAction::DnsRestore(set) => {
+            let out = matches!(action, HostAction::DnsOutage(_));
+            shared.replicas.set_dns_out(set, out);
+            let kind = if out {
+                EventKind::DnsOutage
+            } else {
+                EventKind::DnsRestored
+            };
+            rec.push(set, kind);
+        }
         HostAction::Health(h, service, status) => {
             if shared.health.set(h, service, *status) {
                 rec.push(

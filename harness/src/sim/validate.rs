@@ -332,6 +332,7 @@ impl Sim {
             }
         };
         let mut paused: BTreeSet<&str> = BTreeSet::new();
+        let mut dns_out: BTreeSet<&str> = BTreeSet::new();
         let mut cut = BTreeSet::new();
         for (n, f) in faults.iter().enumerate() {
             match &f.action {
@@ -356,6 +357,19 @@ impl Sim {
                 HostAction::Resume(h) if !paused.remove(h.as_str()) => {
                     return bad(format!(
                         "resume of {h} at {}: {h} is not paused then; add a Fault::pause(\"{h}\") at an earlier time, or remove the resume",
+                        fmt(f.at)
+                    ));
+                }
+                HostAction::DnsOutage(set) if !dns_out.insert(set) => {
+                    return bad(format!(
+                        "DNS outage of {set} at {}: one is already on then; add a Fault::dns_restore(\"{set}\") before it",
+                        fmt(f.at)
+                    ));
+                }
+                HostAction::DnsRestore(set) if !dns_out.remove(set.as_str()) => {
+                    return bad(format!(
+                        "DNS restore of {set} at {}: no DNS outage of {set} is on then; add a \
+                         Fault::dns_outage(\"{set}\") at an earlier time, or remove the restore",
                         fmt(f.at)
                     ));
                 }
@@ -533,6 +547,15 @@ impl Sim {
         }
         if let HostAction::Release(name) = &fault.action {
             self.check_release(name)?;
+        }
+        if let HostAction::DnsOutage(set) | HostAction::DnsRestore(set) = &fault.action {
+            if self.replica_set(set).is_none() {
+                return Err(Error::new(Kind::Misconfigured(format!(
+                    "{what}: `{set}` is not a replica set (Sim::servers); the DNS faults act on a set's \
+                     name, which balanced channels with Dns resolve; replica sets: {}",
+                    self.replica_set_names()
+                ))));
+            }
         }
         if let HostAction::Partition(a, b, Some(limit)) = &fault.action {
             if limit.is_zero() {

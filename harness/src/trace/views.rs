@@ -284,7 +284,7 @@ pub(crate) fn build(events: &[Event]) -> (Vec<Call>, Vec<HandlerRun>) {
                     c.ended_at = Some(e.at());
                 }
             }
-            EventKind::CallRouted { call, replica } => {
+            EventKind::CallRouted { call, replica, .. } => {
                 if let Some(c) = call_ix.get(call.0).map(|i| &mut calls[i]) {
                     c.replica = Some(replica.to_string());
                 }

@@ -11,6 +11,7 @@ mod connection_age;
 mod dead_peer;
 mod dead_peer_stream;
 mod deadline_chain;
+mod dns_stale;
 mod etcd_keepalive;
 mod fresh_request;
 mod gcp_lifetime_cap;
@@ -118,6 +119,8 @@ pub fn all() -> Vec<Scenario> {
         gray_replica::EJECTED,
         pod_termination::SIGTERM_FIRST,
         pod_termination::PRE_STOP,
+        dns_stale::STALE,
+        dns_stale::FRESH,
         reconnect_storm::STORM,
         reconnect_storm::BACKOFF,
         connection_age::SCENARIO,

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use grpc_chaos::balance::BalanceConfig;
 use grpc_chaos::trace::Call;
 use grpc_chaos::{Sim, SimBuilder, Trace};
 
@@ -28,28 +29,42 @@ pub(crate) const CONNECT_TIMEOUT: Duration = ms(1000);
 /// [`EVERY`], each with a [`DEADLINE`], through one balanced channel with a
 /// [`CONNECT_TIMEOUT`], and waits for all of them.
 pub(crate) fn sim(builder: SimBuilder, calls: u32) -> Sim {
+    sim_config(builder, calls, EVERY, BalanceConfig::new())
+}
+
+/// [`sim`], with a Save every `every` through a balanced channel built
+/// from `config` (its endpoint options replaced by the
+/// [`CONNECT_TIMEOUT`]).
+pub(crate) fn sim_config(
+    builder: SimBuilder,
+    calls: u32,
+    every: Duration,
+    config: BalanceConfig,
+) -> Sim {
     let mut sim = builder.build();
     sim.servers("store", REPLICAS, |s| {
         s.add_service(Store::with_work(WORK).into_server())
     });
-    sim.client("player", move |player| async move {
-        let store = StoreClient::new(
-            player.balanced_channel_with("store", |e| e.connect_timeout(CONNECT_TIMEOUT)),
-        );
-        let mut saves = tokio::task::JoinSet::new();
-        for n in 0..calls {
-            let mut store = store.clone();
-            saves.spawn(async move {
-                let req = SaveRequest {
-                    match_id: format!("m{n}"),
-                    points: 1,
-                };
-                let _ = store.save(with_timeout(req, DEADLINE)).await;
-            });
-            tokio::time::sleep(EVERY).await;
+    let config = config.endpoint(|e| e.connect_timeout(CONNECT_TIMEOUT));
+    sim.client("player", move |player| {
+        let config = config.clone();
+        async move {
+            let store = StoreClient::new(player.balanced_channel_config("store", config));
+            let mut saves = tokio::task::JoinSet::new();
+            for n in 0..calls {
+                let mut store = store.clone();
+                saves.spawn(async move {
+                    let req = SaveRequest {
+                        match_id: format!("m{n}"),
+                        points: 1,
+                    };
+                    let _ = store.save(with_timeout(req, DEADLINE)).await;
+                });
+                tokio::time::sleep(every).await;
+            }
+            while saves.join_next().await.is_some() {}
+            Ok(())
         }
-        while saves.join_next().await.is_some() {}
-        Ok(())
     });
     sim
 }

@@ -3,6 +3,7 @@
 //!
 //! One test binary, a module per file: `cargo test -p grpc-chaos-tests --test balance`.
 
+mod dns;
 mod health;
 mod hedging;
 mod hedging_rules;

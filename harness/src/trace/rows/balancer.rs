@@ -2,7 +2,9 @@
 //! balanced channel's balancer did.
 
 use crate::recorder::event;
-use crate::recorder::event::{BalancerChange, Ejection, Event, EventKind, HealthStatus};
+use crate::recorder::event::{
+    BalancerChange, Ejection, Event, EventKind, HealthStatus, ResolutionOutcome,
+};
 
 /// The `where` column and text of a replica-set event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
@@ -10,11 +12,11 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
     Some(match &e.kind {
         EventKind::ReplicaLeft { set } => (
             host.to_owned(),
-            format!("left replica set {set} (discovery: balancers send it no new calls)"),
+            format!("left replica set {set} (balancers send it no new calls once they learn it)"),
         ),
         EventKind::ReplicaJoined { set } => (
             host.to_owned(),
-            format!("joined replica set {set} (discovery: balancers connect to it)"),
+            format!("joined replica set {set} (balancers connect to it once they learn it)"),
         ),
         EventKind::HealthSet { service, status } => (
             host.to_owned(),
@@ -23,10 +25,26 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                 status.proto_name()
             ),
         ),
-        EventKind::CallRouted { call, replica } => (
+        EventKind::CallRouted {
+            call,
+            replica,
+            answer,
+        } => (
             format!("{host}→{replica}"),
-            format!("{call} balanced to {replica}"),
+            match answer {
+                Some(n) => format!("{call} balanced to {replica} (dns answer {n})"),
+                None => format!("{call} balanced to {replica}"),
+            },
         ),
+        EventKind::DnsOutage => (
+            host.to_owned(),
+            format!("DNS outage: resolutions of {host} get no answer"),
+        ),
+        EventKind::DnsRestored => (
+            host.to_owned(),
+            format!("DNS restored: {host} resolves again"),
+        ),
+        EventKind::Resolution(r) => (format!("{host}→{}", r.set), resolution(r)),
         EventKind::Balancer(balancer) => {
             let event::Balancer {
                 set,
@@ -83,6 +101,59 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
         }
         _ => return None,
     })
+}
+
+/// A DNS resolution: `dns: store answer 2 (made 10s ago): store-0,
+/// store-1, store-2; stale: store-2 is no longer a member`.
+fn resolution(r: &event::Resolution) -> String {
+    let set = &r.set;
+    match &r.outcome {
+        ResolutionOutcome::Answered {
+            answer,
+            addresses,
+            age,
+            stale,
+            missing,
+        } => {
+            let made = if age.is_zero() {
+                String::new()
+            } else {
+                format!(" (made {} ago)", crate::units::fmt_duration(*age))
+            };
+            let list = if addresses.is_empty() {
+                "no addresses".to_owned()
+            } else {
+                join(addresses)
+            };
+            let mut text = format!("dns: {set} answer {answer}{made}: {list}");
+            if !stale.is_empty() {
+                let verb = if stale.len() == 1 { "is" } else { "are" };
+                text += &format!("; stale: {} {verb} no longer a member", join(stale));
+            }
+            if !missing.is_empty() {
+                text += &format!("; {} joined, not in the answer yet", join(missing));
+            }
+            text
+        }
+        ResolutionOutcome::Failed { kept, retry_in } => {
+            let keeps = match kept {
+                Some(n) => format!("keeping answer {n}"),
+                None => "no answer yet: calls wait".to_owned(),
+            };
+            format!(
+                "dns: resolving {set} failed (no answer); {keeps}; again in {}",
+                crate::units::fmt_duration(*retry_in)
+            )
+        }
+    }
+}
+
+fn join(hosts: &[event::HostName]) -> String {
+    hosts
+        .iter()
+        .map(|h| h.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A health status a replica's Watch answered, and what it does to picks.

@@ -406,9 +406,11 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         EventKind::CallRouted { .. } => RowKind::Call,
         EventKind::ReplicaLeft { .. }
         | EventKind::ReplicaJoined { .. }
-        | EventKind::HealthSet { .. } => RowKind::Fault,
+        | EventKind::HealthSet { .. }
+        | EventKind::DnsOutage
+        | EventKind::DnsRestored => RowKind::Fault,
         // A client-side policy at work, styled as the server-side ones.
-        EventKind::Balancer(_) => RowKind::Policy,
+        EventKind::Balancer(_) | EventKind::Resolution(_) => RowKind::Policy,
     }
 }
 
