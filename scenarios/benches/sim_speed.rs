@@ -139,8 +139,11 @@
 //! the calls client returns) is only reported, never acted on, so it
 //! cannot change what the simulation does.
 
-// The health part and the shrinking rows live beside this file (it is a
-// crate root, so its modules resolve from `benches/`).
+// The health and outlier parts, what they share, and the shrinking rows
+// live beside this file (it is a crate root, so its modules resolve from
+// `benches/`).
+#[path = "sim_speed/balanced.rs"]
+mod balanced;
 #[path = "sim_speed/health.rs"]
 mod health;
 #[path = "sim_speed/outlier.rs"]

@@ -95,20 +95,22 @@ impl GoawayScan {
 }
 
 /// A [`SimConn`] that counts itself open in its [`Liveness`] until dropped,
-/// and tells it of the server's GOAWAY.
+/// and, on a health-checked channel, tells it of the server's GOAWAY.
 pub(super) struct Watched {
     inner: SimConn,
     alive: Arc<Liveness>,
-    scan: GoawayScan,
+    /// Only a health Watch listens for the GOAWAY: without one, the bytes
+    /// are not scanned at all.
+    scan: Option<GoawayScan>,
 }
 
 impl Watched {
-    fn new(inner: SimConn, alive: Arc<Liveness>) -> Self {
+    fn new(inner: SimConn, alive: Arc<Liveness>, scan_goaway: bool) -> Self {
         alive.open.fetch_add(1, Ordering::Relaxed);
         Self {
             inner,
             alive,
-            scan: GoawayScan::default(),
+            scan: scan_goaway.then(GoawayScan::default),
         }
     }
 }
@@ -126,9 +128,12 @@ impl AsyncRead for Watched {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
-        let read = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if self.scan.feed(&buf.filled()[before..]) {
-            self.alive.goaway.send_replace(true);
+        let this = &mut *self;
+        let read = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Some(scan) = &mut this.scan {
+            if scan.feed(&buf.filled()[before..]) {
+                this.alive.goaway.send_replace(true);
+            }
         }
         read
     }
@@ -152,7 +157,8 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// The connector of one replica connection. The balancer makes a new
+/// The connector of one replica connection; `scan_goaway` on a
+/// health-checked channel (its Watch is cancelled on a GOAWAY). The balancer makes a new
 /// channel (and connector) when it sees the connection closed; a call
 /// routed to the replica while its connection goes away (after a GOAWAY,
 /// before hyper drops the socket) makes the channel's own reconnect dial
@@ -173,6 +179,7 @@ pub(super) fn connector(
     alive: Arc<Liveness>,
     connect_timeout: Option<Duration>,
     dials: Arc<AtomicU32>,
+    scan_goaway: bool,
 ) -> impl tower::Service<
     Uri,
     Response = TokioIo<Watched>,
@@ -203,7 +210,7 @@ pub(super) fn connector(
                     )
                 })??,
             };
-            Ok(TokioIo::new(Watched::new(conn, alive)))
+            Ok(TokioIo::new(Watched::new(conn, alive, scan_goaway)))
         }
     })
 }

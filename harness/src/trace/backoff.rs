@@ -29,9 +29,10 @@ const MULTIPLIER: f64 = 1.6;
 /// connection-backoff.md's JITTER: a backoff may be this much shorter.
 const JITTER: f64 = 0.2;
 
-/// The redials of one host to one server that came too soon.
+/// The redials of one host to one server that came too soon, with the
+/// index of the first one's event (for the summary's link).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct QuickRedials {
+pub(crate) struct Found {
     /// The dialling host and the server host.
     pub(crate) host: HostName,
     pub(crate) to: HostName,
@@ -67,12 +68,12 @@ pub(crate) fn allowed_gap(failures: u32) -> Duration {
 
 /// Every host→server pair with a redial sooner than the document allows,
 /// in the order of their first such redial.
-pub(crate) fn quick_redials(events: &[Event]) -> Vec<QuickRedials> {
+pub(crate) fn quick_redials(events: &[Event]) -> Vec<Found> {
     // By (dialling host, server, attempt number on the channel); looked up
     // only, never iterated, so a hash map keeps no order out of the trace.
     let mut attempts: HashMap<(HostName, HostName, u32), Attempt> = HashMap::new();
     let key = |host: &HostName, to: &HostName, attempt: u32| (*host, *to, attempt);
-    let mut found: Vec<QuickRedials> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     for (i, e) in events.iter().enumerate() {
         match &e.kind {
             EventKind::ConnectStarted { to, attempt } => {
@@ -109,18 +110,11 @@ pub(crate) fn quick_redials(events: &[Event]) -> Vec<QuickRedials> {
 
 /// Counts one redial after a failure of `host` to `to`, `gap` after the
 /// failed attempt's start, the `failures`-th in a row.
-fn note(
-    found: &mut Vec<QuickRedials>,
-    i: usize,
-    e: &Event,
-    to: &HostName,
-    gap: Duration,
-    failures: u32,
-) {
+fn note(found: &mut Vec<Found>, i: usize, e: &Event, to: &HostName, gap: Duration, failures: u32) {
     let at = match found.iter().position(|q| q.host == e.host && q.to == *to) {
         Some(at) => at,
         None => {
-            found.push(QuickRedials {
+            found.push(Found {
                 host: e.host,
                 to: *to,
                 first: i,
@@ -164,5 +158,59 @@ mod tests {
         // 1.6^10 ≈ 110, 1.6^11 ≈ 176: capped at 120 s, less 20%.
         assert_eq!(allowed_gap(12), ms(96_000));
         assert_eq!(allowed_gap(u32::MAX), ms(96_000));
+    }
+}
+
+/// One host's redials to one server sooner than grpc's connection backoff
+/// allows (`doc/connection-backoff.md`: 1 s, ×1.6 per failure, up to
+/// 120 s, less 20 % jitter), as the trace's summary flags them
+/// ([`Trace::quick_redials`](crate::Trace::quick_redials)). Times are *simulated*.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QuickRedials {
+    /// The dialling host.
+    pub host: String,
+    /// The server host it dialled.
+    pub to: String,
+    /// Its redials after a failed connect attempt.
+    pub redials: usize,
+    /// How many of them came too soon (at least one).
+    pub too_soon: usize,
+    /// When the first too-soon redial started, since the start of the run.
+    pub first: Duration,
+    /// The shortest time from a failed attempt's start to the next
+    /// attempt's start.
+    pub shortest: Duration,
+    /// What the document allowed for that redial (backoff less jitter).
+    pub allowed: Duration,
+}
+
+impl crate::Trace {
+    /// Every host→server pair that redialled sooner than connection
+    /// backoff allows, in the order of their first such redial; empty
+    /// when every redial waited long enough (or none followed a failed
+    /// connect). The same pairs the summary lists as findings.
+    ///
+    /// ```
+    /// # fn f(trace: &grpc_chaos::Trace) {
+    /// for q in trace.quick_redials() {
+    ///     println!("{}→{}: {} of {} redials too soon", q.host, q.to, q.too_soon, q.redials);
+    /// }
+    /// # }
+    /// ```
+    pub fn quick_redials(&self) -> Vec<QuickRedials> {
+        let events = self.events();
+        quick_redials(events)
+            .into_iter()
+            .map(|q| QuickRedials {
+                host: q.host.to_string(),
+                to: q.to.to_string(),
+                redials: q.redials,
+                too_soon: q.count,
+                first: events[q.first].at(),
+                shortest: q.shortest,
+                allowed: q.allowed,
+            })
+            .collect()
     }
 }

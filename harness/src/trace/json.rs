@@ -321,7 +321,7 @@ struct JsonRedials {
 }
 
 impl JsonRedials {
-    fn of(q: &super::backoff::QuickRedials, events: &[Event]) -> Self {
+    fn of(q: &super::backoff::Found, events: &[Event]) -> Self {
         Self {
             host: q.host.to_string(),
             to: q.to.to_string(),

@@ -44,6 +44,7 @@ pub(crate) use artifacts::{
 };
 pub(crate) use artifacts::{forget as forget_last_run, remember as remember_run, running};
 pub use assert::{Orphan, Violation, ORPHAN_GRACE};
+pub use backoff::QuickRedials;
 pub use hedges::{HedgeAttempt, HedgedCall};
 pub use mermaid::MermaidOf;
 pub use render::{MaskMetadata, RenderOptions};

@@ -380,7 +380,7 @@ fn findings(trace: &Trace, events: &[Event]) -> Vec<Item> {
 }
 
 /// A host that redialled sooner than connection backoff allows, in words.
-fn redial_words(q: &super::backoff::QuickRedials) -> String {
+fn redial_words(q: &super::backoff::Found) -> String {
     format!(
         "redialled sooner than connection backoff allows: {} of {} redials after a failed \
          connect (shortest {} after the failed attempt began; connection-backoff.md allows {}: \

@@ -10,49 +10,29 @@
 
 use std::time::Duration;
 
+use grpc_chaos::balance::BalanceConfig;
 use grpc_chaos::recorder::event::HealthStatus;
 use grpc_chaos::{Fault, Sim};
-use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
-use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::Store;
 
-use super::{detail, isolated, row, Figure, Meter, Rounds, SEED};
+use super::balanced::{add_player, compare, measure};
+use super::{Figure, SEED};
 
 /// Each call's simulated time with the default tick and latency (a round
 /// trip of 2 ms and a tick or two): the flips' times are set from it.
 const PER_CALL: Duration = Duration::from_millis(3);
 
 pub(super) fn health_rows(calls: u64, repeat: u64) {
-    let rounds = Rounds::run(repeat, || {
-        [
-            isolated(|| measured_health_checked(calls)),
-            isolated(|| measured_health_unchecked(calls)),
-        ]
-    });
-    let [checked, anchor] = rounds.best();
-    // checked / anchor CPU: 1.00x = health checking costs nothing.
-    let cost = |r: &[Figure; 2]| r[0].cpu.as_secs_f64() / r[1].cpu.as_secs_f64();
-    row(
-        &format!("{calls} balanced Saves, health-checked: calls / CPU s"),
-        checked,
-        anchor,
-        checked.cpu.as_secs_f64() / anchor.cpu.as_secs_f64(),
-        rounds.paired(cost),
+    compare(
+        "health-checked",
+        "balanced_channel_health",
+        calls,
+        repeat,
+        replica_calls,
     );
-    detail("  grpc-chaos, balanced_channel_health", checked, "calls");
-    detail("  grpc-chaos, balanced_channel", anchor, "calls");
 }
 
 #[inline(never)]
-fn measured_health_checked(calls: u64) -> Figure {
-    replica_calls(calls, true)
-}
-
-#[inline(never)]
-fn measured_health_unchecked(calls: u64) -> Figure {
-    replica_calls(calls, false)
-}
-
 fn replica_calls(calls: u64, checked: bool) -> Figure {
     let span = PER_CALL * u32::try_from(calls).unwrap_or(u32::MAX);
     let mut sim = Sim::builder()
@@ -62,39 +42,14 @@ fn replica_calls(calls: u64, checked: bool) -> Figure {
     sim.servers("store", 3, |s| {
         s.add_service(Store::default().into_server())
     });
+    let mut config = BalanceConfig::new();
     if checked {
         sim.health("store");
         let flip = |status, at| Fault::health("store-1", "tt.v1.Store", status).at(at);
         sim.fault(flip(HealthStatus::NotServing, span / 3));
         sim.fault(flip(HealthStatus::Serving, span * 2 / 3));
+        config = config.health_check("tt.v1.Store");
     }
-    sim.client("bench", move |player| async move {
-        let channel = if checked {
-            player.balanced_channel_health("store", "tt.v1.Store", |e| e)
-        } else {
-            player.balanced_channel("store")
-        };
-        let store = StoreClient::new(channel);
-        for n in 0..calls {
-            let req = SaveRequest {
-                match_id: format!("m{n}"),
-                points: 1,
-            };
-            store.clone().save(req).await?;
-        }
-        Ok(())
-    });
-    let meter = Meter::start();
-    let trace = sim
-        .run()
-        .unwrap_or_else(|e| panic!("health story failed: {e}"));
-    let on_one = trace
-        .calls_from("bench")
-        .filter(|c| c.replica.as_deref() == Some("store-1"))
-        .count();
-    let note = format!(
-        " ({} trace events, {on_one} calls on store-1)",
-        trace.events().len()
-    );
-    meter.figure(calls as f64, note)
+    add_player(&mut sim, calls, config);
+    measure(sim, calls, "health")
 }

@@ -17,15 +17,14 @@
 
 use std::time::Duration;
 
-use grpc_chaos::balance::{OutlierDetection, SuccessRateEjection};
+use grpc_chaos::balance::{BalanceConfig, OutlierDetection, SuccessRateEjection};
 use grpc_chaos::recorder::event::{BalancerChange, EventKind};
 use grpc_chaos::trace::{fmt_duration, Call};
 use grpc_chaos::{Sim, Trace};
 
-use super::world::{ms, with_timeout};
+use super::replica_world;
+use super::world::ms;
 use super::{Report, Scenario};
-use crate::services::pb::store_client::StoreClient;
-use crate::services::pb::SaveRequest;
 use crate::services::{Store, SAVE};
 
 /// The story without outlier detection: the bug.
@@ -52,7 +51,6 @@ const REPLICAS: usize = 5;
 const EVERY: Duration = ms(50);
 const CALLS: u32 = 1100;
 const WORK: Duration = ms(5);
-const DEADLINE: Duration = ms(500);
 /// A50's default interval and base ejection time.
 const INTERVAL: Duration = ms(10_000);
 const BASE: Duration = ms(30_000);
@@ -85,27 +83,12 @@ fn sim(seed: u64, detection: Option<OutlierDetection>) -> Sim {
         };
         s.add_service(store.into_server())
     });
-    sim.client("player", move |player| async move {
-        let channel = match detection {
-            Some(d) => player.balanced_channel_outlier_detection("store", d, |e| e),
-            None => player.balanced_channel("store"),
-        };
-        let store = StoreClient::new(channel);
-        let mut saves = tokio::task::JoinSet::new();
-        for n in 0..CALLS {
-            let mut store = store.clone();
-            saves.spawn(async move {
-                let req = SaveRequest {
-                    match_id: format!("m{n}"),
-                    points: 1,
-                };
-                let _ = store.save(with_timeout(req, DEADLINE)).await;
-            });
-            tokio::time::sleep(EVERY).await;
-        }
-        while saves.join_next().await.is_some() {}
-        Ok(())
-    });
+    let config = BalanceConfig::new();
+    let config = match detection {
+        Some(d) => config.outlier_detection(d),
+        None => config,
+    };
+    replica_world::add_player(&mut sim, CALLS, EVERY, config);
     sim
 }
 

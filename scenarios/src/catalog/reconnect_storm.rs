@@ -110,8 +110,7 @@ fn attempts_in_outage(trace: &Trace) -> BTreeMap<String, usize> {
 
 /// Clients the summary flags as redialling sooner than backoff allows.
 fn flagged(trace: &Trace) -> usize {
-    let json: serde_json::Value = serde_json::from_str(&trace.to_json()).unwrap_or_default();
-    json["quick_redials"].as_array().map_or(0, Vec::len)
+    trace.quick_redials().len()
 }
 
 /// When each client's first OK call after the restart ended.

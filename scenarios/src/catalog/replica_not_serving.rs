@@ -11,17 +11,16 @@
 
 use std::time::Duration;
 
+use grpc_chaos::balance::BalanceConfig;
 use grpc_chaos::recorder::event::HealthStatus;
 use grpc_chaos::recorder::event::{BalancerChange, EventKind};
 use grpc_chaos::trace::fmt_duration;
 use grpc_chaos::trace::Call;
 use grpc_chaos::{Fault, Sim, Trace};
 
-use super::replica_world::{fmt_counts, per_replica, DEADLINE, EVERY, REPLICAS, WORK};
-use super::world::{ms, with_timeout};
+use super::replica_world::{self, fmt_counts, per_replica, EVERY, REPLICAS, WORK};
+use super::world::ms;
 use super::{Report, Scenario};
-use crate::services::pb::store_client::StoreClient;
-use crate::services::pb::SaveRequest;
 use crate::services::{Store, SAVE};
 
 /// The story without health checking: the bug.
@@ -70,28 +69,13 @@ fn sim(seed: u64, checked: bool) -> Sim {
     sim.health("store");
     sim.fault(Fault::health("store-1", SERVICE, HealthStatus::NotServing).at(OUT));
     sim.fault(Fault::health("store-1", SERVICE, HealthStatus::Serving).at(BACK));
-    sim.client("player", move |player| async move {
-        let channel = if checked {
-            player.balanced_channel_health("store", SERVICE, |e| e)
-        } else {
-            player.balanced_channel("store")
-        };
-        let store = StoreClient::new(channel);
-        let mut saves = tokio::task::JoinSet::new();
-        for n in 0..CALLS {
-            let mut store = store.clone();
-            saves.spawn(async move {
-                let req = SaveRequest {
-                    match_id: format!("m{n}"),
-                    points: 1,
-                };
-                let _ = store.save(with_timeout(req, DEADLINE)).await;
-            });
-            tokio::time::sleep(EVERY).await;
-        }
-        while saves.join_next().await.is_some() {}
-        Ok(())
-    });
+    let config = BalanceConfig::new();
+    let config = if checked {
+        config.health_check(SERVICE)
+    } else {
+        config
+    };
+    replica_world::add_player(&mut sim, CALLS, EVERY, config);
     sim
 }
 

@@ -46,6 +46,14 @@ pub(crate) fn sim_config(
         s.add_service(Store::with_work(WORK).into_server())
     });
     let config = config.endpoint(|e| e.connect_timeout(CONNECT_TIMEOUT));
+    add_player(&mut sim, calls, every, config);
+    sim
+}
+
+/// Adds the player: `calls` Saves, one every `every`, each with a
+/// [`DEADLINE`], through one balanced channel to `store` built from
+/// `config`; it waits for all of them.
+pub(crate) fn add_player(sim: &mut Sim, calls: u32, every: Duration, config: BalanceConfig) {
     sim.client("player", move |player| {
         let config = config.clone();
         async move {
@@ -66,7 +74,6 @@ pub(crate) fn sim_config(
             Ok(())
         }
     });
-    sim
 }
 
 /// The player's calls that did not end OK.

@@ -695,6 +695,16 @@ fn tonic_redials_on_every_call_with_no_backoff() -> grpc_chaos::Result {
         serde_json::json!([{"host": "player", "to": "store", "redials": 50, "too_soon": 50,
             "first_us": 100_000, "shortest_us": 100_000, "allowed_us": 800_000}])
     );
+    // The same finding, typed.
+    let quick = trace.quick_redials();
+    assert_eq!(quick.len(), 1);
+    let q = &quick[0];
+    assert_eq!((q.host.as_str(), q.to.as_str()), ("player", "store"));
+    assert_eq!((q.redials, q.too_soon), (50, 50));
+    assert_eq!(
+        (q.first, q.shortest, q.allowed),
+        (ms(100), ms(100), ms(800))
+    );
     Ok(())
 }
 
@@ -719,6 +729,7 @@ fn redials_spaced_as_connection_backoff_says_are_not_a_finding() -> grpc_chaos::
     let summary = trace.render_summary(None);
     assert!(!summary.contains("redialled"), "{summary}");
     assert!(!trace.to_json().contains("quick_redials"));
+    assert!(trace.quick_redials().is_empty());
     // The same run with one wait cut to 1 s is flagged at that redial.
     let mut sim = store_sim(ms(8_000));
     sim.fault(Fault::black_hole("player", "store").at(Duration::ZERO));
