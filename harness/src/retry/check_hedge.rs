@@ -9,7 +9,7 @@ use tonic::Code;
 use super::{HedgingPolicy, RetryConfig};
 use crate::recorder::event::{Hedge, HedgeStep, HedgeVerdict};
 use crate::spec::code_from_name;
-use crate::trace::{HedgedCall, Trace, Violation, TICK_TOLERANCE};
+use crate::trace::{HedgeAttempt, HedgedCall, Trace, Violation, TICK_TOLERANCE};
 use crate::units::fmt_duration;
 
 const RULE: &str = "hedging policy";
@@ -34,7 +34,11 @@ impl Trace {
     ///   headers win; a non-fatal code never does;
     /// - nothing is sent after a win, a failed call, a pushback stop or a
     ///   refused hedge; at most one attempt wins, and every attempt still
-    ///   in flight then is cancelled at that instant, naming the winner.
+    ///   in flight then is cancelled at that instant, naming the winner;
+    /// - every attempt that reached a sim server carried
+    ///   `grpc-previous-rpc-attempts` = the attempts sent before it: none
+    ///   on the original, `k − 1` on hedge `k` (A6 "Exposed Retry
+    ///   Metadata"; grpc-java `RetriableStream` sends it on hedges too);
     ///
     /// - with `retryThrottling`: the token bucket of each channel, replayed
     ///   from the trace (−1 per non-fatal or retryable failure or pushback
@@ -100,12 +104,39 @@ fn check_call(call: &HedgedCall, policy: &HedgingPolicy) -> Result<(), String> {
         if a.attempt as usize != i + 1 {
             return Err(format!("attempt {} sent in place {}", a.attempt, i + 1));
         }
+        check_previous_attempts(a)?;
         check_verdict(a.attempt, a.ended, policy)?;
     }
     for k in 1..call.attempts.len() {
         check_spacing(call, k, policy.hedging_delay())?;
     }
     check_win(call)
+}
+
+/// gRFC A6 "Exposed Retry Metadata": hedge `k` tells the server that
+/// `k − 1` attempts were sent before it; the original says nothing.
+/// Checked only for attempts that reached a sim server's handler layer
+/// (which records what arrived).
+fn check_previous_attempts(a: &HedgeAttempt) -> Result<(), String> {
+    if a.run.is_none() {
+        return Ok(());
+    }
+    let want = a.attempt.checked_sub(1).filter(|n| *n > 0);
+    if a.previous_seen == want {
+        return Ok(());
+    }
+    let seen = a.previous_seen.map_or_else(
+        || "no grpc-previous-rpc-attempts".to_owned(),
+        |n| format!("grpc-previous-rpc-attempts={n}"),
+    );
+    let want = want.map_or_else(
+        || "none (the original attempt)".to_owned(),
+        |n| n.to_string(),
+    );
+    Err(format!(
+        "attempt {} reached the server with {seen}; A6 wants {want}",
+        a.attempt
+    ))
 }
 
 /// OK, fatal codes and response headers (no code yet) win; non-fatal don't.

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Trace;
-use crate::recorder::event::{self, CallId, EventKind, HedgeStep, HedgeVerdict};
+use crate::recorder::event::{self, CallId, EventKind, HedgeStep, HedgeVerdict, RunId};
 use crate::units::fmt_duration;
 
 /// One logical call a retry layer hedged.
@@ -42,6 +42,12 @@ pub struct HedgeAttempt {
     pub attempt: u32,
     /// The recorded call that carried it.
     pub call: Option<CallId>,
+    /// The handler run it reached on the server, if it reached one.
+    pub run: Option<RunId>,
+    /// The `grpc-previous-rpc-attempts` that run received, if any (gRFC A6
+    /// "Exposed Retry Metadata": absent on the original, `k − 1` on hedge
+    /// `k`).
+    pub previous_seen: Option<u32>,
     /// When it was sent.
     pub started: Duration,
     /// The time since the previous attempt was sent, as the layer said.
@@ -97,6 +103,19 @@ impl Trace {
     pub fn hedged_calls(&self) -> Vec<HedgedCall> {
         let mut out: Vec<HedgedCall> = Vec::new();
         let mut ix: HashMap<u32, usize> = HashMap::new();
+        let runs: HashMap<CallId, RunId> = self
+            .runs
+            .iter()
+            .filter_map(|r| Some((r.call?, r.id)))
+            .collect();
+        let previous: HashMap<RunId, u32> = self
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::RetryArrived { run, previous, .. } => Some((*run, *previous)),
+                _ => None,
+            })
+            .collect();
         for (i, e) in self.events.iter().enumerate() {
             match &e.kind {
                 EventKind::RetryAttempt(a) if a.hedged => {
@@ -120,9 +139,12 @@ impl Trace {
                         });
                         out.len() - 1
                     });
+                    let run = call.and_then(|c| runs.get(&c).copied());
                     out[slot].attempts.push(HedgeAttempt {
                         attempt: a.attempt,
                         call,
+                        run,
+                        previous_seen: run.and_then(|r| previous.get(&r).copied()),
                         started: e.at(),
                         claimed_delay: a.delay,
                         ended: None,

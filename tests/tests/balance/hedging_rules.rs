@@ -13,6 +13,7 @@ use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
 use grpc_chaos_scenarios::services::{Store, SAVE};
 use grpc_chaos_tests::ms;
+use tonic::codegen::http;
 use tonic::Code;
 
 fn hedge(delay: &str) -> String {
@@ -151,4 +152,82 @@ fn the_deadline_ends_a_hedged_call_and_cancels_every_attempt() {
         .filter(|a| a.cancelled == Some((ms(120), None)))
         .count();
     assert_eq!(cancelled, 2);
+}
+
+/// Three Saves' worth of hedges (store 500 ms slow, so all 3 attempts are
+/// out) through `player.retry_layer` over a plain channel, with `rewrite`
+/// applied to each attempt's request between the layer and the channel.
+fn three_hedges(
+    rewrite: fn(http::Request<tonic::body::Body>) -> http::Request<tonic::body::Body>,
+) -> Trace {
+    let mut sim = Sim::builder().seed(grpc_chaos_tests::SEED).build();
+    sim.server("store", |s| {
+        s.add_service(Store::with_work(ms(10)).into_server())
+    });
+    sim.fault(Fault::handler("store").method(SAVE).delay(ms(500)));
+    sim.client("player", move |player: Host| async move {
+        let config: RetryConfig = hedge("0.05s").parse().expect("valid");
+        let channel = tower::ServiceBuilder::new()
+            .layer(player.retry_layer("store", config))
+            .map_request(rewrite)
+            .service(player.channel("store"));
+        let code = StoreClient::new(channel)
+            .save(SaveRequest {
+                match_id: "final".into(),
+                points: 1,
+            })
+            .await
+            .map_or_else(|s| s.code(), |_| Code::Ok);
+        assert_eq!(code, Code::Ok);
+        Ok(())
+    });
+    sim.run().expect("run")
+}
+
+#[test]
+fn each_hedge_tells_the_server_how_many_attempts_came_before_it() {
+    // gRFC A6 "Exposed Retry Metadata": the original carries no
+    // grpc-previous-rpc-attempts, hedge k carries k − 1.
+    let trace = three_hedges(|r| r);
+    let call = only(&trace);
+    let seen: Vec<Option<u32>> = call.attempts.iter().map(|a| a.previous_seen).collect();
+    assert_eq!(seen, [None, Some(1), Some(2)]);
+    assert!(
+        call.attempts.iter().all(|a| a.run.is_some()),
+        "all reached the store"
+    );
+    let config = hedge("0.05s").parse().expect("valid");
+    trace.assert_hedging_conforms(&config).expect("conforms");
+    // A layer under the retry layer that miscounts (every hedge says 1):
+    // the check names the hedge and the value A6 wants.
+    let trace = three_hedges(|mut r| {
+        if r.headers().contains_key("grpc-previous-rpc-attempts") {
+            r.headers_mut().insert(
+                "grpc-previous-rpc-attempts",
+                http::HeaderValue::from_static("1"),
+            );
+        }
+        r
+    });
+    let v = trace
+        .assert_hedging_conforms(&config)
+        .expect_err("hedge 3 said 1");
+    assert_eq!(
+        v.detail(),
+        "g1 /tt.v1.Store/Save (player→store): attempt 3 reached the server with \
+         grpc-previous-rpc-attempts=1; A6 wants 2"
+    );
+    // One that drops it is caught as well.
+    let trace = three_hedges(|mut r| {
+        r.headers_mut().remove("grpc-previous-rpc-attempts");
+        r
+    });
+    let v = trace
+        .assert_hedging_conforms(&config)
+        .expect_err("hedge 2 said nothing");
+    assert_eq!(
+        v.detail(),
+        "g1 /tt.v1.Store/Save (player→store): attempt 2 reached the server with \
+         no grpc-previous-rpc-attempts; A6 wants 1"
+    );
 }
