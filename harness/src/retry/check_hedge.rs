@@ -35,6 +35,10 @@ impl Trace {
     /// - nothing is sent after a win, a failed call, a pushback stop or a
     ///   refused hedge; at most one attempt wins, and every attempt still
     ///   in flight then is cancelled at that instant, naming the winner;
+    /// - a commit to an attempt in flight (its request passed the buffer
+    ///   limit, A6 "Memory Management (Buffering)"): nothing sent after it,
+    ///   every other attempt in flight cancelled then, naming it, and no
+    ///   other attempt wins;
     /// - every attempt that reached a sim server carried
     ///   `grpc-previous-rpc-attempts` = the attempts sent before it: none
     ///   on the original, `k − 1` on hedge `k` (A6 "Exposed Retry
@@ -210,6 +214,45 @@ fn check_spacing(call: &HedgedCall, k: usize, delay: Duration) -> Result<(), Str
     Ok(())
 }
 
+/// A commit at the buffer limit (gRFC A6 "Memory Management (Buffering)":
+/// "All other currently in-flight attempts will be immediately cancelled,
+/// and no subsequent attempts will be started"): nothing sent after it,
+/// every other attempt in flight then cancelled at that instant naming the
+/// committed one, and no other attempt wins.
+fn check_buffer_commit(
+    call: &HedgedCall,
+    (n, stop, at): (u32, &'static str, Duration),
+    winner: Option<u32>,
+) -> Result<(), String> {
+    let seq = call.committed_seq.unwrap_or(0);
+    for a in &call.attempts {
+        if a.start_seq > seq {
+            return Err(format!(
+                "attempt {} was sent at {} after the call committed to attempt {n} ({stop}) at {}",
+                a.attempt,
+                fmt_duration(a.started),
+                fmt_duration(at)
+            ));
+        }
+        let in_flight = a.attempt != n && a.end_seq.is_none_or(|s| s > seq);
+        if in_flight && a.cancelled != Some((at, Some(n))) {
+            return Err(format!(
+                "attempt {} was in flight when the call committed to attempt {n} ({stop}) at {}, \
+                 but was not cancelled then",
+                a.attempt,
+                fmt_duration(at)
+            ));
+        }
+    }
+    match winner {
+        Some(w) if w != n => Err(format!(
+            "attempt {w} won, but the call had committed to attempt {n} ({stop}) at {}",
+            fmt_duration(at)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// At most one winner; nothing sent after it or after a refused hedge;
 /// every attempt in flight at the win is cancelled then, naming it.
 fn check_win(call: &HedgedCall) -> Result<(), String> {
@@ -230,6 +273,9 @@ fn check_win(call: &HedgedCall) -> Result<(), String> {
                 fmt_duration(at)
             ));
         }
+    }
+    if let Some(commit) = call.committed {
+        return check_buffer_commit(call, commit, winners.first().map(|w| w.attempt));
     }
     let Some(w) = winners.first() else {
         return Ok(());

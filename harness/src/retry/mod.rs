@@ -76,6 +76,7 @@
 //! | a non-fatal code with `grpc-retry-pushback-ms` ≥ 0 | the next hedge after exactly that long, later ones `hedgingDelay` after it | A6 "Pushback"; summary item 5 |
 //! | a negative or unparsable pushback | no further hedge; the others go on | A6 "Pushback"; summary item 4 |
 //! | the last attempt in flight fails and no hedge is to come | the call fails with that status | A6 "Hedging Policy" |
+//! | (in flight) its request passes the buffer limit ([`RetryLayer::buffer_limit`]) | commits to the attempt that sent past it (it had sent the most): the others are cancelled at once (RST_STREAM CANCEL), no hedge follows, its end is the call's | A6 "Memory Management (Buffering)"; grpc-java `RetriableStream` (`BufferSizeTracer`, `commit`) |
 //!
 //! `retryThrottling` is shared with retries (one bucket per channel): a
 //! non-fatal failure or a pushback stop takes a token, an OK call gives
@@ -87,8 +88,9 @@
 //!
 //! In the trace each attempt is a `RetryAttempt` marked hedged (`g4
 //! hedging: hedge 2 of …, 50.000ms after the previous one`), and each end,
-//! cancellation (`g4 attempt 1 cancelled: attempt 2 won`) or refused hedge
-//! a `Hedge` event; [`Trace::hedged_calls`](crate::Trace::hedged_calls)
+//! cancellation (`g4 attempt 1 cancelled: attempt 2 won`), commit at the
+//! buffer limit (`g4 attempt 2 committed: …`) or refused hedge a `Hedge`
+//! event; [`Trace::hedged_calls`](crate::Trace::hedged_calls)
 //! groups them and
 //! [`Trace::assert_hedging_conforms`](crate::Trace::assert_hedging_conforms)
 //! checks the schedule, the winner, the cancellations and the shared token
@@ -108,8 +110,7 @@
 //!   nothing of it was measured against a real client. Hedges are not
 //!   steered to distinct backends (A6 "Hedging Policy" asks the balancer to
 //!   avoid used addresses); on a balanced channel each hedge is an ordinary
-//!   pick. A hedged call whose request passes the buffer limit sends no
-//!   further hedge but does not cancel the ones in flight.
+//!   pick.
 //! - **Transparent retry** (a request that provably never reached the server
 //!   is resent regardless of policy) is not modelled: such failures are
 //!   ordinary attempts here.

@@ -32,6 +32,12 @@ pub struct HedgedCall {
     pub attempts: Vec<HedgeAttempt>,
     /// A hedge that was due but not sent: its number, the rule, and when.
     pub not_sent: Option<(u32, &'static str, Duration)>,
+    /// The attempt the call committed to while it was in flight, the rule
+    /// (`buffer_limit`: the request passed the replay buffer, gRFC A6
+    /// "Memory Management (Buffering)"), and when.
+    pub committed: Option<(u32, &'static str, Duration)>,
+    /// Position in the trace's event log of that commit.
+    pub(crate) committed_seq: Option<usize>,
 }
 
 /// One attempt of a [`HedgedCall`].
@@ -136,6 +142,8 @@ impl Trace {
                             path: a.path.clone(),
                             attempts: Vec::new(),
                             not_sent: None,
+                            committed: None,
+                            committed_seq: None,
                         });
                         out.len() - 1
                     });
@@ -167,9 +175,17 @@ impl Trace {
 }
 
 fn apply(call: &mut HedgedCall, h: &event::Hedge, at: Duration, seq: usize) {
-    if let HedgeStep::NotSent { stop } = &h.step {
-        call.not_sent = Some((h.attempt, stop, at));
-        return;
+    match &h.step {
+        HedgeStep::NotSent { stop } => {
+            call.not_sent = Some((h.attempt, stop, at));
+            return;
+        }
+        HedgeStep::Committed { stop } => {
+            call.committed = Some((h.attempt, stop, at));
+            call.committed_seq = Some(seq);
+            return;
+        }
+        _ => {}
     }
     let Some(a) = call.attempts.iter_mut().find(|a| a.attempt == h.attempt) else {
         return;
@@ -179,8 +195,8 @@ fn apply(call: &mut HedgedCall, h: &event::Hedge, at: Duration, seq: usize) {
             a.ended = Some((at, *code, *verdict));
             a.end_seq = Some(seq);
         }
-        HedgeStep::Cancelled { winner } => a.cancelled = Some((at, *winner)),
-        HedgeStep::NotSent { .. } => {}
+        HedgeStep::Cancelled { winner, .. } => a.cancelled = Some((at, *winner)),
+        HedgeStep::NotSent { .. } | HedgeStep::Committed { .. } => {}
     }
 }
 
@@ -203,12 +219,25 @@ pub(super) fn step_row(h: &event::Hedge) -> String {
         HedgeStep::Ended {
             outcome, verdict, ..
         } => format!("g{g} attempt {n} {outcome} → {}", verdict_words(verdict)),
-        HedgeStep::Cancelled { winner: Some(w) } => {
+        HedgeStep::Cancelled {
+            winner: Some(w),
+            buffer_limit: false,
+        } => {
             format!("g{g} attempt {n} cancelled: attempt {w} won (its stream is reset)")
         }
-        HedgeStep::Cancelled { winner: None } => {
+        HedgeStep::Cancelled {
+            winner: Some(w),
+            buffer_limit: true,
+        } => format!(
+            "g{g} attempt {n} cancelled: the call committed to attempt {w} (its stream is reset)"
+        ),
+        HedgeStep::Cancelled { winner: None, .. } => {
             format!("g{g} attempt {n} cancelled: the deadline passed")
         }
+        HedgeStep::Committed { stop } => format!(
+            "g{g} attempt {n} committed: the request passed the replay buffer ({stop}); \
+             the others are cancelled, no more hedges"
+        ),
         HedgeStep::NotSent { stop } => format!("g{g} hedge {n} not sent: {stop}"),
     }
 }

@@ -8,10 +8,13 @@ use std::time::Duration;
 use grpc_chaos::recorder::event::HedgeVerdict;
 use grpc_chaos::retry::RetryConfig;
 use grpc_chaos::trace::HedgedCall;
+use grpc_chaos::trace::RunEnd;
 use grpc_chaos::{Fault, Host, Sim, Trace};
+use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
+use grpc_chaos_scenarios::services::pb::Rally;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
-use grpc_chaos_scenarios::services::{Store, SAVE};
+use grpc_chaos_scenarios::services::{DeadlineMode, Gateway, Store, SAVE};
 use grpc_chaos_tests::ms;
 use tonic::codegen::http;
 use tonic::Code;
@@ -230,4 +233,98 @@ fn each_hedge_tells_the_server_how_many_attempts_came_before_it() {
         "g1 /tt.v1.Store/Save (player→store): attempt 2 reached the server with \
          no grpc-previous-rpc-attempts; A6 wants 1"
     );
+}
+
+/// A hedged Upload (3 attempts, 50 ms apart) of 10 rallies, one every
+/// 30 ms (18 bytes each on the wire), through a retry layer whose replay
+/// buffer holds `limit` bytes, to the gateway (which sums the shots); the
+/// trace and the total the gateway answered.
+fn hedged_upload(limit: u64) -> (Trace, u32) {
+    let mut sim = Sim::builder().seed(grpc_chaos_tests::SEED).build();
+    sim.server("store", |s| {
+        s.add_service(Store::with_work(ms(10)).into_server())
+    });
+    sim.server("gateway", |s| {
+        let store = s.channel("store");
+        s.add_service(Gateway::new(store, DeadlineMode::Propagate, ms(0)).into_server())
+    });
+    let total: Arc<Mutex<Option<u32>>> = Arc::default();
+    let out = total.clone();
+    sim.client("player", move |player: Host| async move {
+        let config: RetryConfig = UPLOAD_HEDGE.parse().expect("valid");
+        let layer = player.retry_layer("gateway", config).buffer_limit(limit);
+        let channel = tower::ServiceBuilder::new()
+            .layer(layer)
+            .service(player.channel("gateway"));
+        let rallies = futures_util::stream::unfold(0u32, |n| async move {
+            if n == 10 {
+                return None;
+            }
+            if n > 0 {
+                tokio::time::sleep(ms(30)).await;
+            }
+            let rally = Rally {
+                match_id: "final".into(),
+                player: format!("p{n}"),
+                shots: n + 1,
+            };
+            Some((rally, n + 1))
+        });
+        let score = ScoreboardClient::new(channel)
+            .upload(rallies)
+            .await
+            .expect("the upload succeeds");
+        *out.lock().expect("lock") = Some(score.into_inner().home);
+        Ok(())
+    });
+    let trace = sim.run().expect("run");
+    let total = total.lock().expect("lock").expect("answered");
+    (trace, total)
+}
+
+const UPLOAD_HEDGE: &str = r#"{"methodConfig": [{"name": [{"service": "tt.v1.Scoreboard", "method": "Upload"}],
+  "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s",
+                    "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}"#;
+
+#[test]
+fn a_request_past_the_buffer_limit_commits_to_one_hedge_and_cancels_the_others() {
+    // gRFC A6 "Memory Management (Buffering)": the 6th rally (108 bytes
+    // > 100) commits the call to the attempt that sent it; the other
+    // attempts in flight are cancelled at once and no hedge follows. The
+    // committed attempt carries the whole stream: 1 + 2 + … + 10.
+    let (trace, total) = hedged_upload(100);
+    assert_eq!(total, 55, "the committed attempt sent every rally");
+    let call = only(&trace);
+    assert_eq!(call.attempts.len(), 3, "hedges at 0, 50 and 100 ms");
+    let winner = call.winner().expect("the committed attempt won").attempt;
+    for a in call.attempts.iter().filter(|a| a.attempt != winner) {
+        // Cancelled when the 6th rally went out (151 ms: the first left at
+        // 1 ms), not when the
+        // winner answered after the 10th.
+        assert_eq!(
+            a.cancelled,
+            Some((ms(151), Some(winner))),
+            "attempt {}",
+            a.attempt
+        );
+        assert!(a.ended.is_none(), "attempt {} ended", a.attempt);
+    }
+    // The gateway's other handler runs were dropped (their streams reset).
+    let ends: Vec<bool> = trace
+        .runs_on("gateway")
+        .map(|r| r.end == RunEnd::Dropped)
+        .collect();
+    assert_eq!(ends.iter().filter(|d| !**d).count(), 1, "{ends:?}");
+    let (n, stop, at) = call.committed.expect("committed at the buffer limit");
+    assert_eq!((n, stop, at), (winner, "buffer_limit", ms(151)));
+    let config = UPLOAD_HEDGE.parse().expect("valid");
+    trace.assert_hedging_conforms(&config).expect("conforms");
+    // The layer's steps and the losers' resets, as the trace reads them.
+    let rows: String = trace
+        .render()
+        .lines()
+        .filter(|l| l.contains(" g1 ") || l.contains("RST_STREAM") || l.contains("handler"))
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect();
+    insta::assert_snapshot!(rows);
 }
