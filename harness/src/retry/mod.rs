@@ -106,11 +106,26 @@
 //!
 //! # Differences from grpc-go, and what is not modelled
 //!
-//! - Hedging follows gRFC A6's text (below); grpc-go has no hedging, so
-//!   nothing of it was measured against a real client. Hedges are not
-//!   steered to distinct backends (A6 "Hedging Policy" asks the balancer to
-//!   avoid used addresses); on a balanced channel each hedge is an ordinary
-//!   pick.
+//! - Hedging follows gRFC A6's text (below); grpc-go and C-core have no
+//!   hedging (A6's header: "Go except hedging, and C-Core except hedging";
+//!   grpc-go `stream.go`: "TODO(hedging)"), so nothing of it was measured
+//!   against a real client; where A6 leaves a detail open, grpc-java's
+//!   `RetriableStream` was read.
+//! - **Hedges are not steered away from a replica the call already
+//!   used**, as in grpc: A6 does not ask for it (its "Hedging Policy"
+//!   section once said hedges "should be sent to distinct backends, if
+//!   possible"; grpc/proposal#339, 2023, removed that paragraph), and
+//!   grpc-java sends each hedge as a new stream through the channel's
+//!   ordinary pick (`RetriableStream.createSubstream` → `newSubstream` →
+//!   `delayedTransport.newStream`; its `isHedging` flag reaches only stream
+//!   tracers, no load-balancing policy) (read). On a
+//!   [balanced channel](crate::Host::balanced_channel) a hedge can
+//!   therefore land on the replica that is already slow: each hedge's row
+//!   in the trace names the replica it went to (`g15 hedging: hedge 2 of
+//!   /tt.v1.Store/Save to store-2, 50ms after the previous one`), and
+//!   [`HedgeAttempt::call`](crate::trace::HedgeAttempt::call) leads to the
+//!   recorded call and its `replica`. In the `hedging-slow-replica` story
+//!   one call of 30 had all three attempts picked onto the slow replica.
 //! - **Transparent retry** (a request that provably never reached the server
 //!   is resent regardless of policy) is not modelled: such failures are
 //!   ordinary attempts here.

@@ -125,15 +125,7 @@ impl Trace {
         for (i, e) in self.events.iter().enumerate() {
             match &e.kind {
                 EventKind::RetryAttempt(a) if a.hedged => {
-                    let call = self.events[i + 1..]
-                        .iter()
-                        .take_while(|n| n.at() == e.at())
-                        .find_map(|n| match &n.kind {
-                            EventKind::CallStarted(s) if n.host == e.host && s.path == a.path => {
-                                Some(s.call)
-                            }
-                            _ => None,
-                        });
+                    let call = attempt_call(&self.events, i);
                     let slot = *ix.entry(a.group).or_insert_with(|| {
                         out.push(HedgedCall {
                             group: a.group,
@@ -174,6 +166,23 @@ impl Trace {
     }
 }
 
+/// The recorded call that carries the attempt whose `RetryAttempt` is
+/// `events[i]`: the next `CallStarted` of its path on its host, in the same
+/// instant (the layer records the attempt right before calling the channel).
+pub(super) fn attempt_call(events: &[event::Event], i: usize) -> Option<CallId> {
+    let e = &events[i];
+    let EventKind::RetryAttempt(a) = &e.kind else {
+        return None;
+    };
+    events[i + 1..]
+        .iter()
+        .take_while(|n| n.at() == e.at())
+        .find_map(|n| match &n.kind {
+            EventKind::CallStarted(s) if n.host == e.host && s.path == a.path => Some(s.call),
+            _ => None,
+        })
+}
+
 fn apply(call: &mut HedgedCall, h: &event::Hedge, at: Duration, seq: usize) {
     match &h.step {
         HedgeStep::NotSent { stop } => {
@@ -200,13 +209,23 @@ fn apply(call: &mut HedgedCall, h: &event::Hedge, at: Duration, seq: usize) {
     }
 }
 
-/// The row of a hedged call's `RetryAttempt`.
-pub(super) fn attempt_row(group: u32, path: &str, attempt: u32, delay: Duration) -> String {
+/// The row of a hedged call's `RetryAttempt`; `replica`: the replica a
+/// balanced channel sent it to (its call's `CallRouted`), named because a
+/// hedge may go to the replica that is already slow (nothing steers it
+/// elsewhere; see the module docs of [`crate::retry`]).
+pub(super) fn attempt_row(
+    group: u32,
+    path: &str,
+    attempt: u32,
+    delay: Duration,
+    replica: Option<&str>,
+) -> String {
+    let to = replica.map(|r| format!(" to {r}")).unwrap_or_default();
     if attempt == 1 {
-        format!("g{group} hedging: attempt 1 of {path}")
+        format!("g{group} hedging: attempt 1 of {path}{to}")
     } else {
         format!(
-            "g{group} hedging: hedge {attempt} of {path}, {} after the previous one",
+            "g{group} hedging: hedge {attempt} of {path}{to}, {} after the previous one",
             fmt_duration(delay)
         )
     }
