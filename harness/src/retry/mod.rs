@@ -110,7 +110,12 @@
 //!   hedging (A6's header: "Go except hedging, and C-Core except hedging";
 //!   grpc-go `stream.go`: "TODO(hedging)"), so nothing of it was measured
 //!   against a real client; where A6 leaves a detail open, grpc-java's
-//!   `RetriableStream` was read.
+//!   `RetriableStream` was read. grpc-java departs from A6 in one place,
+//!   and the layer keeps to A6 there: its `makeHedgingDecision` turns a
+//!   positive pushback on a non-fatal code into 0 (the next hedge at once,
+//!   where A6 "Pushback" waits that long), and a non-fatal code without
+//!   pushback leaves the hedging timer as it is (where A6's summary item 3
+//!   sends the next hedge at once) (read).
 //! - **Hedges are not steered away from a replica the call already
 //!   used**, as in grpc: A6 does not ask for it (its "Hedging Policy"
 //!   section once said hedges "should be sent to distinct backends, if

@@ -28,13 +28,19 @@ fn hedge(delay: &str) -> String {
 }
 
 /// One Save (with `timeout` when given) through a hedged channel to a store
-/// (10 ms per Save) with `fault`; the trace, the caller's code and latency.
-fn one_save(config: &str, fault: Fault, timeout: Option<Duration>) -> (Trace, Code, Duration) {
+/// (10 ms per Save) with `faults`; the trace, the caller's code and latency.
+fn one_save(
+    config: &str,
+    faults: impl IntoIterator<Item = Fault>,
+    timeout: Option<Duration>,
+) -> (Trace, Code, Duration) {
     let mut sim = Sim::builder().seed(grpc_chaos_tests::SEED).build();
     sim.server("store", |s| {
         s.add_service(Store::with_work(ms(10)).into_server())
     });
-    sim.fault(fault);
+    for fault in faults {
+        sim.fault(fault);
+    }
     let seen: Arc<Mutex<Option<(Code, Duration)>>> = Arc::default();
     let out = seen.clone();
     let config = config.to_owned();
@@ -73,7 +79,7 @@ fn a_pushback_delays_the_next_hedge_by_exactly_its_value() {
         .pushback_ms(200)
         .fail_first(1, Code::Unavailable);
     let config = hedge("0.05s");
-    let (trace, code, _) = one_save(&config, fault, None);
+    let (trace, code, _) = one_save(&config, [fault], None);
     assert_eq!(code, Code::Ok);
     let call = only(&trace);
     assert_eq!(call.attempts.len(), 2);
@@ -94,7 +100,7 @@ fn a_negative_pushback_stops_hedging_and_the_call_fails() {
         .method(SAVE)
         .pushback_ms(-1)
         .fail_first(1, Code::Unavailable);
-    let (trace, code, took) = one_save(&hedge("0.05s"), fault, None);
+    let (trace, code, took) = one_save(&hedge("0.05s"), [fault], None);
     assert_eq!(code, Code::Unavailable);
     assert!(
         took < ms(50),
@@ -117,7 +123,7 @@ fn a_zero_delay_sends_every_attempt_at_once_and_is_warned() {
     let parsed: RetryConfig = config.parse().expect("valid");
     assert_eq!(parsed.warnings().len(), 1, "0s without throttling");
     let fault = Fault::handler("store").method(SAVE).delay(ms(5));
-    let (trace, code, took) = one_save(&config, fault, None);
+    let (trace, code, took) = one_save(&config, [fault], None);
     assert_eq!(code, Code::Ok);
     let call = only(&trace);
     let starts: Vec<Duration> = call.attempts.iter().map(|a| a.started).collect();
@@ -139,7 +145,7 @@ fn a_zero_delay_sends_every_attempt_at_once_and_is_warned() {
 #[test]
 fn the_deadline_ends_a_hedged_call_and_cancels_every_attempt() {
     let fault = Fault::handler("store").method(SAVE).delay(ms(500));
-    let (trace, code, took) = one_save(&hedge("0.05s"), fault, Some(ms(120)));
+    let (trace, code, took) = one_save(&hedge("0.05s"), [fault], Some(ms(120)));
     assert_eq!(code, Code::DeadlineExceeded);
     assert_eq!(took, ms(120));
     let call = only(&trace);
@@ -327,4 +333,37 @@ fn a_request_past_the_buffer_limit_commits_to_one_hedge_and_cancels_the_others()
         .map(|l| format!("{}\n", l.trim_end()))
         .collect();
     insta::assert_snapshot!(rows);
+}
+
+#[test]
+fn a_fatal_code_is_the_calls_status_and_cancels_the_hedges_in_flight() {
+    // gRFC A6 "Hedging Policy": "If any other status code is received, all
+    // outstanding RPCs are canceled and the error is returned to the client
+    // application layer" (summary item 2: cancel previous and pending
+    // hedges). The original is slow (it arrives before 40 ms); hedge 2,
+    // at 50 ms, meets INVALID_ARGUMENT, which is not in nonFatalStatusCodes.
+    let slow = Fault::handler("store")
+        .method(SAVE)
+        .during(ms(0), ms(40))
+        .delay(ms(500));
+    let refuse = Fault::handler("store")
+        .method(SAVE)
+        .during(ms(40), ms(1_000))
+        .abort(Code::InvalidArgument, "bad match id");
+    let config = hedge("0.05s");
+    let (trace, code, took) = one_save(&config, [slow, refuse], None);
+    assert_eq!(code, Code::InvalidArgument);
+    let call = only(&trace);
+    assert_eq!(call.attempts.len(), 2, "no hedge 3 after the fatal end");
+    let (at, failed, verdict) = call.attempts[1].ended.expect("hedge 2 ended");
+    assert_eq!(
+        (failed, verdict),
+        (Some("INVALID_ARGUMENT"), HedgeVerdict::Won)
+    );
+    assert_eq!(took, at, "the call ended with it");
+    assert_eq!(call.attempts[0].cancelled, Some((at, Some(2))));
+    assert_eq!(trace.attempts("store", SAVE), 2);
+    trace
+        .assert_hedging_conforms(&config.parse().expect("valid"))
+        .expect("conforms");
 }
