@@ -71,8 +71,8 @@
 //!
 //! | attempt ends with | the call | source (read) |
 //! |---|---|---|
-//! | OK, response headers, or a code not in `nonFatalStatusCodes` | commits to it: its response is returned, the others are dropped (tonic resets their streams, RST_STREAM CANCEL) at that instant | A6 "Hedging Policy"; "Summary of Retry and Hedging Logic" items 1, 3; "When Retries are Valid" |
-//! | a non-fatal code | the others go on; the next hedge is sent at once, later ones `hedgingDelay` after it | A6 summary item 2 |
+//! | OK, response headers, or a code not in `nonFatalStatusCodes` | commits to it: its response is returned, the others are dropped (tonic resets their streams, RST_STREAM CANCEL) at that instant | A6 "Hedging Policy"; "Summary of Retry and Hedging Logic" items 1, 2; "When Retries are Valid" |
+//! | a non-fatal code | the others go on; the next hedge is sent at once, later ones `hedgingDelay` after it | A6 summary item 3 |
 //! | a non-fatal code with `grpc-retry-pushback-ms` ≥ 0 | the next hedge after exactly that long, later ones `hedgingDelay` after it | A6 "Pushback"; summary item 5 |
 //! | a negative or unparsable pushback | no further hedge; the others go on | A6 "Pushback"; summary item 4 |
 //! | the last attempt in flight fails and no hedge is to come | the call fails with that status | A6 "Hedging Policy" |
@@ -110,7 +110,7 @@
 //!   hedging (A6's header: "Go except hedging, and C-Core except hedging";
 //!   grpc-go `stream.go`: "TODO(hedging)"), so nothing of it was measured
 //!   against a real client; where A6 leaves a detail open, grpc-java's
-//!   `RetriableStream` was read. grpc-java departs from A6 in one place,
+//!   `RetriableStream` was read. grpc-java departs from A6 in one function,
 //!   and the layer keeps to A6 there: its `makeHedgingDecision` turns a
 //!   positive pushback on a non-fatal code into 0 (the next hedge at once,
 //!   where A6 "Pushback" waits that long), and a non-fatal code without
