@@ -521,9 +521,21 @@ pub enum HedgeStep {
     /// The attempt was in flight when `winner` won (or, `None`, when the
     /// deadline passed); the layer dropped it then, so its stream is reset.
     Cancelled {
-        /// The winning attempt.
+        /// The winning attempt (the one the call committed to).
         #[serde(skip_serializing_if = "Option::is_none")]
         winner: Option<u32>,
+        /// The call committed to `winner` before it ended, because the
+        /// request passed the buffer limit (a `Committed` step); `false`:
+        /// `winner`'s response won.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        buffer_limit: bool,
+    },
+    /// The call committed to this attempt while it was in flight (gRFC A6
+    /// "Memory Management (Buffering)"): its request passed the replay
+    /// buffer's limit, so the others are cancelled and no hedge follows.
+    Committed {
+        /// The rule (`buffer_limit`).
+        stop: &'static str,
     },
     /// This hedge was due but not sent; no further hedge will be.
     NotSent {

@@ -10,6 +10,15 @@
 //!
 //! Once more than the buffer limit of DATA bytes has been pulled, the call is
 //! committed: recording stops and no further attempt is started.
+//!
+//! A hedged call's attempts read one buffer side by side; only an attempt
+//! that has replayed every recorded frame pulls the caller's body, so the
+//! one whose pull passes the limit is an attempt "on which the maximum
+//! number of messages have already been sent". The call commits to it
+//! (gRFC A6 "Memory Management (Buffering)"; grpc-java `RetriableStream`
+//! `BufferSizeTracer.outboundWireSize` commits to the substream whose write
+//! overflowed): every other attempt's body sends nothing more, and
+//! [`Replay::poll_committed_to`] tells the hedging loop, which cancels them.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -57,6 +66,12 @@ struct ReplayState {
     /// woken when it yields (the source keeps only the last waker).
     hedged: bool,
     waiters: Vec<Waker>,
+    /// Hedged calls: the attempt the buffer limit committed the call to.
+    committed_to: Option<u32>,
+    /// Hedged calls: attempts that ended; their bodies pull no more.
+    closed: Vec<u32>,
+    /// Hedged calls: the hedging loop, waiting for `committed_to`.
+    commit_waker: Option<Waker>,
 }
 
 /// The call's side of the replay buffer.
@@ -78,6 +93,9 @@ impl Replay {
                 generation: 0,
                 hedged: false,
                 waiters: Vec::new(),
+                committed_to: None,
+                closed: Vec::new(),
+                commit_waker: None,
             })),
         }
     }
@@ -98,6 +116,43 @@ impl Replay {
 
     fn lock(&self) -> MutexGuard<'_, ReplayState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A body for hedge number `attempt` of a hedged call: replays from the
+    /// start, side by side with the others.
+    pub(crate) fn body_for_hedge(&self, attempt: u32) -> tonic::body::Body {
+        {
+            // As for retries, the newest body is the one `is_end_stream`
+            // answers for.
+            let mut s = self.lock();
+            s.generation = s.generation.max(attempt);
+        }
+        tonic::body::Body::new(ReplayBody {
+            replay: self.clone(),
+            generation: attempt,
+            pos: 0,
+        })
+    }
+
+    /// Hedged calls: attempt `attempt` ended; its body (which h2 may still
+    /// poll) pulls nothing more, so it can neither take frames from the
+    /// others nor commit the call (grpc-java ignores a closed substream's
+    /// writes the same way).
+    pub(crate) fn close(&self, attempt: u32) {
+        self.lock().closed.push(attempt);
+    }
+
+    /// Hedged calls: ready with the attempt the call committed to when its
+    /// request passed the buffer limit; pending until then.
+    pub(crate) fn poll_committed_to(&self, cx: &mut Context<'_>) -> Poll<u32> {
+        let mut s = self.lock();
+        match s.committed_to {
+            Some(n) => Poll::Ready(n),
+            None => {
+                s.commit_waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
     }
 
     /// A body for the next attempt: replays from the start. Bodies handed
@@ -145,6 +200,15 @@ impl Body for ReplayBody {
                 "request body superseded by a retry attempt",
             ))));
         }
+        if s.committed_to.is_some_and(|n| n != this.generation)
+            || (s.hedged && s.closed.contains(&this.generation))
+        {
+            // Never ready again: the hedging loop drops this attempt's
+            // response future, so h2 resets its stream with CANCEL (an
+            // error here would make hyper reset it with INTERNAL_ERROR and
+            // fail the attempt before the loop cancels it).
+            return Poll::Pending;
+        }
         if this.pos < s.frames.len() {
             this.pos += 1;
             return Poll::Ready(Some(Ok(s.frames[this.pos - 1].to_frame())));
@@ -191,6 +255,17 @@ impl Body for ReplayBody {
                     // Past the limit: stop recording; no attempt will replay.
                     s.committed = true;
                     s.frames = Vec::new();
+                    if s.hedged {
+                        // gRFC A6 "Memory Management (Buffering)": a hedged
+                        // call commits to the attempt that sent the most,
+                        // this one; the others are cancelled.
+                        s.committed_to = Some(this.generation);
+                        if let Some(w) = s.commit_waker.take() {
+                            w.wake();
+                        }
+                        // The others, waiting on the source, stop pulling.
+                        s.waiters.clear();
+                    }
                 }
                 if !s.committed {
                     s.frames.push(recorded);
@@ -314,6 +389,45 @@ mod tests {
         assert_eq!(first, b"123456789");
         assert_eq!(replay.bytes(), 9);
         assert!(replay.lock().committed);
+    }
+
+    #[tokio::test]
+    async fn a_hedge_that_pulls_past_the_limit_is_the_one_committed_to() {
+        // gRFC A6 "Memory Management (Buffering)": the call continues on
+        // the attempt that sent the most; the others send nothing more.
+        let replay = Replay::new_hedged(chunks(&[b"1234", b"5678", b"9"]), 8);
+        let (mut one, mut two) = (replay.body_for_hedge(1), replay.body_for_hedge(2));
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(replay.poll_committed_to(&mut cx).is_pending());
+        // Hedge 2 pulls "1234" and "5678" (8 bytes: at the limit, recorded).
+        for _ in 0..2 {
+            two.frame().await.unwrap().unwrap();
+        }
+        // Hedge 1 replays them, then pulls "9": past the limit.
+        for want in ["1234", "5678", "9"] {
+            let f = one.frame().await.unwrap().unwrap();
+            assert_eq!(f.into_data().unwrap(), want);
+        }
+        assert_eq!(replay.poll_committed_to(&mut cx), Poll::Ready(1));
+        // Hedge 2 would have missed "9": it is held back, not fed the rest.
+        assert!(Pin::new(&mut two).poll_frame(&mut cx).is_pending());
+        assert!(
+            one.frame().await.is_none(),
+            "the committed one ends normally"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hedge_that_ended_pulls_nothing_more() {
+        let replay = Replay::new_hedged(chunks(&[b"a", b"b"]), 1024);
+        let (mut one, two) = (replay.body_for_hedge(1), replay.body_for_hedge(2));
+        one.frame().await.unwrap().unwrap();
+        replay.close(1);
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut one).poll_frame(&mut cx).is_pending());
+        assert_eq!(collect(two).await.unwrap(), b"ab", "the other reads it all");
     }
 
     #[tokio::test]

@@ -9,7 +9,7 @@ use tonic::Code;
 use super::{HedgingPolicy, RetryConfig};
 use crate::recorder::event::{Hedge, HedgeStep, HedgeVerdict};
 use crate::spec::code_from_name;
-use crate::trace::{HedgedCall, Trace, Violation, TICK_TOLERANCE};
+use crate::trace::{HedgeAttempt, HedgedCall, Trace, Violation, TICK_TOLERANCE};
 use crate::units::fmt_duration;
 
 const RULE: &str = "hedging policy";
@@ -34,7 +34,15 @@ impl Trace {
     ///   headers win; a non-fatal code never does;
     /// - nothing is sent after a win, a failed call, a pushback stop or a
     ///   refused hedge; at most one attempt wins, and every attempt still
-    ///   in flight then is cancelled at that instant, naming the winner.
+    ///   in flight then is cancelled at that instant, naming the winner;
+    /// - a commit to an attempt in flight (its request passed the buffer
+    ///   limit, A6 "Memory Management (Buffering)"): nothing sent after it,
+    ///   every other attempt in flight cancelled then, naming it, and no
+    ///   other attempt wins;
+    /// - every attempt that reached a sim server carried
+    ///   `grpc-previous-rpc-attempts` = the attempts sent before it: none
+    ///   on the original, `k − 1` on hedge `k` (A6 "Exposed Retry
+    ///   Metadata"; grpc-java `RetriableStream` sends it on hedges too);
     ///
     /// - with `retryThrottling`: the token bucket of each channel, replayed
     ///   from the trace (−1 per non-fatal or retryable failure or pushback
@@ -100,12 +108,39 @@ fn check_call(call: &HedgedCall, policy: &HedgingPolicy) -> Result<(), String> {
         if a.attempt as usize != i + 1 {
             return Err(format!("attempt {} sent in place {}", a.attempt, i + 1));
         }
+        check_previous_attempts(a)?;
         check_verdict(a.attempt, a.ended, policy)?;
     }
     for k in 1..call.attempts.len() {
         check_spacing(call, k, policy.hedging_delay())?;
     }
     check_win(call)
+}
+
+/// gRFC A6 "Exposed Retry Metadata": hedge `k` tells the server that
+/// `k − 1` attempts were sent before it; the original says nothing.
+/// Checked only for attempts that reached a sim server's handler layer
+/// (which records what arrived).
+fn check_previous_attempts(a: &HedgeAttempt) -> Result<(), String> {
+    if a.run.is_none() {
+        return Ok(());
+    }
+    let want = a.attempt.checked_sub(1).filter(|n| *n > 0);
+    if a.previous_seen == want {
+        return Ok(());
+    }
+    let seen = a.previous_seen.map_or_else(
+        || "no grpc-previous-rpc-attempts".to_owned(),
+        |n| format!("grpc-previous-rpc-attempts={n}"),
+    );
+    let want = want.map_or_else(
+        || "none (the original attempt)".to_owned(),
+        |n| n.to_string(),
+    );
+    Err(format!(
+        "attempt {} reached the server with {seen}; A6 wants {want}",
+        a.attempt
+    ))
 }
 
 /// OK, fatal codes and response headers (no code yet) win; non-fatal don't.
@@ -179,6 +214,45 @@ fn check_spacing(call: &HedgedCall, k: usize, delay: Duration) -> Result<(), Str
     Ok(())
 }
 
+/// A commit at the buffer limit (gRFC A6 "Memory Management (Buffering)":
+/// "All other currently in-flight attempts will be immediately cancelled,
+/// and no subsequent attempts will be started"): nothing sent after it,
+/// every other attempt in flight then cancelled at that instant naming the
+/// committed one, and no other attempt wins.
+fn check_buffer_commit(
+    call: &HedgedCall,
+    (n, stop, at): (u32, &'static str, Duration),
+    winner: Option<u32>,
+) -> Result<(), String> {
+    let seq = call.committed_seq.unwrap_or(0);
+    for a in &call.attempts {
+        if a.start_seq > seq {
+            return Err(format!(
+                "attempt {} was sent at {} after the call committed to attempt {n} ({stop}) at {}",
+                a.attempt,
+                fmt_duration(a.started),
+                fmt_duration(at)
+            ));
+        }
+        let in_flight = a.attempt != n && a.end_seq.is_none_or(|s| s > seq);
+        if in_flight && a.cancelled != Some((at, Some(n))) {
+            return Err(format!(
+                "attempt {} was in flight when the call committed to attempt {n} ({stop}) at {}, \
+                 but was not cancelled then",
+                a.attempt,
+                fmt_duration(at)
+            ));
+        }
+    }
+    match winner {
+        Some(w) if w != n => Err(format!(
+            "attempt {w} won, but the call had committed to attempt {n} ({stop}) at {}",
+            fmt_duration(at)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// At most one winner; nothing sent after it or after a refused hedge;
 /// every attempt in flight at the win is cancelled then, naming it.
 fn check_win(call: &HedgedCall) -> Result<(), String> {
@@ -199,6 +273,9 @@ fn check_win(call: &HedgedCall) -> Result<(), String> {
                 fmt_duration(at)
             ));
         }
+    }
+    if let Some(commit) = call.committed {
+        return check_buffer_commit(call, commit, winners.first().map(|w| w.attempt));
     }
     let Some(w) = winners.first() else {
         return Ok(());

@@ -64,9 +64,19 @@ pub enum AttemptEventKind {
     /// (`winner`), or when the deadline passed (`None`); it was dropped at
     /// that moment, which makes tonic reset its stream (RST_STREAM CANCEL).
     Cancelled {
-        /// The attempt whose response the call committed to.
+        /// The attempt the call committed to.
         winner: Option<u32>,
+        /// The call committed to `winner` before it ended, because the
+        /// request passed the buffer limit ([`AttemptEventKind::Committed`]);
+        /// `false`: `winner`'s response won.
+        buffer_limit: bool,
     },
+    /// A hedged call committed to this attempt while it was in flight: its
+    /// request passed the replay buffer's limit (the reason), so no other
+    /// attempt could be replayed; the others are cancelled (a `Cancelled`
+    /// each follows) and no hedge is sent any more. The attempt goes on,
+    /// and its end is the call's (gRFC A6 "Memory Management (Buffering)").
+    Committed(HedgeStop),
     /// A hedged call: hedge number `attempt` was due but not sent, and no
     /// further hedge will be (why).
     HedgeNotSent(HedgeStop),
@@ -146,12 +156,21 @@ impl fmt::Display for AttemptEvent {
             AttemptEventKind::Ended(outcome) => write!(f, "ended: {outcome}"),
             AttemptEventKind::Decided(decision) => write!(f, "decided: {decision}"),
             AttemptEventKind::Hedged(decision) => write!(f, "hedging: {decision}"),
-            AttemptEventKind::Cancelled { winner: Some(w) } => {
-                write!(f, "cancelled: attempt {w} won")
-            }
-            AttemptEventKind::Cancelled { winner: None } => {
+            AttemptEventKind::Cancelled {
+                winner: Some(w),
+                buffer_limit: false,
+            } => write!(f, "cancelled: attempt {w} won"),
+            AttemptEventKind::Cancelled {
+                winner: Some(w),
+                buffer_limit: true,
+            } => write!(
+                f,
+                "cancelled: the call committed to attempt {w} (buffer_limit)"
+            ),
+            AttemptEventKind::Cancelled { winner: None, .. } => {
                 f.write_str("cancelled: deadline exceeded")
             }
+            AttemptEventKind::Committed(stop) => write!(f, "committed: {stop}"),
             AttemptEventKind::HedgeNotSent(stop) => write!(f, "not sent: {stop}"),
         }
     }

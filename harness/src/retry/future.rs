@@ -226,7 +226,11 @@ impl Call {
                         .insert(timeout::GRPC_TIMEOUT, timeout::encode(left));
                 }
             }
-            let req = http::Request::from_parts(head, self.replay.body_for_next_attempt());
+            let body = match hedge {
+                Some(_) => self.replay.body_for_hedge(attempt),
+                None => self.replay.body_for_next_attempt(),
+            };
+            let req = http::Request::from_parts(head, body);
             let started = AttemptEventKind::Started {
                 delay_before,
                 hedged: hedge.is_some(),

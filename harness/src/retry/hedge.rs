@@ -50,7 +50,7 @@ pub(crate) struct HedgeInput {
 ///    pushback stops, nothing else); then the next hedge: none after a
 ///    pushback stop, none at `maxAttempts`, none when the bucket is at or
 ///    below half after the token, after the pushback's delay for a pushback
-///    ≥ 0, else at once (A6 summary item 2: "immediately send next scheduled
+///    ≥ 0, else at once (A6 summary item 3: "immediately send next scheduled
 ///    hedged request");
 /// 5. when no further hedge will be sent and no other attempt is in flight,
 ///    the call ends with this attempt's failure ([`HedgeDecision::Fail`]).

@@ -8,10 +8,22 @@
 //! one commits, that set is dropped before the response is returned, so the
 //! losers' streams are reset (tonic's h2 sends RST_STREAM CANCEL for a
 //! dropped response future) in the same instant of simulated time.
+//!
+//! When the request passes the replay buffer's limit, the call commits to
+//! the attempt whose pull passed it (the one that had sent the most; gRFC
+//! A6 "Memory Management (Buffering)": "the client will continue the
+//! currently in-flight attempt on which the maximum number of messages
+//! have already been sent. All other currently in-flight attempts will be
+//! immediately cancelled, and no subsequent attempts will be started";
+//! grpc-java `RetriableStream.commit`, which cancels the other substreams
+//! and the scheduled hedge). Each attempt is `Abortable`, so the others are
+//! dropped at that instant while the committed one runs on; its end is the
+//! call's.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures_util::future::{AbortHandle, Abortable};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use http_body::Body;
 use tokio::time::Instant;
@@ -36,14 +48,21 @@ struct State {
     next_at: Option<Instant>,
     /// When the last attempt was sent.
     last_sent: Instant,
-    /// The attempts in flight, by number.
-    live: BTreeSet<u32>,
+    /// The attempts in flight, by number, with the handle that cancels one.
+    live: BTreeMap<u32, AbortHandle>,
+    /// The attempt the buffer limit committed the call to, once it did.
+    committed_to: Option<u32>,
 }
 
 impl State {
     /// Books the next attempt as sent at `now`: its number, the time since
     /// the previous one, and when the one after is due (`None`: the last).
-    fn send(&mut self, now: Instant, policy: &HedgingPolicy) -> (u32, Duration, Option<Duration>) {
+    fn send(
+        &mut self,
+        now: Instant,
+        policy: &HedgingPolicy,
+        abort: AbortHandle,
+    ) -> (u32, Duration, Option<Duration>) {
         self.sent += 1;
         let since_previous = if self.sent == 1 {
             Duration::ZERO
@@ -51,7 +70,7 @@ impl State {
             now - self.last_sent
         };
         self.last_sent = now;
-        self.live.insert(self.sent);
+        self.live.insert(self.sent, abort);
         self.next_at = (self.sent < policy.max_attempts()).then(|| now + policy.hedging_delay());
         (self.sent, since_previous, self.next_at.map(|at| at - now))
     }
@@ -76,7 +95,8 @@ where
         stopped: None,
         next_at: Some(now),
         last_sent: now,
-        live: BTreeSet::new(),
+        live: BTreeMap::new(),
+        committed_to: None,
     };
     // Attempt 1 uses the readiness the caller polled; hedges use clones.
     let template = svc.clone();
@@ -97,8 +117,9 @@ where
             match allowed(&st, call, shared, policy) {
                 Ok(()) => {
                     let svc = first.take().unwrap_or_else(|| template.clone());
-                    let plan = st.send(now, policy);
-                    inflight.push(launch(call, shared, svc, plan));
+                    let (abort, registration) = AbortHandle::new_pair();
+                    let plan = st.send(now, policy, abort);
+                    inflight.push(launch(call, shared, svc, plan, registration));
                 }
                 Err(stop) => {
                     call.emit(shared, st.sent + 1, AttemptEventKind::HedgeNotSent(stop));
@@ -118,9 +139,23 @@ where
         };
         tokio::select! {
             biased;
+            // First: a commit cancels the others before their ends are read.
+            n = std::future::poll_fn(|cx| call.replay.poll_committed_to(cx)),
+                if st.committed_to.is_none() =>
+            {
+                if !commit_to(&mut st, call, shared, n) {
+                    // It had ended already (a non-fatal failure in the same
+                    // instant): committed to a failed attempt, the call fails.
+                    return last_failure.unwrap_or_else(|| Ok(deadline_exceeded()));
+                }
+            }
             Some((n, attempt)) = inflight.next(), if !inflight.is_empty() => {
+                // `None`: cancelled by a buffer-limit commit, already recorded.
+                let Some(attempt) = attempt else { continue };
                 st.live.remove(&n);
-                let in_flight = u32::try_from(inflight.len()).unwrap_or(u32::MAX);
+                call.replay.close(n);
+                // Not `inflight.len()`: it may still hold cancelled attempts.
+                let in_flight = u32::try_from(st.live.len()).unwrap_or(u32::MAX);
                 match on_end(&mut st, call, shared, policy, n, attempt, in_flight) {
                     End::Return(result) => {
                         // Dropping the set drops the losers' response futures now.
@@ -160,22 +195,55 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 /// One attempt, tagged with its number; every call returns the same future
-/// type, so they fit in one `FuturesUnordered`.
+/// type, so they fit in one `FuturesUnordered`. `None` when it was
+/// cancelled through its `AbortHandle` (its response future is dropped).
 async fn launch<S, B>(
     call: &Call,
     shared: &Shared,
     mut svc: S,
     (n, delay_before, next_in): (u32, Duration, Option<Duration>),
-) -> (u32, Attempt<B>)
+    registration: futures_util::future::AbortRegistration,
+) -> (u32, Option<Attempt<B>>)
 where
     S: Service<http::Request<tonic::body::Body>, Response = http::Response<B>>,
     S::Error: Into<StdError>,
 {
     let hedge = Some(next_in);
-    (
-        n,
-        call.attempt(shared, &mut svc, n, delay_before, hedge).await,
-    )
+    let attempt = call.attempt(shared, &mut svc, n, delay_before, hedge);
+    (n, Abortable::new(attempt, registration).await.ok())
+}
+
+/// The request passed the buffer limit while attempt `n` pulled it: the
+/// call commits to `n`, cancels every other attempt in flight and sends no
+/// more hedges (gRFC A6 "Memory Management (Buffering)"). `false` when `n`
+/// is no longer in flight.
+fn commit_to(st: &mut State, call: &Call, shared: &Shared, n: u32) -> bool {
+    st.committed_to = Some(n);
+    st.stopped = Some(HedgeStop::BufferLimit);
+    st.next_at = None;
+    let live = st.live.contains_key(&n);
+    if live {
+        call.emit(
+            shared,
+            n,
+            AttemptEventKind::Committed(HedgeStop::BufferLimit),
+        );
+    }
+    let others: Vec<u32> = st.live.keys().copied().filter(|m| *m != n).collect();
+    for m in others {
+        if let Some(handle) = st.live.remove(&m) {
+            call.emit(
+                shared,
+                m,
+                AttemptEventKind::Cancelled {
+                    winner: Some(n),
+                    buffer_limit: true,
+                },
+            );
+            handle.abort();
+        }
+    }
+    live
 }
 
 /// After an attempt ended: return this result, or go on (keeping it as the
@@ -265,7 +333,14 @@ where
 /// Records the cancellation of every attempt still in flight; the caller
 /// drops them right after.
 fn cancel_live(st: &mut State, call: &Call, shared: &Shared, winner: Option<u32>) {
-    for n in std::mem::take(&mut st.live) {
-        call.emit(shared, n, AttemptEventKind::Cancelled { winner });
+    for n in std::mem::take(&mut st.live).into_keys() {
+        call.emit(
+            shared,
+            n,
+            AttemptEventKind::Cancelled {
+                winner,
+                buffer_limit: false,
+            },
+        );
     }
 }

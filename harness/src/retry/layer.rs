@@ -66,7 +66,10 @@ impl RetryLayer {
     }
 
     /// The retry buffer per call, in bytes of gRPC-framed request data; a
-    /// call that sends more is committed. Defaults to 256 KiB (grpc-go's
+    /// call that sends more is committed: a retried call makes no further
+    /// attempt, a hedged one goes on with the attempt that sent past the
+    /// limit and cancels the others (gRFC A6 "Memory Management
+    /// (Buffering)"). Defaults to 256 KiB (grpc-go's
     /// `defaultMaxRetryRPCBufferSize`).
     pub fn buffer_limit(mut self, bytes: u64) -> Self {
         self.buffer_limit = bytes;

@@ -71,11 +71,12 @@
 //!
 //! | attempt ends with | the call | source (read) |
 //! |---|---|---|
-//! | OK, response headers, or a code not in `nonFatalStatusCodes` | commits to it: its response is returned, the others are dropped (tonic resets their streams, RST_STREAM CANCEL) at that instant | A6 "Hedging Policy"; "Summary of Retry and Hedging Logic" items 1, 3; "When Retries are Valid" |
-//! | a non-fatal code | the others go on; the next hedge is sent at once, later ones `hedgingDelay` after it | A6 summary item 2 |
+//! | OK, response headers, or a code not in `nonFatalStatusCodes` | commits to it: its response is returned, the others are dropped (tonic resets their streams, RST_STREAM CANCEL) at that instant | A6 "Hedging Policy"; "Summary of Retry and Hedging Logic" items 1, 2; "When Retries are Valid" |
+//! | a non-fatal code | the others go on; the next hedge is sent at once, later ones `hedgingDelay` after it | A6 summary item 3 |
 //! | a non-fatal code with `grpc-retry-pushback-ms` ≥ 0 | the next hedge after exactly that long, later ones `hedgingDelay` after it | A6 "Pushback"; summary item 5 |
 //! | a negative or unparsable pushback | no further hedge; the others go on | A6 "Pushback"; summary item 4 |
 //! | the last attempt in flight fails and no hedge is to come | the call fails with that status | A6 "Hedging Policy" |
+//! | (in flight) its request passes the buffer limit ([`RetryLayer::buffer_limit`]) | commits to the attempt that sent past it (it had sent the most): the others are cancelled at once (RST_STREAM CANCEL), no hedge follows, its end is the call's | A6 "Memory Management (Buffering)"; grpc-java `RetriableStream` (`BufferSizeTracer`, `commit`) |
 //!
 //! `retryThrottling` is shared with retries (one bucket per channel): a
 //! non-fatal failure or a pushback stop takes a token, an OK call gives
@@ -87,8 +88,9 @@
 //!
 //! In the trace each attempt is a `RetryAttempt` marked hedged (`g4
 //! hedging: hedge 2 of …, 50.000ms after the previous one`), and each end,
-//! cancellation (`g4 attempt 1 cancelled: attempt 2 won`) or refused hedge
-//! a `Hedge` event; [`Trace::hedged_calls`](crate::Trace::hedged_calls)
+//! cancellation (`g4 attempt 1 cancelled: attempt 2 won`), commit at the
+//! buffer limit (`g4 attempt 2 committed: …`) or refused hedge a `Hedge`
+//! event; [`Trace::hedged_calls`](crate::Trace::hedged_calls)
 //! groups them and
 //! [`Trace::assert_hedging_conforms`](crate::Trace::assert_hedging_conforms)
 //! checks the schedule, the winner, the cancellations and the shared token
@@ -104,12 +106,31 @@
 //!
 //! # Differences from grpc-go, and what is not modelled
 //!
-//! - Hedging follows gRFC A6's text (below); grpc-go has no hedging, so
-//!   nothing of it was measured against a real client. Hedges are not
-//!   steered to distinct backends (A6 "Hedging Policy" asks the balancer to
-//!   avoid used addresses); on a balanced channel each hedge is an ordinary
-//!   pick. A hedged call whose request passes the buffer limit sends no
-//!   further hedge but does not cancel the ones in flight.
+//! - Hedging follows gRFC A6's text (below); grpc-go and C-core have no
+//!   hedging (A6's header: "Go except hedging, and C-Core except hedging";
+//!   grpc-go `stream.go`: "TODO(hedging)"), so nothing of it was measured
+//!   against a real client; where A6 leaves a detail open, grpc-java's
+//!   `RetriableStream` was read. grpc-java departs from A6 in one function,
+//!   and the layer keeps to A6 there: its `makeHedgingDecision` turns a
+//!   positive pushback on a non-fatal code into 0 (the next hedge at once,
+//!   where A6 "Pushback" waits that long), and a non-fatal code without
+//!   pushback leaves the hedging timer as it is (where A6's summary item 3
+//!   sends the next hedge at once) (read).
+//! - **Hedges are not steered away from a replica the call already
+//!   used**, as in grpc: A6 does not ask for it (its "Hedging Policy"
+//!   section once said hedges "should be sent to distinct backends, if
+//!   possible"; grpc/proposal#339, 2023, removed that paragraph), and
+//!   grpc-java sends each hedge as a new stream through the channel's
+//!   ordinary pick (`RetriableStream.createSubstream` → `newSubstream` →
+//!   `delayedTransport.newStream`; its `isHedging` flag reaches only stream
+//!   tracers, no load-balancing policy) (read). On a
+//!   [balanced channel](crate::Host::balanced_channel) a hedge can
+//!   therefore land on the replica that is already slow: each hedge's row
+//!   in the trace names the replica it went to (`g15 hedging: hedge 2 of
+//!   /tt.v1.Store/Save to store-2, 50ms after the previous one`), and
+//!   [`HedgeAttempt::call`](crate::trace::HedgeAttempt::call) leads to the
+//!   recorded call and its `replica`. In the `hedging-slow-replica` story
+//!   one call of 30 had all three attempts picked onto the slow replica.
 //! - **Transparent retry** (a request that provably never reached the server
 //!   is resent regardless of policy) is not modelled: such failures are
 //!   ordinary attempts here.

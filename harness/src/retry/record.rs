@@ -73,6 +73,7 @@ pub(crate) fn recording_observer(
             AttemptEventKind::Ended(outcome) => entry.1 = Some(*outcome),
             AttemptEventKind::Hedged(_)
             | AttemptEventKind::Cancelled { .. }
+            | AttemptEventKind::Committed(_)
             | AttemptEventKind::HedgeNotSent(_) => {
                 let outcome = match event.kind {
                     AttemptEventKind::Hedged(_) => entry.1.take(),
@@ -98,8 +99,9 @@ pub(crate) fn recording_observer(
                     })),
                 );
                 let not_sent = matches!(event.kind, AttemptEventKind::HedgeNotSent(_));
+                let committed = matches!(event.kind, AttemptEventKind::Committed(_));
                 let live = open.hedged.entry(event.call).or_default();
-                if !not_sent {
+                if !not_sent && !committed {
                     // An end or a cancellation: one attempt fewer in flight.
                     live.0 = live.0.saturating_sub(1);
                 }

@@ -7,7 +7,7 @@ use super::record::pushback_ms;
 use crate::recorder::event::{HedgeStep, HedgeVerdict};
 use crate::spec::code_name;
 
-/// The payload step for a `Hedged`, `Cancelled` or `HedgeNotSent` event
+/// The payload step for a `Hedged`, `Cancelled`, `Committed` or `HedgeNotSent` event
 /// (`outcome`: how the attempt ended, for `Hedged`), and whether the call
 /// ends with it (a win or a failure; cancellations may still follow);
 /// `None` for the other kinds.
@@ -27,7 +27,22 @@ pub(super) fn step(
             };
             (step, done)
         }
-        AttemptEventKind::Cancelled { winner } => (HedgeStep::Cancelled { winner: *winner }, false),
+        AttemptEventKind::Cancelled {
+            winner,
+            buffer_limit,
+        } => (
+            HedgeStep::Cancelled {
+                winner: *winner,
+                buffer_limit: *buffer_limit,
+            },
+            false,
+        ),
+        AttemptEventKind::Committed(stop) => (
+            HedgeStep::Committed {
+                stop: stop.as_str(),
+            },
+            false,
+        ),
         AttemptEventKind::HedgeNotSent(stop) => (
             HedgeStep::NotSent {
                 stop: stop.as_str(),

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Trace;
-use crate::recorder::event::{self, CallId, EventKind, HedgeStep, HedgeVerdict};
+use crate::recorder::event::{self, CallId, EventKind, HedgeStep, HedgeVerdict, RunId};
 use crate::units::fmt_duration;
 
 /// One logical call a retry layer hedged.
@@ -32,6 +32,12 @@ pub struct HedgedCall {
     pub attempts: Vec<HedgeAttempt>,
     /// A hedge that was due but not sent: its number, the rule, and when.
     pub not_sent: Option<(u32, &'static str, Duration)>,
+    /// The attempt the call committed to while it was in flight, the rule
+    /// (`buffer_limit`: the request passed the replay buffer, gRFC A6
+    /// "Memory Management (Buffering)"), and when.
+    pub committed: Option<(u32, &'static str, Duration)>,
+    /// Position in the trace's event log of that commit.
+    pub(crate) committed_seq: Option<usize>,
 }
 
 /// One attempt of a [`HedgedCall`].
@@ -42,6 +48,12 @@ pub struct HedgeAttempt {
     pub attempt: u32,
     /// The recorded call that carried it.
     pub call: Option<CallId>,
+    /// The handler run it reached on the server, if it reached one.
+    pub run: Option<RunId>,
+    /// The `grpc-previous-rpc-attempts` that run received, if any (gRFC A6
+    /// "Exposed Retry Metadata": absent on the original, `k − 1` on hedge
+    /// `k`).
+    pub previous_seen: Option<u32>,
     /// When it was sent.
     pub started: Duration,
     /// The time since the previous attempt was sent, as the layer said.
@@ -97,18 +109,23 @@ impl Trace {
     pub fn hedged_calls(&self) -> Vec<HedgedCall> {
         let mut out: Vec<HedgedCall> = Vec::new();
         let mut ix: HashMap<u32, usize> = HashMap::new();
+        let runs: HashMap<CallId, RunId> = self
+            .runs
+            .iter()
+            .filter_map(|r| Some((r.call?, r.id)))
+            .collect();
+        let previous: HashMap<RunId, u32> = self
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::RetryArrived { run, previous, .. } => Some((*run, *previous)),
+                _ => None,
+            })
+            .collect();
         for (i, e) in self.events.iter().enumerate() {
             match &e.kind {
                 EventKind::RetryAttempt(a) if a.hedged => {
-                    let call = self.events[i + 1..]
-                        .iter()
-                        .take_while(|n| n.at() == e.at())
-                        .find_map(|n| match &n.kind {
-                            EventKind::CallStarted(s) if n.host == e.host && s.path == a.path => {
-                                Some(s.call)
-                            }
-                            _ => None,
-                        });
+                    let call = attempt_call(&self.events, i);
                     let slot = *ix.entry(a.group).or_insert_with(|| {
                         out.push(HedgedCall {
                             group: a.group,
@@ -117,12 +134,17 @@ impl Trace {
                             path: a.path.clone(),
                             attempts: Vec::new(),
                             not_sent: None,
+                            committed: None,
+                            committed_seq: None,
                         });
                         out.len() - 1
                     });
+                    let run = call.and_then(|c| runs.get(&c).copied());
                     out[slot].attempts.push(HedgeAttempt {
                         attempt: a.attempt,
                         call,
+                        run,
+                        previous_seen: run.and_then(|r| previous.get(&r).copied()),
                         started: e.at(),
                         claimed_delay: a.delay,
                         ended: None,
@@ -144,10 +166,35 @@ impl Trace {
     }
 }
 
+/// The recorded call that carries the attempt whose `RetryAttempt` is
+/// `events[i]`: the next `CallStarted` of its path on its host, in the same
+/// instant (the layer records the attempt right before calling the channel).
+pub(super) fn attempt_call(events: &[event::Event], i: usize) -> Option<CallId> {
+    let e = &events[i];
+    let EventKind::RetryAttempt(a) = &e.kind else {
+        return None;
+    };
+    events[i + 1..]
+        .iter()
+        .take_while(|n| n.at() == e.at())
+        .find_map(|n| match &n.kind {
+            EventKind::CallStarted(s) if n.host == e.host && s.path == a.path => Some(s.call),
+            _ => None,
+        })
+}
+
 fn apply(call: &mut HedgedCall, h: &event::Hedge, at: Duration, seq: usize) {
-    if let HedgeStep::NotSent { stop } = &h.step {
-        call.not_sent = Some((h.attempt, stop, at));
-        return;
+    match &h.step {
+        HedgeStep::NotSent { stop } => {
+            call.not_sent = Some((h.attempt, stop, at));
+            return;
+        }
+        HedgeStep::Committed { stop } => {
+            call.committed = Some((h.attempt, stop, at));
+            call.committed_seq = Some(seq);
+            return;
+        }
+        _ => {}
     }
     let Some(a) = call.attempts.iter_mut().find(|a| a.attempt == h.attempt) else {
         return;
@@ -157,18 +204,28 @@ fn apply(call: &mut HedgedCall, h: &event::Hedge, at: Duration, seq: usize) {
             a.ended = Some((at, *code, *verdict));
             a.end_seq = Some(seq);
         }
-        HedgeStep::Cancelled { winner } => a.cancelled = Some((at, *winner)),
-        HedgeStep::NotSent { .. } => {}
+        HedgeStep::Cancelled { winner, .. } => a.cancelled = Some((at, *winner)),
+        HedgeStep::NotSent { .. } | HedgeStep::Committed { .. } => {}
     }
 }
 
-/// The row of a hedged call's `RetryAttempt`.
-pub(super) fn attempt_row(group: u32, path: &str, attempt: u32, delay: Duration) -> String {
+/// The row of a hedged call's `RetryAttempt`; `replica`: the replica a
+/// balanced channel sent it to (its call's `CallRouted`), named because a
+/// hedge may go to the replica that is already slow (nothing steers it
+/// elsewhere; see the module docs of [`crate::retry`]).
+pub(super) fn attempt_row(
+    group: u32,
+    path: &str,
+    attempt: u32,
+    delay: Duration,
+    replica: Option<&str>,
+) -> String {
+    let to = replica.map(|r| format!(" to {r}")).unwrap_or_default();
     if attempt == 1 {
-        format!("g{group} hedging: attempt 1 of {path}")
+        format!("g{group} hedging: attempt 1 of {path}{to}")
     } else {
         format!(
-            "g{group} hedging: hedge {attempt} of {path}, {} after the previous one",
+            "g{group} hedging: hedge {attempt} of {path}{to}, {} after the previous one",
             fmt_duration(delay)
         )
     }
@@ -181,12 +238,25 @@ pub(super) fn step_row(h: &event::Hedge) -> String {
         HedgeStep::Ended {
             outcome, verdict, ..
         } => format!("g{g} attempt {n} {outcome} → {}", verdict_words(verdict)),
-        HedgeStep::Cancelled { winner: Some(w) } => {
+        HedgeStep::Cancelled {
+            winner: Some(w),
+            buffer_limit: false,
+        } => {
             format!("g{g} attempt {n} cancelled: attempt {w} won (its stream is reset)")
         }
-        HedgeStep::Cancelled { winner: None } => {
+        HedgeStep::Cancelled {
+            winner: Some(w),
+            buffer_limit: true,
+        } => format!(
+            "g{g} attempt {n} cancelled: the call committed to attempt {w} (its stream is reset)"
+        ),
+        HedgeStep::Cancelled { winner: None, .. } => {
             format!("g{g} attempt {n} cancelled: the deadline passed")
         }
+        HedgeStep::Committed { stop } => format!(
+            "g{g} attempt {n} committed: the request passed the replay buffer ({stop}); \
+             the others are cancelled, no more hedges"
+        ),
         HedgeStep::NotSent { stop } => format!("g{g} hedge {n} not sent: {stop}"),
     }
 }

@@ -2,7 +2,12 @@
 //! store replicas behind a balanced channel, `store-2` 500 ms slow; the
 //! player hedges its Saves (3 attempts, 50 ms apart), so a call that meets
 //! `store-2` is won by a hedge on another replica and the slow attempt is
-//! cancelled. Overload: the store sheds every Save with UNAVAILABLE (a
+//! cancelled. Each hedge is an ordinary pick of the balanced channel, so
+//! it may land on `store-2` again (grpc does not steer hedges: A6 does not
+//! ask for it, grpc-java picks each hedge like any call); the trace's
+//! hedge rows name the replica each attempt went to, and a call is slow
+//! only when every one of its attempts went to `store-2`. Overload: the
+//! store sheds every Save with UNAVAILABLE (a
 //! non-fatal code, which sends the next hedge at once); retry throttling
 //! stops the hedges once half the tokens are gone.
 

@@ -99,8 +99,9 @@ fn hedging_under_one_slow_replica_cuts_the_tail() {
     assert_eq!((plain.len(), hedged.len()), (30, 30));
     // Seed 0: the balancer sends 12 of 30 plain calls to store-2. Hedged,
     // one call is still slow: its hedges were picked onto store-2 as well
-    // (A6 asks the balancer to avoid a call's used addresses; this
-    // channel's picks do not), and three needed the third attempt.
+    // (nothing steers a hedge away from a used replica: A6 does not ask
+    // for it, grpc-java picks each hedge like any call), and three needed
+    // the third attempt.
     let slow = |v: &[Duration]| v.iter().filter(|d| **d >= ms(500)).count();
     assert_eq!((slow(&plain), slow(&hedged)), (12, 1));
     assert_eq!((p90(&plain), p90(&hedged)), (ms(512), ms(112)));
@@ -253,7 +254,8 @@ fn hedged_traces_are_deterministic_and_read_as_a_race() {
     let (b, _) = slow_replica(true);
     let text = a.render();
     assert_eq!(text, b.render());
-    // g15 needed all three attempts: two went to store-2.
+    // g15 needed all three attempts: two went to store-2, and the rows of
+    // its attempts say so (the third, to store-1, won).
     let rows: String = text
         .lines()
         .filter(|l| l.contains(" g15 ") || l.contains("RST_STREAM"))

@@ -120,13 +120,25 @@ struct Context {
     /// How HEADERS rows print their fields (the options' choice; the
     /// default where no options apply: the summary, the exports).
     headers: words::HeaderWords,
+    /// The replica each hedged attempt (group, attempt) was balanced to.
+    hedge_replicas: HashMap<(u32, u32), String>,
 }
 
 impl Context {
     fn of(events: &[Event]) -> Self {
         let mut cx = Self::default();
-        for e in events {
+        let mut routed: HashMap<CallId, String> = HashMap::new();
+        let mut hedges: Vec<((u32, u32), CallId)> = Vec::new();
+        for (i, e) in events.iter().enumerate() {
             match &e.kind {
+                EventKind::RetryAttempt(a) if a.hedged => {
+                    if let Some(call) = super::hedges::attempt_call(events, i) {
+                        hedges.push(((a.group, a.attempt), call));
+                    }
+                }
+                EventKind::CallRouted { call, replica } => {
+                    routed.insert(*call, replica.to_string());
+                }
                 EventKind::HandlerRejected(handler_rejected) => {
                     let event::HandlerRejected { run, .. } = &**handler_rejected;
                     cx.rejected.insert(*run);
@@ -142,6 +154,10 @@ impl Context {
                 _ => {}
             }
         }
+        cx.hedge_replicas = hedges
+            .into_iter()
+            .filter_map(|(key, call)| Some((key, routed.get(&call)?.clone())))
+            .collect();
         cx
     }
 
@@ -456,7 +472,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
         .or_else(|| handler::line(e, cx))
         .or_else(|| frame::line(e, cx))
         .or_else(|| policy::line(e))
-        .or_else(|| retry::line(e))
+        .or_else(|| retry::line(e, &cx.hedge_replicas))
         .or_else(|| balancer::line(e))
         .unwrap_or_default()
 }

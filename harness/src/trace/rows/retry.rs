@@ -1,11 +1,18 @@
 //! The rows of a retry layer: attempts, a retry's arrival, the decision
 //! after each attempt, a hedged call's steps.
 
+use std::collections::HashMap;
+
 use crate::recorder::event::{self, Event, EventKind};
 use crate::units::fmt_duration;
 
 /// The `where` column and text of a retry event; `None` for any other.
-pub(super) fn line(e: &Event) -> Option<(String, String)> {
+/// `hedge_replicas`: the replica each hedged attempt (group, attempt) was
+/// balanced to.
+pub(super) fn line(
+    e: &Event,
+    hedge_replicas: &HashMap<(u32, u32), String>,
+) -> Option<(String, String)> {
     let host = e.host.to_string();
     Some(match &e.kind {
         EventKind::RetryAttempt(retry_attempt) => {
@@ -18,7 +25,13 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
                 hedged,
             } = &**retry_attempt;
             let text = if *hedged {
-                crate::trace::hedges::attempt_row(*group, path, *attempt, *delay)
+                crate::trace::hedges::attempt_row(
+                    *group,
+                    path,
+                    *attempt,
+                    *delay,
+                    hedge_replicas.get(&(*group, *attempt)).map(String::as_str),
+                )
             } else if *attempt == 1 {
                 format!("g{group} retry layer: attempt 1 of {path}")
             } else {
