@@ -263,7 +263,9 @@ pub(super) fn step_row(h: &event::Hedge) -> String {
 
 fn verdict_words(v: &HedgeVerdict) -> String {
     match v {
-        HedgeVerdict::Won => "won: the call's response; the others are cancelled".to_owned(),
+        HedgeVerdict::Won => {
+            "won: the call's response; any others still in flight are cancelled".to_owned()
+        }
         HedgeVerdict::NextNow => "non-fatal: next hedge now".to_owned(),
         HedgeVerdict::NextAfter { delay } => {
             format!(

@@ -136,7 +136,7 @@ impl Context {
                         hedges.push(((a.group, a.attempt), call));
                     }
                 }
-                EventKind::CallRouted { call, replica } => {
+                EventKind::CallRouted { call, replica, .. } => {
                     routed.insert(*call, replica.to_string());
                 }
                 EventKind::HandlerRejected(handler_rejected) => {
