@@ -268,12 +268,19 @@ fn check_call(call: &RetriedCall, config: &RetryConfig, jitter: Jitter) -> Resul
                 }
             }
         }
-        if let Some(seen) = a.previous_seen {
-            if seen + 1 != number {
+        match (a.run, a.previous_seen) {
+            (_, Some(seen)) if seen + 1 != number => {
                 return Err(format!(
                     "attempt {number} reached the server with grpc-previous-rpc-attempts={seen}"
                 ));
             }
+            // A6 "Exposed Retry Metadata": every retry carries the header.
+            (Some(run), None) if number > 1 => {
+                return Err(format!(
+                    "attempt {number} reached the server ({run}) without grpc-previous-rpc-attempts"
+                ));
+            }
+            _ => {}
         }
         if k == 0 {
             continue;

@@ -2,6 +2,7 @@
 //! through a recording retry layer fails `assert_retries_conform`, and a
 //! retry policy that matched no call is reported in the trace.
 
+use tonic::codegen::http;
 use tonic::Code;
 
 use grpc_chaos::retry::RetryConfig;
@@ -149,5 +150,49 @@ fn a_policy_for_a_service_the_target_does_not_serve_is_misconfigured() {
             "retry channel player→store: its service config names every method of tt.v1.Stroe, but `store` does not serve that service; it serves: tt.v1.Store"
         ),
         "{err}"
+    );
+}
+
+/// Three attempts through `player.retry_layer` over a plain channel to a
+/// store whose first two Saves fail UNAVAILABLE, with `rewrite` applied to
+/// each attempt's request between the layer and the channel.
+fn retried(
+    rewrite: fn(http::Request<tonic::body::Body>) -> http::Request<tonic::body::Body>,
+) -> grpc_chaos::Trace {
+    let mut sim = failing_store(2);
+    sim.client("player", move |player| async move {
+        let channel = tower::ServiceBuilder::new()
+            .layer(player.retry_layer("store", policy(STORE_POLICY)))
+            .map_request(rewrite)
+            .service(player.channel("store"));
+        StoreClient::new(channel)
+            .save(SaveRequest::default())
+            .await?;
+        Ok(())
+    });
+    sim.run().expect("run")
+}
+
+/// gRFC A6 "Exposed Retry Metadata": every retry carries
+/// grpc-previous-rpc-attempts. A layer under the retry layer that drops
+/// it fails the check, which names the attempt and the handler run.
+#[test]
+fn a_retry_that_reaches_the_server_without_its_attempt_count_fails_the_check() {
+    let config = policy(STORE_POLICY);
+    retried(|r| r)
+        .assert_retries_conform(&config)
+        .expect("conforms");
+    let trace = retried(|mut r| {
+        r.headers_mut().remove("grpc-previous-rpc-attempts");
+        r
+    });
+    let v = trace
+        .assert_retries_conform(&config)
+        .expect_err("header dropped");
+    assert!(
+        v.detail()
+            .contains("attempt 2 reached the server (h2) without grpc-previous-rpc-attempts"),
+        "{}",
+        v.detail()
     );
 }
