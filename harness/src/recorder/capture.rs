@@ -24,6 +24,7 @@
 //! forward, a span is a callsite the capture never wants either.
 
 use crate::recorder::event;
+use crate::recorder::CURRENT_RUN;
 use crate::units::fmt_ms;
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -191,7 +192,8 @@ impl Capture {
     /// TRACE, the trace keeps them). Dependencies log at DEBUG/TRACE on
     /// every frame; spans carry nothing the capture needs.
     fn wants(meta: &Metadata<'_>) -> bool {
-        meta.is_event() && !is_dependency(meta.target())
+        let target = meta.target();
+        meta.is_event() && (!is_dependency(target) || target == EFFECT_TARGET)
     }
 
     /// Records a user's event on the host whose code emitted it.
@@ -202,14 +204,22 @@ impl Capture {
         let meta = event.metadata();
         let mut message = MessageVisitor::default();
         event.record(&mut message);
-        self.recorder.push(
-            host,
-            EventKind::Log(Box::new(event::Log {
+        let kind = match message.effect.take() {
+            // A side effect your code marked (`server::effect`, or any
+            // event with an `effect` field), with the handler run whose
+            // task it ran in.
+            Some(name) => EventKind::Effect(Box::new(event::Effect {
+                name,
+                run: CURRENT_RUN.try_with(|r| *r).ok(),
+                message: message.finish(),
+            })),
+            None => EventKind::Log(Box::new(event::Log {
                 level: level_name(meta.level()),
                 target: meta.target().to_owned(),
                 message: message.finish(),
             })),
-        );
+        };
+        self.recorder.push(host, kind);
     }
 }
 
@@ -382,7 +392,17 @@ fn level_name(level: &tracing::Level) -> &'static str {
 struct MessageVisitor {
     message: String,
     fields: String,
+    /// The value of an [`EFFECT_FIELD`] field, kept apart from `fields`.
+    effect: Option<String>,
 }
+
+/// The field that marks an event as a side effect
+/// ([`crate::server::effect`]).
+pub(crate) const EFFECT_FIELD: &str = "effect";
+
+/// The target of [`crate::server::effect`]'s events: the one `grpc_chaos`
+/// target the capture keeps.
+pub(crate) const EFFECT_TARGET: &str = "grpc_chaos::effect";
 
 impl MessageVisitor {
     fn finish(self) -> String {
@@ -398,6 +418,8 @@ impl Visit for MessageVisitor {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
             self.message = value.to_owned();
+        } else if field.name() == EFFECT_FIELD {
+            self.effect = Some(value.to_owned());
         } else {
             self.record_debug(field, &value);
         }
@@ -406,6 +428,11 @@ impl Visit for MessageVisitor {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         if field.name() == "message" {
             self.message = format!("{value:?}");
+            return;
+        }
+        if field.name() == EFFECT_FIELD {
+            // `effect = %name` (Display) arrives here unquoted.
+            self.effect = Some(format!("{value:?}"));
             return;
         }
         if !self.fields.is_empty() {

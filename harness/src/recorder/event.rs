@@ -20,8 +20,8 @@ pub use super::fields::{
 pub use super::frame_fate::FrameFate;
 pub use super::host_name::HostName;
 pub use super::payloads::{
-    Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, CallUndecodable, FaultFired,
-    FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped,
+    Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, CallUndecodable, Effect,
+    FaultFired, FrameNeverLeft, FrameReplaced, GrpcTimeoutInvalid, HandlerDequeued, HandlerDropped,
     HandlerFinished, HandlerPanicked, HandlerRejected, HandlerStarted, Hedge, HedgeStep,
     HedgeVerdict, KeepalivePing, Log, PodTerminationStarted, PolicyActed, PolicyClosed,
     PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
@@ -1113,6 +1113,14 @@ pub enum EventKind {
     ///
     /// Its fields are in [`Log`] (boxed).
     Log(Box<Log>),
+    /// A side effect your code marked ([`server::effect`](crate::server::effect),
+    /// or any `tracing` event with an `effect` field) inside a host,
+    /// recorded instead of its `Log`: what
+    /// [`Trace::assert_no_stale_work`](crate::Trace::assert_no_stale_work)
+    /// compares with the caller's end.
+    ///
+    /// Its fields are in [`Effect`] (boxed).
+    Effect(Box<Effect>),
 }
 
 impl EventKind {
@@ -1227,6 +1235,7 @@ impl EventKind {
             | Self::DnsOutage
             | Self::DnsRestored
             | Self::Balancer(_)
+            | Self::Effect(_)
             | Self::Log(_) => true,
         }
     }

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use capture::SimTime;
-pub(crate) use capture::{hosted, install, DrivingHost};
+pub(crate) use capture::{hosted, install, DrivingHost, EFFECT_TARGET};
 use event::{CallId, Event, EventKind, HostName, RunId};
 use order::after_its_frames;
 pub(crate) use slow_polls::SlowPolls;

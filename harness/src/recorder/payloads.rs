@@ -654,3 +654,17 @@ pub struct Log {
     /// The message and fields, rendered `message key=value …`.
     pub message: String,
 }
+
+/// The fields of [`EventKind::Effect`](super::event::EventKind::Effect),
+/// boxed as [`Log`] is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Effect {
+    /// The effect's name, the value of the event's `effect` field
+    /// (`reserve`).
+    pub name: String,
+    /// The handler run whose task committed it; `None` outside a handler's
+    /// own task (a task it spawned, a client's body).
+    pub run: Option<RunId>,
+    /// The event's message and its other fields, rendered as a log line's.
+    pub message: String,
+}

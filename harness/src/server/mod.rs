@@ -76,6 +76,29 @@ pub use handler::{HandlerBody, HandlerLayer, HandlerService};
 pub use incoming::{Incoming, Shutdown};
 pub(crate) use serve::{default_serve, serve_fn, ServeFn, Signal};
 
+/// Marks a side effect of your code at this instant: stock reserved, a row
+/// written, a message sent. Inside a sim it is recorded as an
+/// [`EventKind::Effect`](crate::recorder::event::EventKind::Effect) at
+/// the host, with the handler run whose task called it, and
+/// [`Trace::assert_no_stale_work`](crate::Trace::assert_no_stale_work)
+/// fails when it came after the run's caller had given up. It is one
+/// `tracing` event (target `grpc_chaos::effect`, field `effect = name`,
+/// INFO): outside a sim it goes wherever your subscriber sends it, and
+/// costs what an event costs. Any `tracing` event of yours with an
+/// `effect` field counts the same, so an existing log line can be the
+/// mark: `tracing::info!(effect = "reserve", order = id, "reserved")`.
+///
+/// ```
+/// async fn reserve(order: u64) {
+///     // ... take the stock ...
+///     grpc_chaos::server::effect("reserve");
+/// #   let _ = order;
+/// }
+/// ```
+pub fn effect(name: &str) {
+    tracing::info!(target: crate::recorder::EFFECT_TARGET, effect = name, "side effect");
+}
+
 /// The builder a [`ServerHost::configure`](crate::ServerHost::configure)
 /// closure gets: `tonic::transport::Server::builder()` with the harness's
 /// [`HandlerLayer`] already added as its first layer. Every option of

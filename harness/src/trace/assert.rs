@@ -304,7 +304,7 @@ impl Trace {
 
     /// When the work of `run` stopped mattering, following the call chain
     /// upwards (bounded, in case of a malformed chain).
-    fn abandoned_at(&self, run: &HandlerRun, depth: usize) -> Option<Duration> {
+    pub(super) fn abandoned_at(&self, run: &HandlerRun, depth: usize) -> Option<Duration> {
         let mut times = vec![run.deadline()];
         if let Some(call) = run.call.and_then(|c| self.call(c)) {
             times.push(call.deadline());

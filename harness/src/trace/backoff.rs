@@ -185,7 +185,7 @@ pub struct QuickRedials {
     pub allowed: Duration,
 }
 
-impl crate::Trace {
+impl super::Trace {
     /// Every host→server pair that redialled sooner than connection
     /// backoff allows, in the order of their first such redial; empty
     /// when every redial waited long enough (or none followed a failed

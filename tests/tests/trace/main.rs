@@ -8,5 +8,6 @@ mod artifacts;
 mod debug_output;
 mod exports;
 mod html;
+mod stale_work;
 mod trace_queries;
 mod tracing_capture;

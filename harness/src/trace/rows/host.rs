@@ -85,6 +85,11 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
             } = &**log;
             (host, format!("log {level} {target}: {message}"))
         }
+        EventKind::Effect(effect) => {
+            let event::Effect { name, run, message } = &**effect;
+            let by = run.map_or_else(|| "outside a handler's task".to_owned(), |r| r.to_string());
+            (host, format!("effect {name} by {by}: {message}"))
+        }
         _ => return None,
     })
 }

@@ -418,7 +418,7 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         | EventKind::PolicyReset(_)
         | EventKind::PolicyActed(_)
         | EventKind::KeepaliveClosed { .. } => RowKind::Policy,
-        EventKind::Log(_) => RowKind::Log,
+        EventKind::Log(_) | EventKind::Effect(_) => RowKind::Log,
         EventKind::CallRouted { .. } => RowKind::Call,
         EventKind::ReplicaLeft { .. }
         | EventKind::ReplicaJoined { .. }
