@@ -105,11 +105,13 @@ pub struct Orphan {
     pub ran_on: Duration,
 }
 
-/// How long before the end of the run a caller must have given up for a
-/// handler still running at the end to count as orphan work (*simulated*
-/// time). Cancellation takes a network hop or two to arrive; a handler
-/// abandoned just before the run ended may be one whose RST_STREAM is still
-/// in flight, and calling that an orphan would be a guess.
+/// How long after its caller gave up a handler may still finish, or still
+/// be running at the end of the run, without counting as orphan work
+/// (*simulated* time). Cancellation takes a network hop or two to arrive: a
+/// handler that finishes a millisecond after its caller's deadline, or one
+/// abandoned just before the run ended whose RST_STREAM is still in
+/// flight, is propagation at work, and calling it an orphan would be
+/// wrong or a guess.
 pub const ORPHAN_GRACE: Duration = Duration::from_millis(50);
 
 const DEADLINE: &str = "deadline propagation";
@@ -240,13 +242,15 @@ impl Trace {
         })
     }
 
-    /// Every handler run that finished after the work stopped mattering, or
-    /// was still running at the end of the run more than [`ORPHAN_GRACE`]
-    /// after it; see [`Orphan`]. Runs that were dropped (cancelled) are not
-    /// orphans.
+    /// Every handler run that finished, or was still running at the end of
+    /// the run, more than [`ORPHAN_GRACE`] after the work stopped
+    /// mattering; see [`Orphan`]. The longest-running first (by
+    /// [`Orphan::ran_on`]; ties in run order). Runs that were dropped
+    /// (cancelled) are not orphans.
     pub fn orphans(&self) -> Vec<Orphan> {
         let end_of_run = self.ended;
-        self.runs
+        let mut orphans = self
+            .runs
             .iter()
             .filter(|r| {
                 matches!(
@@ -256,25 +260,26 @@ impl Trace {
             })
             .filter_map(|r| {
                 let abandoned_at = self.abandoned_at(r, 0)?;
-                let (finished, grace) = match r.ended_at {
-                    Some(t) => (t, Duration::ZERO),
-                    None => (end_of_run, ORPHAN_GRACE),
-                };
-                (finished > abandoned_at + grace).then(|| Orphan {
+                let finished = r.ended_at.unwrap_or(end_of_run);
+                (finished > abandoned_at + ORPHAN_GRACE).then(|| Orphan {
                     run: r.clone(),
                     abandoned_at,
                     ran_on: finished - abandoned_at,
                 })
             })
-            .collect()
+            .collect::<Vec<_>>();
+        // Stable: equal ones stay in run order.
+        orphans.sort_by(|a, b| b.ran_on.cmp(&a.ran_on));
+        orphans
     }
 
-    /// Checks that no handler kept working after its caller's deadline or
-    /// cancellation, anywhere up its call chain.
+    /// Checks that no handler kept working more than [`ORPHAN_GRACE`]
+    /// after its caller's deadline or cancellation, anywhere up its call
+    /// chain.
     ///
     /// # Errors
-    /// A [`Violation`] naming the first orphan run, where it came from, and
-    /// how long it ran on.
+    /// A [`Violation`] naming the worst orphan run (the one that ran on
+    /// longest), where it came from, and how long it ran on.
     pub fn assert_no_orphan_work(&self) -> Result<(), Violation> {
         let Some(o) = self.orphans().into_iter().next() else {
             return Ok(());

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::trace::ORPHAN_GRACE;
 use grpc_chaos::trace::{CallEnd, RenderOptions, RunEnd};
 use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
@@ -394,6 +395,34 @@ fn fresh_gateway_leaves_the_store_working_as_an_orphan() -> grpc_chaos::Result {
     assert!(o.ran_on > ms(1000), "ran on {:?}", o.ran_on);
     assert_eq!(o.ran_on, st.ended_at.expect("finished") - o.abandoned_at);
     assert!(matches!(&st.end, RunEnd::Finished { code: "OK", .. }));
+    Ok(())
+}
+
+/// A store that finishes a few milliseconds after the player's deadline
+/// did nothing wrong that a cancellation could have prevented: it is
+/// within `ORPHAN_GRACE` (a hop or two), so no orphan; 100 ms later is one.
+#[test]
+fn a_handler_that_finishes_within_a_hop_of_the_deadline_is_no_orphan() -> grpc_chaos::Result {
+    let trace = Story::new(DeadlineMode::Fresh)
+        // The Save reaches the store at 124 ms: it ends at 504 ms.
+        .slow_store(ms(380))
+        .linger(ms(1000))
+        .run()?;
+    let st = trace.runs_on("store").next().expect("store run");
+    let ended = st.ended_at.expect("finished");
+    assert!(
+        ended > ms(500) && ended < ms(500) + ORPHAN_GRACE,
+        "{ended:?}"
+    );
+    assert!(trace.orphans().is_empty(), "{:?}", trace.orphans());
+    trace.assert_no_orphan_work()?;
+    let trace = Story::new(DeadlineMode::Fresh)
+        .slow_store(ms(480))
+        .linger(ms(1000))
+        .run()?;
+    let orphans = trace.orphans();
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert!(orphans[0].ran_on > ORPHAN_GRACE, "{orphans:?}");
     Ok(())
 }
 
