@@ -269,7 +269,7 @@ impl Trace {
             })
             .collect::<Vec<_>>();
         // Stable: equal ones stay in run order.
-        orphans.sort_by(|a, b| b.ran_on.cmp(&a.ran_on));
+        orphans.sort_by_key(|o| std::cmp::Reverse(o.ran_on));
         orphans
     }
 

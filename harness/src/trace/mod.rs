@@ -5,6 +5,7 @@ pub(crate) mod act_words;
 mod artifacts;
 mod assert;
 mod backoff;
+mod bounds;
 mod chance;
 mod fold;
 mod hedges;

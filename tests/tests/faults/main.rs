@@ -5,6 +5,7 @@
 //! One test binary, a module per file: `cargo test -p grpc-chaos-tests --test faults`.
 
 mod bad_input;
+mod bounds;
 mod handler_faults;
 mod handler_panics;
 mod limits;
