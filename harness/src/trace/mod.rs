@@ -7,6 +7,7 @@ mod assert;
 mod backoff;
 mod bounds;
 mod chance;
+mod codes;
 mod fold;
 mod hedges;
 mod html;

@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod bounds;
+mod codes;
 mod handler_faults;
 mod handler_panics;
 mod limits;
