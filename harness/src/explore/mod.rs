@@ -47,6 +47,8 @@ use rng::Rng;
 pub const RUN_FAILED: &str = "the run completes";
 
 type Invariant = Box<dyn Fn(&Trace) -> Result<(), String>>;
+/// A "sometimes" assertion's condition.
+type Reached = Box<dyn Fn(&Trace) -> bool>;
 
 /// Runs a scenario under fault schedules and checks invariants on each
 /// run.
@@ -97,6 +99,7 @@ pub struct Explorer<S> {
     scenario: S,
     space: Space,
     invariants: Vec<(String, Invariant)>,
+    sometimes: Vec<(String, Reached)>,
     seed: u64,
     budget: usize,
     shrink: bool,
@@ -106,9 +109,11 @@ pub struct Explorer<S> {
 impl<S> std::fmt::Debug for Explorer<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<&str> = self.invariants.iter().map(|(n, _)| n.as_str()).collect();
+        let sometimes: Vec<&str> = self.sometimes.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("Explorer")
             .field("space", &self.space)
             .field("invariants", &names)
+            .field("sometimes", &sometimes)
             .field("seed", &self.seed)
             .field("budget", &self.budget)
             .field("shrink", &self.shrink)
@@ -142,6 +147,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             scenario,
             space: Space::new(),
             invariants: Vec::new(),
+            sometimes: Vec::new(),
             seed: 0,
             budget: 100,
             shrink: true,
@@ -167,6 +173,22 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     ) -> Self {
         let check = move |t: &Trace| check(t).map_err(|e| e.to_string());
         self.invariants.push((name.into(), Box::new(check)));
+        self
+    }
+
+    /// Adds a "sometimes" assertion named `name`: a state the exploration
+    /// should reach at least once (a retry made, a replica ejected, the
+    /// handler cancelled mid-work), as moonpool's and Antithesis's
+    /// `sometimes` do. It never fails a run; the report counts the
+    /// schedules whose trace met `reached` ([`Report::sometimes`]) and its
+    /// summary names those never met, so what the schedules did not cover
+    /// shows. A `reached` that panics counts as not met.
+    pub fn sometimes(
+        mut self,
+        name: impl Into<String>,
+        reached: impl Fn(&Trace) -> bool + 'static,
+    ) -> Self {
+        self.sometimes.push((name.into(), Box::new(reached)));
         self
     }
 
@@ -333,6 +355,12 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     fn judge(&self, schedule: &Schedule, base: &Baseline, report: &mut Report) {
         report.count(schedule);
         let Checked { broken, trace } = self.check(schedule);
+        for (name, reached) in &self.sometimes {
+            let met = trace
+                .as_ref()
+                .is_some_and(|t| catch_unwind(AssertUnwindSafe(|| reached(t))).unwrap_or(false));
+            report.reach(name, met);
+        }
         let left_baseline = match (&trace, broken.is_empty()) {
             (Some(trace), false) => divergence(&base.render, &trace.render()),
             _ => None,

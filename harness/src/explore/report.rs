@@ -199,6 +199,9 @@ pub struct Report {
     /// Every point of the space, in the order declared, with how often it
     /// was placed.
     pub coverage: Vec<Coverage>,
+    /// Each "sometimes" assertion ([`Explorer::sometimes`](super::Explorer::sometimes)),
+    /// in the order added, with the number of schedules whose trace met it.
+    pub sometimes: Vec<(String, usize)>,
 }
 
 impl Report {
@@ -216,7 +219,29 @@ impl Report {
                     schedules: 0,
                 })
                 .collect(),
+            sometimes: Vec::new(),
         }
+    }
+
+    /// Counts one schedule's answer to "sometimes" assertion `name`.
+    pub(super) fn reach(&mut self, name: &str, met: bool) {
+        let at = match self.sometimes.iter().position(|(n, _)| n == name) {
+            Some(at) => at,
+            None => {
+                self.sometimes.push((name.to_owned(), 0));
+                self.sometimes.len() - 1
+            }
+        };
+        self.sometimes[at].1 += usize::from(met);
+    }
+
+    /// The "sometimes" assertions no schedule met, in the order added.
+    pub fn never_reached(&self) -> Vec<&str> {
+        self.sometimes
+            .iter()
+            .filter(|(_, n)| *n == 0)
+            .map(|(name, _)| name.as_str())
+            .collect()
     }
 
     pub(super) fn count(&mut self, schedule: &Schedule) {
@@ -307,6 +332,13 @@ impl Report {
                 );
             }
             g.write_schedules(&mut out);
+        }
+        if !self.sometimes.is_empty() {
+            out.push_str("\n  sometimes (schedules that reached it):");
+            for (name, n) in &self.sometimes {
+                let note = if *n == 0 { " (never reached)" } else { "" };
+                let _ = write!(out, "\n    {name}: {n}{note}");
+            }
         }
         out.push_str("\n  coverage (schedules per fault):");
         for c in &self.coverage {

@@ -308,3 +308,38 @@ fn a_run_that_fails_by_itself_is_reported_and_its_trace_still_judged() -> grpc_c
     assert!(failed.first.left_baseline.is_some());
     Ok(())
 }
+
+/// "Sometimes" assertions: states the schedules should reach at least
+/// once. They fail no run; the report counts the schedules that met each
+/// and names those none met.
+#[test]
+fn sometimes_assertions_count_what_the_schedules_reached() -> grpc_chaos::Result {
+    let dropped = |t: &Trace| {
+        t.runs_on("inventory")
+            .any(|r| r.end == grpc_chaos::trace::RunEnd::Dropped)
+    };
+    let report = explorer(true)
+        .sometimes("a reservation cancelled mid-work", dropped)
+        .sometimes("inventory answers twice at once", |_| false)
+        .sometimes("a panicking check", |_| panic!("not met"))
+        .budget(20)
+        .explore()?;
+    report.assert_passed();
+    let counts: Vec<(&str, usize)> = report
+        .sometimes
+        .iter()
+        .map(|(n, c)| (n.as_str(), *c))
+        .collect();
+    assert_eq!(counts.len(), 3);
+    assert!(counts[0].1 > 0 && counts[0].1 <= 20, "{counts:?}");
+    assert_eq!(
+        report.never_reached(),
+        ["inventory answers twice at once", "a panicking check"]
+    );
+    let summary = report.summary();
+    assert!(
+        summary.contains("\n    inventory answers twice at once: 0 (never reached)"),
+        "{summary}"
+    );
+    Ok(())
+}
