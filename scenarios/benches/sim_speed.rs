@@ -131,7 +131,7 @@
 //! Sizes: `BENCH_CALLS` (default 10000), `BENCH_HEALTH_CALLS` and `BENCH_OUTLIER_CALLS` (default 1000), `BENCH_IDLE_SECS` (default 600),
 //! `BENCH_STREAMS`, `BENCH_STREAM_SECS`, `BENCH_SCHEDULES` and `BENCH_REPEAT` make a quick run
 //! possible, e.g. `BENCH_CALLS=1000 BENCH_IDLE_SECS=60 BENCH_REPEAT=1`;
-//! `BENCH_ONLY=idle`, `unary`, `streams`, `explore`, `health` or `outlier` (comma-separated) runs only
+//! `BENCH_ONLY=idle`, `unary`, `streams`, `explore`, `health`, `outlier` or `hedging` (comma-separated) runs only
 //! those parts (for a profiler).
 //!
 //! Wall time is read outside the simulation, around `Sim::run` and
@@ -146,6 +146,8 @@
 mod balanced;
 #[path = "sim_speed/health.rs"]
 mod health;
+#[path = "sim_speed/hedging.rs"]
+mod hedging;
 #[path = "sim_speed/outlier.rs"]
 mod outlier;
 #[path = "sim_speed/shrink.rs"]
@@ -375,6 +377,9 @@ fn main() {
     if parts.run("outlier") {
         outlier::outlier_rows(env_u64("BENCH_OUTLIER_CALLS", 1_000), repeat);
     }
+    if parts.run("hedging") {
+        hedging::hedging_rows(env_u64("BENCH_HEDGING_CALLS", 1_000), repeat);
+    }
     println!();
     println!(
         "ratio: idle rows    = grpc-chaos / bare turmoil, sim s per CPU s (1.00x = no overhead)"
@@ -386,6 +391,7 @@ fn main() {
     );
     println!("       health row   = health-checked / plain balanced channel, CPU s (bar: 1.50x)");
     println!("       outlier row  = outlier detection / plain balanced channel, CPU s");
+    println!("       hedging row  = hedging layer / plain balanced channel, CPU s (bar: 1.50x)");
     println!("       best   = the ratio of each side's fastest round (figures above)");
     println!("       rounds = each round's own ratio: the median, the lowest and the highest");
 }
