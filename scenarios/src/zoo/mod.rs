@@ -5,8 +5,10 @@
 //! | bug | what leaks |
 //! |---|---|
 //! | [`cancel_unsafe`] | a handler takes stock, awaits, replies: a cancel at the await leaks the stock |
+//! | [`retry_two_hops`] | two hops each retry 3 times: while the store fails, one order costs it up to 9 Saves |
 
 pub mod cancel_unsafe;
+pub mod retry_two_hops;
 
 use grpc_chaos::explore::{Explorer, FailureGroup, Report, Schedule, Space};
 use grpc_chaos::{Sim, Trace};
@@ -147,7 +149,7 @@ fn count(n: usize, what: &str) -> String {
 
 /// Every bug of the zoo.
 pub fn all() -> Vec<Bug> {
-    vec![cancel_unsafe::BUG]
+    vec![cancel_unsafe::BUG, retry_two_hops::BUG]
 }
 
 /// The bug named `name`.

@@ -13,3 +13,4 @@ mod sweep_replay;
 mod sweeps;
 mod wall_clock;
 mod zoo;
+mod zoo_retry;
