@@ -6,9 +6,11 @@
 //! |---|---|
 //! | [`cancel_unsafe`] | a handler takes stock, awaits, replies: a cancel at the await leaks the stock |
 //! | [`retry_two_hops`] | two hops each retry 3 times: while the store fails, one order costs it up to 9 Saves |
+//! | [`stale_release`] | reservations in tasks of their own: a request a healed partition releases late is committed after its caller gave up |
 
 pub mod cancel_unsafe;
 pub mod retry_two_hops;
+pub mod stale_release;
 
 use grpc_chaos::explore::{Explorer, FailureGroup, Report, Schedule, Space};
 use grpc_chaos::{Sim, Trace};
@@ -149,7 +151,7 @@ fn count(n: usize, what: &str) -> String {
 
 /// Every bug of the zoo.
 pub fn all() -> Vec<Bug> {
-    vec![cancel_unsafe::BUG, retry_two_hops::BUG]
+    vec![cancel_unsafe::BUG, retry_two_hops::BUG, stale_release::BUG]
 }
 
 /// The bug named `name`.

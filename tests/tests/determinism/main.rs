@@ -14,3 +14,4 @@ mod sweeps;
 mod wall_clock;
 mod zoo;
 mod zoo_retry;
+mod zoo_stale;
