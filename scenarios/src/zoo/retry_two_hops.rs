@@ -4,7 +4,8 @@
 //! fails, the gateway's three attempts fail, it answers UNAVAILABLE, and
 //! the shop retries the whole chain: up to 3 × 3 = 9 Saves at the store
 //! for one order (Google SRE book ch. 22, "retry at one layer"; the
-//! catalog's `retry-storm` scripts the same with the store down for good).
+//! catalog's `retry-storm` scripts the same with the store down for good;
+//! read, not measured).
 //!
 //! The fix keeps both retries and has the hop that already retried say so:
 //! the gateway answers its exhausted retries with `grpc-retry-pushback-ms:

@@ -8,7 +8,8 @@
 //! 300 ms deadline passes while the reservation runs, the caller's cancel
 //! drops the handler but not the task, and the task commits stock for an
 //! order the caller already counts as failed (issue #26's orders →
-//! inventory: 13 of 30 units taken for orders whose callers gave up).
+//! inventory: 13 of 30 units taken for orders whose callers gave up;
+//! tokio's docs read, not measured).
 //!
 //! The fix keeps the reservation in the handler, given back when the
 //! handler is dropped: the cancel drops it before it commits. The
