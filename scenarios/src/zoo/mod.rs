@@ -7,8 +7,10 @@
 //! | [`cancel_unsafe`] | a handler takes stock, awaits, replies: a cancel at the await leaks the stock |
 //! | [`retry_two_hops`] | two hops each retry 3 times: while the store fails, one order costs it up to 9 Saves |
 //! | [`stale_release`] | reservations in tasks of their own: a request a healed partition releases late is committed after its caller gave up |
+//! | [`deadline_retry`] | a gateway propagates its caller's deadline, but its retry builds a fresh request: the retried call has no deadline |
 
 pub mod cancel_unsafe;
+pub mod deadline_retry;
 pub mod retry_two_hops;
 pub mod stale_release;
 
@@ -151,7 +153,12 @@ fn count(n: usize, what: &str) -> String {
 
 /// Every bug of the zoo.
 pub fn all() -> Vec<Bug> {
-    vec![cancel_unsafe::BUG, retry_two_hops::BUG, stale_release::BUG]
+    vec![
+        cancel_unsafe::BUG,
+        retry_two_hops::BUG,
+        stale_release::BUG,
+        deadline_retry::BUG,
+    ]
 }
 
 /// The bug named `name`.

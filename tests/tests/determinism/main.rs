@@ -13,5 +13,6 @@ mod sweep_replay;
 mod sweeps;
 mod wall_clock;
 mod zoo;
+mod zoo_deadline;
 mod zoo_retry;
 mod zoo_stale;
