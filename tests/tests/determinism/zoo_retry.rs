@@ -67,6 +67,9 @@ fn the_default_exploration_finds_the_multiplied_retry_and_shrinks_it() -> grpc_c
     assert_eq!(pasted.render(), replayed.render());
     assert_eq!(saves_per_order(&pasted), [4, 1, 1, 1, 1]);
     assert_eq!(attempts_per_order(&pasted), Err(shrunk.message.clone()));
+    // The trace's own amplification bound agrees: the first order made 2
+    // gateway runs and 4 store runs, more than one layer's 1 + 3.
+    assert!(pasted.assert_amplification_within(4).is_err());
     Ok(())
 }
 
@@ -77,6 +80,9 @@ fn the_fixed_gateway_passes_the_same_exploration_by_pushback() -> grpc_chaos::Re
     // retries come back with pushback -1 and the shop stops there.
     let trace = pasted_regression(true).run()?;
     assert_eq!(saves_per_order(&trace), [3, 1, 1, 1, 1]);
+    if let Err(v) = trace.assert_amplification_within(4) {
+        panic!("{v}");
+    }
     let first = &trace.retried_calls()[0];
     assert_eq!(first.host, "shop");
     let stop = first
