@@ -6,14 +6,18 @@
 //! grpc-chaos run --all [--seed N] [--out DIR]
 //! grpc-chaos run deadline-chain slow-dependency
 //! grpc-chaos sweep store-restart --seeds 1..200 --jitter-ms 2
+//! grpc-chaos explore --list
+//! grpc-chaos explore cancel-unsafe-reserve [--seed N] [--out DIR]
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use grpc_chaos::trace::RunVerdict;
+use grpc_chaos::Trace;
 use grpc_chaos_scenarios::catalog::{self, Scenario, Verdict};
+use grpc_chaos_scenarios::zoo::{self, Bug, Hunt};
 
 #[derive(Parser)]
 #[command(
@@ -30,11 +34,33 @@ struct Cli {
 enum Command {
     /// List the stories in the catalog.
     List,
-    /// Run stories and print a verdict for each.
+    /// Run stories (and bugs of the zoo) and print a verdict for each.
     Run(RunArgs),
     /// Run one story over many seeds, with latency jitter so that seeds
     /// differ, and list the seeds whose verdict failed.
     Sweep(SweepArgs),
+    /// Hunt a bug of the zoo: explore the service with the bug planted
+    /// under random fault schedules, shrink what breaks to a minimal
+    /// schedule, then run the same exploration on the fixed service.
+    Explore(ExploreArgs),
+}
+
+#[derive(Args)]
+struct ExploreArgs {
+    /// The bug (see `grpc-chaos explore --list`).
+    #[arg(required_unless_present = "list", conflicts_with = "list")]
+    name: Option<String>,
+    /// List the bugs of the zoo.
+    #[arg(long)]
+    list: bool,
+    /// Seed of the exploration: of every run and of the schedules
+    /// (default: CHAOS_SEED, else 0).
+    #[arg(long, env = "CHAOS_SEED")]
+    seed: Option<u64>,
+    /// Where to write the minimal failing run's trace (`<name>.txt`,
+    /// `.json`, `.html`, as `run --out`) [default: as `run`]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -67,10 +93,11 @@ fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Stories to run, by name (see `grpc-chaos list`).
+    /// Stories to run, by name (see `grpc-chaos list`), or bugs of the zoo
+    /// (see `grpc-chaos explore --list`).
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     names: Vec<String>,
-    /// Run every story.
+    /// Run every story, then hunt every bug of the zoo.
     #[arg(long)]
     all: bool,
     /// Seed of every run (default: CHAOS_SEED, else 0).
@@ -106,10 +133,99 @@ fn main() -> ExitCode {
                     s.name, s.story, s.source, s.checks
                 );
             }
+            println!("\nthe bug zoo (grpc-chaos explore --list): {}", zoo_names());
             ExitCode::SUCCESS
         }
         Command::Run(args) => run(&args),
         Command::Sweep(args) => sweep(&args),
+        Command::Explore(args) => explore(&args),
+    }
+}
+
+/// The zoo's names, for an error about a name that is not one.
+fn zoo_names() -> String {
+    let names: Vec<_> = zoo::all().iter().map(|b| b.name).collect();
+    names.join(", ")
+}
+
+fn explore(args: &ExploreArgs) -> ExitCode {
+    if args.list {
+        for b in zoo::all() {
+            println!(
+                "{}\n    {}\n    from: {}\n    invariant: {}",
+                b.name, b.story, b.source, b.invariant.0
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
+    let name = args.name.as_deref().unwrap_or_default();
+    let Some(bug) = zoo::find(name) else {
+        eprintln!("unknown bug `{name}`; the zoo has: {}", zoo_names());
+        return ExitCode::from(2);
+    };
+    let seed = args.seed.unwrap_or(grpc_chaos::defaults::SEED);
+    let out = args.out.clone().unwrap_or_else(default_out);
+    println!("{}: {}\n    from: {}", bug.name, bug.story, bug.source);
+    let hunt = match bug.hunt(seed) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{}: the exploration could not run: {e}", bug.name);
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("\nthe service with the bug:\n{}", hunt.buggy.summary());
+    let written = write_hunt_trace(&hunt, &out, 2);
+    println!("\nthe fixed service:\n{}", hunt.fixed.summary());
+    println!(
+        "\n{}: {} (seed {seed}; reproduce with {})",
+        bug.name,
+        hunt.line(),
+        replay(
+            &grpc_chaos::check::replay_env(seed),
+            &format!("explore {}", bug.name)
+        )
+    );
+    if hunt.passed() && written {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Writes the trace of a hunt's minimal failing run, if any, under `out`
+/// as `<bug>.txt|json|html`, the lines that say where `indent` spaces in.
+/// False when it could not be written.
+fn write_hunt_trace(hunt: &Hunt, out: &Path, indent: usize) -> bool {
+    match (&hunt.minimal, hunt.verdict()) {
+        (Some(trace), Some(verdict)) => write_trace(
+            trace,
+            out,
+            hunt.bug.name,
+            &RunVerdict::fail(verdict),
+            indent,
+        ),
+        _ => true,
+    }
+}
+
+/// Writes `trace` under `out` as `<name>.txt|json|html` headed by
+/// `verdict` and prints where, `indent` spaces in; false (and why on
+/// stderr) when it could not.
+fn write_trace(trace: &Trace, out: &Path, name: &str, verdict: &RunVerdict, indent: usize) -> bool {
+    match trace.write_with_verdict(out, name, verdict) {
+        Ok(files) => {
+            println!("{:<indent$}trace: {}", "", files.txt.display());
+            println!("{:<indent$}page:  {}", "", files.html.display());
+            true
+        }
+        Err(e) => {
+            // A lost trace must not pass quietly in CI.
+            eprintln!(
+                "could not write the trace of {name} under {}: {e}; pass --out DIR with a writable folder",
+                out.display()
+            );
+            false
+        }
     }
 }
 
@@ -162,13 +278,14 @@ fn sweep(args: &SweepArgs) -> ExitCode {
 }
 
 fn run(args: &RunArgs) -> ExitCode {
-    let stories = match select(args) {
+    let (stories, bugs) = match select(args) {
         Ok(s) => s,
         Err(unknown) => {
             let names: Vec<_> = catalog::all().iter().map(|s| s.name).collect();
             eprintln!(
-                "unknown story `{unknown}`; the catalog has: {}",
-                names.join(", ")
+                "unknown story or zoo bug `{unknown}`; the catalog has: {}; the zoo has: {}",
+                names.join(", "),
+                zoo_names()
             );
             return ExitCode::from(2);
         }
@@ -181,7 +298,7 @@ fn run(args: &RunArgs) -> ExitCode {
     let ran: Vec<&str> = if args.all {
         vec!["--all"]
     } else {
-        stories.iter().map(|s| s.name).collect()
+        args.names.iter().map(String::as_str).collect()
     };
     for story in &stories {
         let (report, trace) = story.run(seed);
@@ -212,34 +329,56 @@ fn run(args: &RunArgs) -> ExitCode {
                 Verdict::Pass => RunVerdict::pass(&report.happened),
                 Verdict::Fail(why) => RunVerdict::fail(why),
             };
-            match trace.write_with_verdict(&out, story.name, &verdict) {
-                Ok(files) => {
-                    println!("{:<32} trace: {}", "", files.txt.display());
-                    println!("{:<32} page:  {}", "", files.html.display());
-                }
-                Err(e) => {
-                    // A lost trace must not pass quietly in CI.
-                    lost += 1;
-                    eprintln!(
-                        "could not write the trace of {} under {}: {e}; pass --out DIR with a writable folder",
-                        story.name,
-                        out.display()
-                    );
-                }
+            if !write_trace(&trace, &out, story.name, &verdict, 33) {
+                lost += 1;
             }
+        }
+    }
+    // Each bug of the zoo: found by the explorer and shrunk, the fixed
+    // service passing the same exploration.
+    for bug in &bugs {
+        let hunt = match bug.hunt(seed) {
+            Ok(h) => h,
+            Err(e) => {
+                failed += 1;
+                failed_names.push(bug.name);
+                println!(
+                    "{:<24} {:<7} the exploration could not run: {e}",
+                    bug.name, "FAIL"
+                );
+                continue;
+            }
+        };
+        let verdict = if hunt.passed() {
+            "PASS"
+        } else {
+            failed += 1;
+            failed_names.push(bug.name);
+            "FAIL"
+        };
+        println!("{:<24} {:<7} {}", bug.name, verdict, hunt.line());
+        println!(
+            "{:<32} checks: the explorer finds `{}` broken, the fixed service keeps it",
+            "", bug.invariant.0
+        );
+        if !write_hunt_trace(&hunt, &out, 33) {
+            lost += 1;
         }
     }
     // Replays what failed, else what ran.
     let again = if failed > 0 { &failed_names } else { &ran };
+    let what = match (stories.len(), bugs.len()) {
+        (n, 0) => count(n, "story", "stories"),
+        (0, b) => count(b, "zoo bug", "zoo bugs"),
+        (n, b) => format!(
+            "{} and {}",
+            count(n, "story", "stories"),
+            count(b, "zoo bug", "zoo bugs")
+        ),
+    };
     println!(
-        "\n{} {}, {} passed, {failed} failed (seed {seed}; reproduce with {})",
-        stories.len(),
-        if stories.len() == 1 {
-            "story"
-        } else {
-            "stories"
-        },
-        stories.len() - failed,
+        "\n{what}, {} passed, {failed} failed (seed {seed}; reproduce with {})",
+        stories.len() + bugs.len() - failed,
         replay(
             &grpc_chaos::check::replay_env(seed),
             &format!("run {}", again.join(" "))
@@ -252,15 +391,25 @@ fn run(args: &RunArgs) -> ExitCode {
     }
 }
 
-/// The stories named on the command line, or all of them.
-fn select(args: &RunArgs) -> Result<Vec<Scenario>, String> {
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The stories and zoo bugs named on the command line (in their order:
+/// stories first), or all of them.
+fn select(args: &RunArgs) -> Result<(Vec<Scenario>, Vec<Bug>), String> {
     if args.all {
-        return Ok(catalog::all());
+        return Ok((catalog::all(), zoo::all()));
     }
-    args.names
-        .iter()
-        .map(|n| catalog::find(n).ok_or_else(|| n.clone()))
-        .collect()
+    let (mut stories, mut bugs) = (Vec::new(), Vec::new());
+    for n in &args.names {
+        match (catalog::find(n), zoo::find(n)) {
+            (Some(s), _) => stories.push(s),
+            (None, Some(b)) => bugs.push(b),
+            (None, None) => return Err(n.clone()),
+        }
+    }
+    Ok((stories, bugs))
 }
 
 /// The whole command that replays `args` with the environment `env`, in

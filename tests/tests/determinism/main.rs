@@ -1,4 +1,4 @@
-//! Determinism and replay: the determinism check, the explorer, seed sweeps and their
+//! Determinism and replay: the determinism check, the explorer and the bug zoo, seed sweeps and their
 //! replay hints, a stalled wall clock, and slow polls reported outside the
 //! trace.
 //!
@@ -12,3 +12,7 @@ mod slow_polls;
 mod sweep_replay;
 mod sweeps;
 mod wall_clock;
+mod zoo;
+mod zoo_deadline;
+mod zoo_retry;
+mod zoo_stale;
