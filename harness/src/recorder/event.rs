@@ -18,6 +18,7 @@ pub use super::fields::{
     ShownHeader, WaitingFor,
 };
 pub use super::frame_fate::FrameFate;
+pub use super::tls::{TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
 pub use super::host_name::HostName;
 pub use super::payloads::{
     Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, CallUndecodable, FaultFired,
@@ -564,6 +565,10 @@ pub enum EventKind {
         /// Whether it waited for a partition or a pause.
         waited: bool,
     },
+    /// A TLS handshake on a connection ended ([`crate::tls`]), seen from
+    /// the end that records it: its fields are in [`TlsHandshake`]
+    /// (boxed).
+    TlsHandshake(Box<TlsHandshake>),
     /// A connection attempt failed.
     ConnectFailed {
         /// The server host dialled.
@@ -1118,6 +1123,7 @@ impl EventKind {
             Self::PolicyClosed(e) => Some(e.conn),
             Self::PolicyReset(e) => Some(e.conn),
             Self::PolicyActed(e) => Some(e.conn),
+            Self::TlsHandshake(e) => Some(e.conn),
             _ => None,
         }
     }
@@ -1161,6 +1167,7 @@ impl EventKind {
             | Self::ConnectStarted { .. }
             | Self::ConnectWaiting { .. }
             | Self::Connected { .. }
+            | Self::TlsHandshake(_)
             | Self::ConnectFailed { .. }
             | Self::ConnectAbandoned { .. }
             | Self::ConnReset { .. }

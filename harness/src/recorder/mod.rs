@@ -11,6 +11,7 @@ mod host_name;
 mod order;
 mod payloads;
 pub(crate) mod slow_polls;
+mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

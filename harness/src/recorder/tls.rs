@@ -1,0 +1,96 @@
+//! The payload of a TLS handshake's event
+//! ([`EventKind::TlsHandshake`](super::event::EventKind::TlsHandshake)):
+//! what was negotiated, or why it failed and which alert crossed the wire.
+//! Never key material, certificates or ciphertext.
+
+use serde::Serialize;
+
+use super::host_name::HostName;
+
+/// A TLS handshake on a connection ended, seen from one end (each end
+/// records its own): recorded at that end's host, once its handshake
+/// completed or failed (RFC 8446 §4; rustls through tokio-rustls).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TlsHandshake {
+    /// The connection (`c1` is 1).
+    #[serde(serialize_with = "super::event::conn_id")]
+    pub conn: u32,
+    /// The host at the other end.
+    pub peer: HostName,
+    /// Which end recorded it.
+    pub side: TlsSide,
+    /// How it ended.
+    pub outcome: TlsOutcome,
+}
+
+/// Which end of a TLS connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsSide {
+    /// The end that dialled (sent the ClientHello).
+    Client,
+    /// The server host.
+    Server,
+}
+
+/// How a TLS handshake ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum TlsOutcome {
+    /// Both ends have keys: application data (HTTP/2) flows.
+    Done {
+        /// The TLS cipher suite, its IANA code point (RFC 8446 §B.4:
+        /// `0x1301` is TLS_AES_128_GCM_SHA256).
+        cipher_suite: u16,
+        /// Whether the peers agreed on ALPN `h2` (RFC 7301, RFC 9113 §3.2).
+        h2: bool,
+        /// A resumed session (RFC 8446 §2.2): no certificate was sent.
+        resumed: bool,
+        /// Whether the client presented a certificate (mTLS).
+        client_certificate: bool,
+    },
+    /// The handshake failed.
+    Failed {
+        /// Why, as this end saw it.
+        failure: TlsFailure,
+        /// The fatal alert this end sent (RFC 8446 §6.2 code: 45 is
+        /// certificate_expired), when it sent one.
+        alert_sent: Option<u8>,
+        /// The fatal alert this end received from the peer.
+        alert_received: Option<u8>,
+    },
+}
+
+/// Why a TLS handshake failed, as one end saw it (rustls's `Error`,
+/// narrowed to what a test asserts on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The peer's certificate is past its notAfter at the simulated time
+    /// (rustls `CertificateError::Expired`).
+    CertificateExpired,
+    /// The peer's certificate is before its notBefore
+    /// (`CertificateError::NotValidYet`).
+    CertificateNotYetValid,
+    /// The server's certificate does not name the server name asked for
+    /// (`CertificateError::NotValidForName`).
+    WrongName,
+    /// The peer's certificate chains to no trusted CA
+    /// (`CertificateError::UnknownIssuer`).
+    UnknownCa,
+    /// Another problem with the peer's certificate.
+    BadCertificate,
+    /// The server requires a client certificate and the client sent none
+    /// (`Error::NoCertificatesPresented`).
+    NoClientCertificate,
+    /// The peer sent a fatal alert (its code is in `alert_received`).
+    AlertReceived,
+    /// The peer does not speak TLS, or not a version or feature this end
+    /// requires (`Error::InvalidMessage`, `Error::PeerIncompatible`).
+    NotTls,
+    /// The connection closed before the handshake ended.
+    Closed,
+    /// Anything else rustls reported.
+    Other,
+}

@@ -1,0 +1,181 @@
+//! The TLS a host asks for: [`ServerTls`] for a server host, [`ClientTls`]
+//! for a channel; and the rustls configs the harness builds from them,
+//! on the simulated clock ([`SimClock`]).
+
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::ServerName;
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+
+use super::clock::SimClock;
+use super::{Certificate, Identity};
+
+/// The ALPN protocol id of HTTP/2 over TLS (RFC 9113 §3.2), the only one
+/// both ends offer: tonic's own TLS offers it too
+/// (`transport/service/tls.rs`, `ALPN_H2`).
+pub(crate) const ALPN_H2: &[u8] = b"h2";
+
+/// TLS on a server host ([`ServerHost::tls`](crate::ServerHost::tls)), as
+/// tonic's `ServerTlsConfig`: the identity it presents, and optionally the
+/// CA whose client certificates it requires (mTLS).
+///
+/// The handshake is TLS 1.3 (RFC 8446), rustls with the ring provider,
+/// ALPN `h2`, certificates checked against *simulated* time. Defaults:
+/// no client certificate asked for; with [`ServerTls::client_ca_root`],
+/// one is required unless [`ServerTls::client_auth_optional`].
+#[derive(Clone, Debug)]
+pub struct ServerTls {
+    pub(crate) identity: Identity,
+    pub(crate) client_ca: Vec<Certificate>,
+    pub(crate) client_auth_optional: bool,
+}
+
+impl ServerTls {
+    /// Presents `identity` (its chain and key) to every client.
+    pub fn new(identity: Identity) -> Self {
+        Self {
+            identity,
+            client_ca: Vec::new(),
+            client_auth_optional: false,
+        }
+    }
+
+    /// Asks every client for a certificate signed by `ca` (more calls
+    /// trust more CAs), as tonic's `ServerTlsConfig::client_ca_root`. A
+    /// client without one fails the handshake: the server sends
+    /// `certificate_required` (RFC 8446 §4.4.2.4; rustls's alert for
+    /// `NoCertificatesPresented`).
+    pub fn client_ca_root(mut self, ca: Certificate) -> Self {
+        self.client_ca.push(ca);
+        self
+    }
+
+    /// With [`ServerTls::client_ca_root`]: a client may also send no
+    /// certificate (one it sends is still checked). Default `false`, as
+    /// tonic's `client_auth_optional`.
+    pub fn client_auth_optional(mut self, optional: bool) -> Self {
+        self.client_auth_optional = optional;
+        self
+    }
+
+    /// The rustls config: TLS 1.3, ALPN `h2`, the simulated clock.
+    pub(crate) fn config(&self, clock: &SimClock) -> Result<Arc<ServerConfig>, String> {
+        let provider = provider();
+        let builder = ServerConfig::builder_with_details(provider.clone(), Arc::new(clock.clone()))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(|e| e.to_string())?;
+        let builder = if self.client_ca.is_empty() {
+            builder.with_no_client_auth()
+        } else {
+            let roots = Arc::new(roots(&self.client_ca)?);
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider);
+            let verifier = if self.client_auth_optional {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            builder.with_client_cert_verifier(verifier.build().map_err(|e| e.to_string())?)
+        };
+        let id = self.identity.clone();
+        let mut config = builder
+            .with_single_cert(id.chain, id.key)
+            .map_err(|e| format!("rustls refused the server identity: {e}"))?;
+        config.alpn_protocols = vec![ALPN_H2.to_vec()];
+        Ok(Arc::new(config))
+    }
+}
+
+/// TLS on a channel ([`Host::channel_tls`](crate::Host::channel_tls)), as
+/// tonic's `ClientTlsConfig`: the CAs it trusts, the name it expects in
+/// the server's certificate, and optionally the identity it presents
+/// (mTLS).
+///
+/// The handshake is TLS 1.3 (RFC 8446), rustls with the ring provider,
+/// ALPN `h2`, the server's certificate checked by rustls-webpki against
+/// *simulated* time. Defaults: no CA trusted (every server is then
+/// rejected: `unknown_ca`), the name is the host dialled, no client
+/// certificate. rustls's session resumption is on, as in tonic (rustls's
+/// default: an in-memory cache of 256 sessions per channel), so a redial
+/// of a channel may resume (RFC 8446 §2.2) and its server sends no
+/// certificate then: the trace says `resumed`.
+#[derive(Clone, Debug, Default)]
+pub struct ClientTls {
+    pub(crate) cas: Vec<Certificate>,
+    pub(crate) domain: Option<String>,
+    pub(crate) identity: Option<Identity>,
+}
+
+impl ClientTls {
+    /// No CA trusted yet, the host's name expected, no identity.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Trusts `ca` (more calls trust more CAs), as tonic's
+    /// `ClientTlsConfig::ca_certificate`.
+    pub fn ca_certificate(mut self, ca: Certificate) -> Self {
+        self.cas.push(ca);
+        self
+    }
+
+    /// Expects `name` in the server's certificate (SNI, and the name
+    /// checked, RFC 6125) instead of the host dialled, as tonic's
+    /// `ClientTlsConfig::domain_name`. A certificate without it fails the
+    /// handshake: the client sends `bad_certificate` (rustls's alert for
+    /// `CertificateError::NotValidForName`).
+    pub fn domain_name(mut self, name: impl Into<String>) -> Self {
+        self.domain = Some(name.into());
+        self
+    }
+
+    /// Presents `identity` when the server asks for a client certificate
+    /// (mTLS), as tonic's `ClientTlsConfig::identity`.
+    pub fn identity(mut self, identity: Identity) -> Self {
+        self.identity = Some(identity);
+        self
+    }
+
+    /// The rustls config and the server name, for a channel to `host`.
+    pub(crate) fn config(
+        &self,
+        clock: &SimClock,
+        host: &str,
+    ) -> Result<(Arc<ClientConfig>, ServerName<'static>), String> {
+        let name = self.domain.as_deref().unwrap_or(host);
+        let name = ServerName::try_from(name.to_owned())
+            .map_err(|e| format!("`{name}` is not a server name ({e}); give a DNS name"))?;
+        let builder = ClientConfig::builder_with_details(provider(), Arc::new(clock.clone()))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots(&self.cas)?);
+        let mut config = match &self.identity {
+            Some(id) => {
+                let id = id.clone();
+                builder
+                    .with_client_auth_cert(id.chain, id.key)
+                    .map_err(|e| format!("rustls refused the client identity: {e}"))?
+            }
+            None => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols = vec![ALPN_H2.to_vec()];
+        Ok((Arc::new(config), name))
+    }
+}
+
+/// rustls's ring provider, whole (its cipher suites, key exchange groups
+/// and signature algorithms; rustls 0.23 `crypto/ring/mod.rs`).
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn roots(cas: &[Certificate]) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    for ca in cas {
+        roots
+            .add(ca.0.clone())
+            .map_err(|e| format!("rustls refused a CA certificate: {e}"))?;
+    }
+    Ok(roots)
+}
