@@ -12,10 +12,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
+use super::socket::{ReadSide, Socket, WriteSide};
 use super::tap::ends::CloseEnd;
 use super::tap::{lock_conn, ConnState, SharedConn};
 use super::tap::{spawn_writer, DirectionTap, RawRead, Read, Reset};
-use super::socket::{ReadSide, Socket, WriteSide};
 use super::Wiring;
 use crate::policy::ConnInfo;
 use crate::wire::Direction;

@@ -18,9 +18,9 @@ use tonic::transport::{Endpoint, Uri};
 
 pub(crate) use crate::fault::{LinkState, Links};
 use conn::End;
-use socket::Socket;
 pub use conn::{PeerInfo, SimConn};
 use dial::Dial;
+use socket::Socket;
 #[cfg(fuzzing)]
 pub(crate) use tap::fuzzing;
 pub(crate) use tap::{lock_conn, Policies, Registry, TapEnv, Waiting};
@@ -91,7 +91,8 @@ pub(crate) async fn incoming(
         })));
     };
     let handshakes = accepts.map(move |accepted| {
-        let opened = accepted.and_then(|(stream, peer)| Ok((SimConn::open(&stream, end(peer))?, stream)));
+        let opened =
+            accepted.and_then(|(stream, peer)| Ok((SimConn::open(&stream, end(peer))?, stream)));
         let tls = tls.clone();
         async move {
             let (opened, stream) = match opened {

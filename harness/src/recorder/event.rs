@@ -18,7 +18,6 @@ pub use super::fields::{
     ShownHeader, WaitingFor,
 };
 pub use super::frame_fate::FrameFate;
-pub use super::tls::{TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
 pub use super::host_name::HostName;
 pub use super::payloads::{
     Balancer, CallFailedConnecting, CallStarted, CallStoppedReading, CallUndecodable, FaultFired,
@@ -27,6 +26,7 @@ pub use super::payloads::{
     HedgeVerdict, KeepalivePing, Log, PodTerminationStarted, PolicyActed, PolicyClosed,
     PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
 };
+pub use super::tls::{TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
 use crate::wire::FrameType;
 
 /// Id of a client call, numbered `r1, r2, …` in order of appearance.

@@ -109,7 +109,9 @@ impl Ca {
 
 impl std::fmt::Debug for Ca {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ca").field("seed", &self.seed).finish_non_exhaustive()
+        f.debug_struct("Ca")
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
     }
 }
 

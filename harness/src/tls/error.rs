@@ -20,11 +20,20 @@ enum Kind {
 
 impl TlsError {
     pub(crate) fn not_pem(what: &str, detail: impl std::fmt::Display) -> Self {
-        Self::new(Kind::NotPem, format!("{what} is not PEM ({detail}): pass the text of a `-----BEGIN {}-----` block", pem_label(what)))
+        Self::new(
+            Kind::NotPem,
+            format!(
+                "{what} is not PEM ({detail}): pass the text of a `-----BEGIN {}-----` block",
+                pem_label(what)
+            ),
+        )
     }
 
     pub(crate) fn no_certificate(what: &str) -> Self {
-        Self::new(Kind::NoCertificate, format!("{what} holds no `-----BEGIN CERTIFICATE-----` block"))
+        Self::new(
+            Kind::NoCertificate,
+            format!("{what} holds no `-----BEGIN CERTIFICATE-----` block"),
+        )
     }
 
     pub(crate) fn no_key() -> Self {

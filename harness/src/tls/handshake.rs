@@ -98,20 +98,26 @@ fn done_outcome(state: &CommonState, side: TlsSide) -> TlsOutcome {
 /// `common_state.rs` / `server/tls13.rs` (`NoCertificatesPresented` →
 /// `certificate_required`, a record that is not TLS → `decode_error`).
 fn failed_outcome(e: &io::Error) -> TlsOutcome {
-    let rustls = e.get_ref().and_then(|inner| inner.downcast_ref::<RustlsError>());
+    let rustls = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<RustlsError>());
     let (failure, sent, received) = match rustls {
-        Some(RustlsError::InvalidCertificate(c)) => {
-            (cert_failure(c), Some(AlertDescription::from(c.clone())), None)
-        }
+        Some(RustlsError::InvalidCertificate(c)) => (
+            cert_failure(c),
+            Some(AlertDescription::from(c.clone())),
+            None,
+        ),
         Some(RustlsError::NoCertificatesPresented) => (
             TlsFailure::NoClientCertificate,
             Some(AlertDescription::CertificateRequired),
             None,
         ),
         Some(RustlsError::AlertReceived(alert)) => (TlsFailure::AlertReceived, None, Some(*alert)),
-        Some(RustlsError::InvalidMessage(_)) => {
-            (TlsFailure::NotTls, Some(AlertDescription::DecodeError), None)
-        }
+        Some(RustlsError::InvalidMessage(_)) => (
+            TlsFailure::NotTls,
+            Some(AlertDescription::DecodeError),
+            None,
+        ),
         Some(RustlsError::PeerIncompatible(_)) => (TlsFailure::NotTls, None, None),
         Some(_) => (TlsFailure::Other, None, None),
         None => match e.kind() {

@@ -62,7 +62,10 @@ impl Identity {
     /// [`TlsError::is_not_pem`] when either text has no PEM block or a
     /// broken one; [`TlsError::is_missing_part`] when `cert_pem` holds no
     /// certificate or `key_pem` no private key.
-    pub fn from_pem(cert_pem: impl AsRef<[u8]>, key_pem: impl AsRef<[u8]>) -> Result<Self, TlsError> {
+    pub fn from_pem(
+        cert_pem: impl AsRef<[u8]>,
+        key_pem: impl AsRef<[u8]>,
+    ) -> Result<Self, TlsError> {
         let chain = certificates(cert_pem.as_ref(), "the certificate PEM")?;
         let sections = sections(key_pem.as_ref(), "the key PEM")?;
         let key = sections

@@ -14,7 +14,12 @@ use crate::recorder::Recorder;
 fn one_seed_gives_the_same_der_bytes() {
     let (a, b) = (Ca::new(7), Ca::new(7));
     assert_eq!(a.certificate().der(), b.certificate().der());
-    let leaf = |ca: &Ca| ca.leaf("store").expires_at(Duration::from_secs(30)).identity().unwrap();
+    let leaf = |ca: &Ca| {
+        ca.leaf("store")
+            .expires_at(Duration::from_secs(30))
+            .identity()
+            .unwrap()
+    };
     let (x, y) = (leaf(&a), leaf(&b));
     assert_eq!(x.certificate().der(), y.certificate().der());
     assert_eq!(x.key_der(), y.key_der());
@@ -81,7 +86,8 @@ fn the_clock_is_the_sims_epoch_plus_simulated_time() {
 fn configs_build_from_made_certificates() {
     let ca = Ca::new(3);
     let clock = SimClock(Arc::new(Recorder::default()));
-    let server = ServerTls::new(ca.leaf("store").identity().unwrap()).client_ca_root(ca.certificate());
+    let server =
+        ServerTls::new(ca.leaf("store").identity().unwrap()).client_ca_root(ca.certificate());
     let config = server.config(&clock).unwrap();
     assert_eq!(config.alpn_protocols, vec![b"h2".to_vec()]);
     let client = ClientTls::new()
@@ -90,7 +96,9 @@ fn configs_build_from_made_certificates() {
     let (config, name) = client.config(&clock, "store").unwrap();
     assert_eq!(config.alpn_protocols, vec![b"h2".to_vec()]);
     assert_eq!(name.to_str(), "store");
-    let bad = ClientTls::new().domain_name("not a name").config(&clock, "store");
+    let bad = ClientTls::new()
+        .domain_name("not a name")
+        .config(&clock, "store");
     assert!(bad.is_err());
 }
 
