@@ -77,3 +77,8 @@ mod tests {
         }
     }
 }
+
+/// The simulated wall clock at the start of a run, seconds since the Unix
+/// epoch (2026-01-01T00:00:00Z): [`defaults::EPOCH_SECS`](crate::defaults::EPOCH_SECS),
+/// kept here, a leaf, for the TLS clock and certificates (`tls/`) too.
+pub(crate) const EPOCH_SECS: u64 = 1_767_225_600;

@@ -20,7 +20,7 @@ use rcgen::{
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::{Certificate, Identity, TlsError};
-use crate::sim::defaults::EPOCH_SECS;
+use crate::units::EPOCH_SECS;
 
 /// RFC 8410 §7's PKCS#8 v1 `OneAsymmetricKey` for an Ed25519 key, up to
 /// its 32 key bytes: SEQUENCE, version 0, AlgorithmIdentifier

@@ -7,7 +7,7 @@ use rustls::pki_types::UnixTime;
 use rustls::time_provider::TimeProvider;
 
 use crate::recorder::Recorder;
-use crate::sim::defaults::EPOCH_SECS;
+use crate::units::EPOCH_SECS;
 
 /// rustls's `TimeProvider` (rustls 0.23 `time_provider.rs`: "used to, for
 /// example, check if a certificate has expired during certificate

@@ -79,7 +79,7 @@ fn the_clock_is_the_sims_epoch_plus_simulated_time() {
     recorder.set_driver_clock(Duration::from_millis(2_500));
     let clock = SimClock(recorder);
     let now = clock.current_time().unwrap();
-    assert_eq!(now.as_secs(), crate::defaults::EPOCH_SECS + 2);
+    assert_eq!(now.as_secs(), crate::units::EPOCH_SECS + 2);
 }
 
 #[test]
