@@ -84,6 +84,9 @@ pub enum TlsFailure {
     /// The server requires a client certificate and the client sent none
     /// (`Error::NoCertificatesPresented`).
     NoClientCertificate,
+    /// The server selects ALPN protocols and none of them is one the
+    /// client offered (RFC 7301 §3.2; `Error::NoApplicationProtocol`).
+    NoApplicationProtocol,
     /// The peer sent a fatal alert (its code is in `alert_received`).
     AlertReceived,
     /// The peer does not speak TLS, or not a version or feature this end

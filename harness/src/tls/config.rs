@@ -3,6 +3,7 @@
 //! on the simulated clock ([`SimClock`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::ServerName;
@@ -10,6 +11,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
 use super::clock::SimClock;
+use super::rotation::Rotation;
 use super::{Certificate, Identity};
 
 /// The ALPN protocol id of HTTP/2 over TLS (RFC 9113 §3.2), the only one
@@ -28,8 +30,10 @@ pub(crate) const ALPN_H2: &[u8] = b"h2";
 #[derive(Clone, Debug)]
 pub struct ServerTls {
     pub(crate) identity: Identity,
+    pub(crate) rotations: Vec<(Duration, Identity)>,
     pub(crate) client_ca: Vec<Certificate>,
     pub(crate) client_auth_optional: bool,
+    pub(crate) alpn: Option<Vec<Vec<u8>>>,
 }
 
 impl ServerTls {
@@ -37,9 +41,36 @@ impl ServerTls {
     pub fn new(identity: Identity) -> Self {
         Self {
             identity,
+            rotations: Vec::new(),
             client_ca: Vec::new(),
             client_auth_optional: false,
+            alpn: None,
         }
+    }
+
+    /// From simulated time `at` on, presents `identity` instead: a
+    /// certificate rotation. Each handshake picks the identity of its
+    /// instant (a rustls `ResolvesServerCert` on the simulated clock);
+    /// a connection made before `at` keeps the certificate it was made
+    /// with, since TLS authenticates once, at the handshake (RFC 8446
+    /// §4.4). More calls rotate again; of two at one instant, the later
+    /// call wins.
+    pub fn rotate_at(mut self, at: Duration, identity: Identity) -> Self {
+        self.rotations.push((at, identity));
+        self
+    }
+
+    /// The ALPN protocols the server selects from, in its order of
+    /// preference (RFC 7301 §3.2); default `["h2"]`, as tonic's server.
+    /// A list without `h2` (`&["http/1.1"]`) fails every handshake of a
+    /// client that offers only `h2`: the server sends
+    /// `no_application_protocol` (rustls `server/hs.rs`). An empty list
+    /// turns ALPN off: the handshake succeeds with no protocol agreed,
+    /// and tonic then speaks HTTP/2 anyway (measured; grpc-go 1.67 and
+    /// later reject such a connection, grpc-go #7535).
+    pub fn alpn_protocols(mut self, protocols: &[&str]) -> Self {
+        self.alpn = Some(protocols.iter().map(|p| p.as_bytes().to_vec()).collect());
+        self
     }
 
     /// Asks every client for a certificate signed by `ca` (more calls
@@ -70,7 +101,7 @@ impl ServerTls {
             builder.with_no_client_auth()
         } else {
             let roots = Arc::new(roots(&self.client_ca)?);
-            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider);
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone());
             let verifier = if self.client_auth_optional {
                 verifier.allow_unauthenticated()
             } else {
@@ -78,11 +109,9 @@ impl ServerTls {
             };
             builder.with_client_cert_verifier(verifier.build().map_err(|e| e.to_string())?)
         };
-        let id = self.identity.clone();
-        let mut config = builder
-            .with_single_cert(id.chain, id.key)
-            .map_err(|e| format!("rustls refused the server identity: {e}"))?;
-        config.alpn_protocols = vec![ALPN_H2.to_vec()];
+        let rotation = Rotation::new(clock.clone(), &self.identity, &self.rotations, &provider)?;
+        let mut config = builder.with_cert_resolver(Arc::new(rotation));
+        config.alpn_protocols = self.alpn.clone().unwrap_or_else(|| vec![ALPN_H2.to_vec()]);
         Ok(Arc::new(config))
     }
 }
@@ -105,6 +134,7 @@ pub struct ClientTls {
     pub(crate) cas: Vec<Certificate>,
     pub(crate) domain: Option<String>,
     pub(crate) identity: Option<Identity>,
+    pub(crate) alpn: Option<Vec<Vec<u8>>>,
 }
 
 impl ClientTls {
@@ -137,6 +167,15 @@ impl ClientTls {
         self
     }
 
+    /// The ALPN protocols the client offers (RFC 7301 §3.1); default
+    /// `["h2"]`, as tonic's channel. An empty list offers none: a server
+    /// that has ALPN on then agrees on none (rustls selects only from
+    /// what was offered), and tonic speaks HTTP/2 anyway.
+    pub fn alpn_protocols(mut self, protocols: &[&str]) -> Self {
+        self.alpn = Some(protocols.iter().map(|p| p.as_bytes().to_vec()).collect());
+        self
+    }
+
     /// The rustls config and the server name, for a channel to `host`.
     pub(crate) fn config(
         &self,
@@ -159,7 +198,7 @@ impl ClientTls {
             }
             None => builder.with_no_client_auth(),
         };
-        config.alpn_protocols = vec![ALPN_H2.to_vec()];
+        config.alpn_protocols = self.alpn.clone().unwrap_or_else(|| vec![ALPN_H2.to_vec()]);
         Ok((Arc::new(config), name))
     }
 }

@@ -96,7 +96,10 @@ fn done_outcome(state: &CommonState, side: TlsSide) -> TlsOutcome {
 /// rustls's choice for the error, read in rustls 0.23 `error.rs`
 /// (`impl From<CertificateError> for AlertDescription`) and
 /// `common_state.rs` / `server/tls13.rs` (`NoCertificatesPresented` →
-/// `certificate_required`, a record that is not TLS → `decode_error`).
+/// `certificate_required`, a record that is not TLS → `decode_error`) and
+/// `server/hs.rs` (`NoApplicationProtocol` → `no_application_protocol`).
+/// Sent is what rustls queued: whether it reached the peer is the peer's
+/// own event (`alert_received`).
 fn failed_outcome(e: &io::Error) -> TlsOutcome {
     let rustls = e
         .get_ref()
@@ -116,6 +119,11 @@ fn failed_outcome(e: &io::Error) -> TlsOutcome {
         Some(RustlsError::InvalidMessage(_)) => (
             TlsFailure::NotTls,
             Some(AlertDescription::DecodeError),
+            None,
+        ),
+        Some(RustlsError::NoApplicationProtocol) => (
+            TlsFailure::NoApplicationProtocol,
+            Some(AlertDescription::NoApplicationProtocol),
             None,
         ),
         Some(RustlsError::PeerIncompatible(_)) => (TlsFailure::NotTls, None, None),

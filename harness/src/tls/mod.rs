@@ -76,6 +76,7 @@ mod config;
 mod error;
 mod handshake;
 mod pem;
+mod rotation;
 #[cfg(test)]
 mod tests;
 

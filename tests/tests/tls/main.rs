@@ -4,5 +4,7 @@
 //!
 //! One test binary, a module per file: `cargo test -p grpc-chaos-tests --test tls`.
 
+mod alpn;
 mod certificate_faults;
 mod handshake;
+mod rotation;

@@ -60,6 +60,7 @@ fn failure_words(f: TlsFailure) -> &'static str {
         TlsFailure::UnknownCa => "the peer's certificate is signed by an unknown CA",
         TlsFailure::BadCertificate => "the peer's certificate is invalid",
         TlsFailure::NoClientCertificate => "the client sent no certificate",
+        TlsFailure::NoApplicationProtocol => "no ALPN protocol in common",
         TlsFailure::AlertReceived => "the peer refused the handshake",
         TlsFailure::NotTls => "the peer does not speak TLS 1.3",
         TlsFailure::Closed => "the connection closed during the handshake",
