@@ -41,9 +41,14 @@
 //! not), and build their rustls configs themselves with the wall clock
 //! (`ClientConfig::builder_with_provider`, `transport/channel/service/tls.rs`).
 //! A server or channel set up so would put TLS *above* the wire tap: the
-//! tap would read TLS records, not HTTP/2 frames (the trace would show a
-//! protocol error for the first bytes), and certificate validity would
-//! follow the wall clock. Use this module instead (read, not measured).
+//! tap would read TLS records, not HTTP/2 frames, and certificate
+//! validity would follow the wall clock. Use this module instead (read,
+//! not measured: this crate does not build tonic's TLS). The tap names
+//! the symptom on a plaintext server: `protocol error at byte 0:
+//! connection preface mismatch (RFC 9113 §3.4): a TLS handshake record
+//! (RFC 8446 §5.1), the client speaks TLS to a plaintext end` (measured
+//! with a [`Host::channel_tls`](crate::Host::channel_tls) channel to a
+//! host without [`ServerHost::tls`](crate::ServerHost::tls)).
 //!
 //! # What the handshake does here (read, and measured by the tests in
 //! `tests/tests/tls/`)
