@@ -94,6 +94,10 @@ pub enum TlsFailure {
     NotTls,
     /// The connection closed before the handshake ended.
     Closed,
+    /// The caller gave the dial up mid-handshake (tonic's
+    /// `connect_timeout`, which bounds the connector and so the
+    /// handshake).
+    Abandoned,
     /// Anything else rustls reported.
     Other,
 }

@@ -224,7 +224,7 @@ fn register_server(
                     Some(tls) => {
                         let clock = crate::tls::clock::SimClock(shared.recorder.clone());
                         match tls.config(&clock) {
-                            Ok(config) => Some(crate::tls::TlsEnd::server(config)),
+                            Ok(config) => Some(crate::tls::TlsEnd::server(config, tls.stall)),
                             Err(why) => {
                                 let why = format!("ServerHost::tls on host `{host}`: {why}");
                                 shared.misconfigured(why.clone());

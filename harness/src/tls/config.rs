@@ -34,6 +34,7 @@ pub struct ServerTls {
     pub(crate) client_ca: Vec<Certificate>,
     pub(crate) client_auth_optional: bool,
     pub(crate) alpn: Option<Vec<Vec<u8>>>,
+    pub(crate) stall: Duration,
 }
 
 impl ServerTls {
@@ -45,7 +46,19 @@ impl ServerTls {
             client_ca: Vec::new(),
             client_auth_optional: false,
             alpn: None,
+            stall: Duration::ZERO,
         }
+    }
+
+    /// Holds the server's first flight (ServerHello up to its Finished,
+    /// RFC 8446 §2) for `stall`, *simulated* time, on every connection:
+    /// the handshake that stalls. The ClientHello waits unread, so a
+    /// client's `Endpoint::connect_timeout` shorter than `stall` gives the
+    /// dial up mid-handshake (the trace says so at the client). Default
+    /// none.
+    pub fn stall_handshake(mut self, stall: Duration) -> Self {
+        self.stall = stall;
+        self
     }
 
     /// From simulated time `at` on, presents `identity` instead: a

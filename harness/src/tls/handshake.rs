@@ -3,6 +3,7 @@
 
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::pki_types::ServerName;
 use rustls::{AlertDescription, CertificateError, CommonState, Error as RustlsError};
@@ -10,6 +11,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use turmoil::net::TcpStream;
 
 use crate::recorder::event::{TlsFailure, TlsOutcome, TlsSide};
+use crate::recorder::Recorder;
 
 /// A TLS connection over turmoil's TCP.
 pub(crate) type TlsStream = tokio_rustls::TlsStream<TcpStream>;
@@ -23,7 +25,11 @@ pub(crate) enum TlsEnd {
         connector: TlsConnector,
         name: ServerName<'static>,
     },
-    Server(TlsAcceptor),
+    Server {
+        acceptor: TlsAcceptor,
+        /// How long the server holds its first flight, *simulated* time.
+        stall: Duration,
+    },
 }
 
 impl TlsEnd {
@@ -34,15 +40,18 @@ impl TlsEnd {
         }
     }
 
-    pub(crate) fn server(config: Arc<rustls::ServerConfig>) -> Self {
-        Self::Server(TlsAcceptor::from(config))
+    pub(crate) fn server(config: Arc<rustls::ServerConfig>, stall: Duration) -> Self {
+        Self::Server {
+            acceptor: TlsAcceptor::from(config),
+            stall,
+        }
     }
 
     /// Which end this is.
     pub(crate) fn side(&self) -> TlsSide {
         match self {
             Self::Client { .. } => TlsSide::Client,
-            Self::Server(_) => TlsSide::Server,
+            Self::Server { .. } => TlsSide::Server,
         }
     }
 
@@ -52,13 +61,24 @@ impl TlsEnd {
     pub(crate) async fn handshake(
         &self,
         stream: TcpStream,
+        recorder: &Recorder,
     ) -> (Result<TlsStream, io::Error>, TlsOutcome) {
+        if let Self::Server { stall, .. } = self {
+            if !stall.is_zero() {
+                // The ClientHello waits unread in the socket: the server's
+                // whole first flight (ServerHello … Finished, RFC 8446 §2)
+                // leaves `stall` later.
+                let until = recorder.now().saturating_add(*stall);
+                recorder.timer_at(until);
+                tokio::time::sleep(*stall).await;
+            }
+        }
         let done = match self {
             Self::Client { connector, name } => connector
                 .connect(name.clone(), stream)
                 .await
                 .map(tokio_rustls::TlsStream::Client),
-            Self::Server(acceptor) => acceptor
+            Self::Server { acceptor, .. } => acceptor
                 .accept(stream)
                 .await
                 .map(tokio_rustls::TlsStream::Server),

@@ -8,3 +8,4 @@ mod alpn;
 mod certificate_faults;
 mod handshake;
 mod rotation;
+mod stall;
