@@ -11,7 +11,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
 use super::clock::SimClock;
-use super::rotation::Rotation;
+use super::rotation::{ClientCaRotation, Rotation};
 use super::{Certificate, Identity};
 
 /// The ALPN protocol id of HTTP/2 over TLS (RFC 9113 §3.2), the only one
@@ -32,6 +32,7 @@ pub struct ServerTls {
     pub(crate) identity: Identity,
     pub(crate) rotations: Vec<(Duration, Identity)>,
     pub(crate) client_ca: Vec<Certificate>,
+    pub(crate) client_ca_rotations: Vec<(Duration, Certificate)>,
     pub(crate) client_auth_optional: bool,
     pub(crate) alpn: Option<Vec<Vec<u8>>>,
     pub(crate) stall: Duration,
@@ -44,6 +45,7 @@ impl ServerTls {
             identity,
             rotations: Vec::new(),
             client_ca: Vec::new(),
+            client_ca_rotations: Vec::new(),
             client_auth_optional: false,
             alpn: None,
             stall: Duration::ZERO,
@@ -96,6 +98,18 @@ impl ServerTls {
         self
     }
 
+    /// From simulated time `at` on, trusts `ca` for client certificates
+    /// *instead of* the CAs trusted before (more calls with the same `at`
+    /// trust more CAs): an mTLS CA rotation. Each handshake is checked
+    /// with the CAs of its instant; a connection made before `at` keeps
+    /// the client it authenticated (RFC 8446 §4.4: once, at the
+    /// handshake). A client whose certificate the new CAs did not sign is
+    /// locked out of new connections: the server sends `unknown_ca`.
+    pub fn rotate_client_ca_at(mut self, at: Duration, ca: Certificate) -> Self {
+        self.client_ca_rotations.push((at, ca));
+        self
+    }
+
     /// With [`ServerTls::client_ca_root`]: a client may also send no
     /// certificate (one it sends is still checked). Default `false`, as
     /// tonic's `client_auth_optional`.
@@ -104,23 +118,50 @@ impl ServerTls {
         self
     }
 
+    /// rustls-webpki's client verifier for `cas`; `None` for no CA.
+    fn client_verifier(
+        &self,
+        cas: &[Certificate],
+        provider: &Arc<CryptoProvider>,
+    ) -> Result<Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>, String> {
+        if cas.is_empty() {
+            return Ok(None);
+        }
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots(cas)?), provider.clone());
+        let verifier = if self.client_auth_optional {
+            verifier.allow_unauthenticated()
+        } else {
+            verifier
+        };
+        verifier.build().map(Some).map_err(|e| e.to_string())
+    }
+
     /// The rustls config: TLS 1.3, ALPN `h2`, the simulated clock.
     pub(crate) fn config(&self, clock: &SimClock) -> Result<Arc<ServerConfig>, String> {
         let provider = provider();
         let builder = ServerConfig::builder_with_details(provider.clone(), Arc::new(clock.clone()))
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| e.to_string())?;
-        let builder = if self.client_ca.is_empty() {
-            builder.with_no_client_auth()
-        } else {
-            let roots = Arc::new(roots(&self.client_ca)?);
-            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone());
-            let verifier = if self.client_auth_optional {
-                verifier.allow_unauthenticated()
-            } else {
-                verifier
-            };
-            builder.with_client_cert_verifier(verifier.build().map_err(|e| e.to_string())?)
+        let mut periods = vec![(
+            Duration::ZERO,
+            self.client_verifier(&self.client_ca, &provider)?,
+        )];
+        let mut ats: Vec<Duration> = self.client_ca_rotations.iter().map(|(at, _)| *at).collect();
+        ats.sort();
+        ats.dedup();
+        for at in ats {
+            let cas: Vec<Certificate> = self
+                .client_ca_rotations
+                .iter()
+                .filter(|(a, _)| *a == at)
+                .map(|(_, ca)| ca.clone())
+                .collect();
+            periods.push((at, self.client_verifier(&cas, &provider)?));
+        }
+        let builder = match ClientCaRotation::new(clock.clone(), periods) {
+            None => builder.with_no_client_auth(),
+            Some(rotation) => builder.with_client_cert_verifier(Arc::new(rotation)),
         };
         let rotation = Rotation::new(clock.clone(), &self.identity, &self.rotations, &provider)?;
         let mut config = builder.with_cert_resolver(Arc::new(rotation));
