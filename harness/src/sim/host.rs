@@ -65,7 +65,7 @@ impl Host {
     ///
     /// A handshake that fails fails the dial: tonic reports it for the
     /// call that waited, as for a connect error (what it says for each
-    /// failure is in the tests, `tests/tests/tls/`). A `tls` rustls
+    /// failure is in the tests, `tests/tests/server/tls/`). A `tls` rustls
     /// refuses (a name that is not a DNS name, a CA that does not parse, a
     /// key that does not fit its certificate) fails the run
     /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)) with

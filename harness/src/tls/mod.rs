@@ -51,7 +51,7 @@
 //! host without [`ServerHost::tls`](crate::ServerHost::tls)).
 //!
 //! # What the handshake does here (read, and measured by the tests in
-//! `tests/tests/tls/`)
+//! `tests/tests/server/tls/`)
 //!
 //! - TLS 1.3 only (RFC 8446), rustls 0.23 with its ring provider; both
 //!   ends offer ALPN `h2` only (RFC 9113 §3.2).

@@ -2,7 +2,8 @@
 //! their frames still decoded, certificate faults on simulated time, and
 //! what tonic reports for each.
 //!
-//! One test binary, a module per file: `cargo test -p grpc-chaos-tests --test tls`.
+//! A folder of the `server` area, a module per file: `cargo test -p
+//! grpc-chaos-tests --test server tls::`.
 
 mod alpn;
 mod certificate_faults;
