@@ -173,6 +173,7 @@ pub(super) fn connector(
     alive: Arc<Liveness>,
     connect_timeout: Option<Duration>,
     dials: Arc<AtomicU32>,
+    tls: Option<crate::tls::TlsEnd>,
 ) -> impl tower::Service<
     Uri,
     Response = TokioIo<Watched>,
@@ -182,13 +183,25 @@ pub(super) fn connector(
        + 'static {
     tower::service_fn(move |_: Uri| {
         let attempt = dials.fetch_add(1, Ordering::Relaxed) + 1;
-        let dial = crate::net::dial(wiring.clone(), from.clone(), replica.clone(), attempt);
+        let dial = crate::net::dial(
+            wiring.clone(),
+            from.clone(),
+            replica.clone(),
+            attempt,
+            tls.clone(),
+        );
         let (replica, alive) = (replica.clone(), alive.clone());
         async move {
-            // turmoil's errors name the peer's address; the trace names hosts.
+            // turmoil's errors name the peer's address; the trace names
+            // hosts. A failed TLS handshake's (rustls's reason, or the end
+            // of the stream mid-handshake) names none: kept, as a plain
+            // channel's connector keeps it.
             let dial = async {
-                dial.await.map_err(|e| {
-                    io::Error::new(e.kind(), format!("connect to {replica}: {}", e.kind()))
+                dial.await.map_err(|e| match e.kind() {
+                    io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => {
+                        io::Error::new(e.kind(), format!("connect to {replica}: {e}"))
+                    }
+                    kind => io::Error::new(kind, format!("connect to {replica}: {kind}")),
                 })
             };
             let conn = match connect_timeout {

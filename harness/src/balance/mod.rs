@@ -76,6 +76,9 @@ pub(crate) struct Site {
     health: Option<Arc<str>>,
     /// Outlier detection (gRFC A50), when the channel has it.
     outlier: Option<Arc<ejection::Ejector>>,
+    /// TLS on every replica connection ([`crate::tls`]), one config (and
+    /// session cache) for the whole channel.
+    tls: Option<crate::tls::TlsEnd>,
 }
 
 impl Site {
@@ -108,6 +111,7 @@ pub(crate) fn channel(
     configure: Configure,
     health: Option<Arc<str>>,
     outlier: Option<OutlierDetection>,
+    tls: Option<crate::tls::TlsEnd>,
 ) -> Balanced {
     let seed = crate::retry::channel_seed(run_seed, from, &set.name);
     // Its own stream, so that ejection draws do not move the picks.
@@ -121,6 +125,7 @@ pub(crate) fn channel(
         seed: run_seed,
         health,
         outlier,
+        tls,
     });
     if site.outlier.is_some() {
         tokio::spawn(ejection::Ejector::run(Arc::downgrade(&site)));

@@ -90,6 +90,7 @@ impl Replica {
             alive.clone(),
             endpoint.get_connect_timeout(),
             self.dials.clone(),
+            self.site.tls.clone(),
         );
         Box::pin(async move {
             let channel = endpoint.connect_with_connector(connector).await?;

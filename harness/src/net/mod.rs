@@ -196,8 +196,9 @@ pub(crate) fn dial(
     from: Arc<str>,
     to: Arc<str>,
     attempt: u32,
+    tls: Option<TlsEnd>,
 ) -> impl std::future::Future<Output = io::Result<SimConn>> + Send {
-    dial_witnessed(wiring, from, to, attempt, None, None)
+    dial_witnessed(wiring, from, to, attempt, None, tls)
 }
 
 /// [`dial`], its failure recorded as a call's when `witness` is given,

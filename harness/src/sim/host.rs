@@ -151,7 +151,40 @@ impl Host {
         set: &str,
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
-        self.balanced(set, Arc::new(configure), None, None)
+        self.balanced(set, Arc::new(configure), None, None, None)
+    }
+
+    /// Like [`Host::balanced_channel_with`], over TLS ([`crate::tls`]):
+    /// every replica connection runs a TLS 1.3 handshake with `tls`, as
+    /// [`Host::channel_tls`] does, with one rustls config (and session
+    /// cache) for the whole channel. The name it expects in each
+    /// replica's certificate is the set's (`store`: issue
+    /// `ca.leaf("store")` to every replica, or give
+    /// [`ClientTls::domain_name`](crate::tls::ClientTls::domain_name)); a
+    /// failed handshake is a failed connect of that replica (`balancer:
+    /// store-1 connect failed: …`). A `tls` rustls refuses fails the run
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)), and
+    /// every call of the channel fails.
+    pub fn balanced_channel_tls(
+        &self,
+        set: &str,
+        tls: crate::tls::ClientTls,
+        configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
+    ) -> Channel {
+        let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
+        match tls.config(&clock, set) {
+            Ok((config, name)) => {
+                let end = crate::tls::TlsEnd::client(config, name);
+                self.balanced(set, Arc::new(configure), None, None, Some(end))
+            }
+            Err(why) => {
+                self.shared.misconfigured(format!(
+                    "Host::balanced_channel_tls(\"{set}\") on host `{}`: {why}",
+                    self.name
+                ));
+                self.recorded(set, crate::net::unusable_channel(set))
+            }
+        }
     }
 
     /// Like [`Host::balanced_channel`], with client-side health checking
@@ -205,7 +238,7 @@ impl Host {
         service: &str,
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
-        self.balanced(set, Arc::new(configure), Some(service.into()), None)
+        self.balanced(set, Arc::new(configure), Some(service.into()), None, None)
     }
 
     /// Like [`Host::balanced_channel_with`], with outlier detection (gRFC
@@ -256,7 +289,7 @@ impl Host {
             };
             return Channel::new(crate::net::unusable_channel(set), site);
         }
-        self.balanced(set, Arc::new(configure), None, Some(detection))
+        self.balanced(set, Arc::new(configure), None, Some(detection), None)
     }
 
     fn balanced(
@@ -265,6 +298,7 @@ impl Host {
         configure: crate::balance::Configure,
         health: Option<Arc<str>>,
         outlier: Option<crate::balance::OutlierDetection>,
+        tls: Option<crate::tls::TlsEnd>,
     ) -> Channel {
         let site = CallSite {
             recorder: self.shared.recorder.clone(),
@@ -282,6 +316,7 @@ impl Host {
                     configure,
                     health,
                     outlier,
+                    tls,
                 ),
                 site,
             ),
@@ -450,7 +485,7 @@ impl Host {
             let msg = format!("no server host `{to}`");
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
         }
-        crate::net::dial(self.shared.wiring(), self.name.clone(), to.into(), 1).await
+        crate::net::dial(self.shared.wiring(), self.name.clone(), to.into(), 1, None).await
     }
 
     /// [`Host::tonic_channel`] with `Endpoint` options.

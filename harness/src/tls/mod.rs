@@ -71,9 +71,11 @@
 //!   from ring's system RNG: the ciphertext differs between runs, its
 //!   length does not, so the simulation, and the trace, are the same for
 //!   a seed.
-//! - Only [`Host::channel_tls`](crate::Host::channel_tls) channels and
-//!   [`ServerHost::tls`](crate::ServerHost::tls) hosts speak TLS yet: a
-//!   serve fn host, a balanced channel and a raw connection are plaintext.
+//! - Only [`Host::channel_tls`](crate::Host::channel_tls) and
+//!   [`Host::balanced_channel_tls`](crate::Host::balanced_channel_tls)
+//!   channels and [`ServerHost::tls`](crate::ServerHost::tls) hosts speak
+//!   TLS yet: a serve fn host, a health-checked or outlier-detecting
+//!   balanced channel, a retry channel and a raw connection are plaintext.
 
 mod ca;
 pub(crate) mod clock;

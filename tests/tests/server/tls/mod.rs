@@ -6,6 +6,7 @@
 //! grpc-chaos-tests --test server tls::`.
 
 mod alpn;
+mod balanced;
 mod certificate_faults;
 mod handshake;
 mod rotation;
