@@ -10,11 +10,13 @@ use rustls::{AlertDescription, CertificateError, CommonState, Error as RustlsErr
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use turmoil::net::TcpStream;
 
+use super::writev::Writev;
 use crate::recorder::event::{TlsFailure, TlsOutcome, TlsSide};
 use crate::recorder::Recorder;
 
-/// A TLS connection over turmoil's TCP.
-pub(crate) type TlsStream = tokio_rustls::TlsStream<TcpStream>;
+/// A TLS connection over turmoil's TCP (with gathering writes, see
+/// [`Writev`]).
+pub(crate) type TlsStream = tokio_rustls::TlsStream<Writev>;
 
 /// One end's TLS, built once per channel or per start of a server host
 /// (so a channel's session cache lives as long as the channel, as with
@@ -73,6 +75,7 @@ impl TlsEnd {
                 tokio::time::sleep(*stall).await;
             }
         }
+        let stream = Writev(stream);
         let done = match self {
             Self::Client { connector, name } => connector
                 .connect(name.clone(), stream)

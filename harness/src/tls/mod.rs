@@ -86,6 +86,7 @@ mod pem;
 mod rotation;
 #[cfg(test)]
 mod tests;
+mod writev;
 
 pub use ca::{Ca, Leaf, DEFAULT_VALID_AFTER, DEFAULT_VALID_BEFORE};
 pub use config::{ClientTls, ServerTls};

@@ -51,14 +51,16 @@ fn said(trace: &Trace) -> Vec<String> {
 #[test]
 fn a_server_that_selects_no_h2_fails_the_handshake() {
     let trace = call(&["http/1.1"]);
-    // RFC 7301 §3.2: the server answers no_application_protocol. On
-    // turmoil's TCP that alert does not reach the client, which reads the
-    // end of the stream: tonic reports UNAVAILABLE "tls handshake eof"
-    // (measured). The same two rustls configs over a tokio::io::duplex
-    // do deliver it (the client fails with AlertReceived, measured by
-    // hand); where it is lost (tokio-rustls sends it with one last-gasp
-    // write in `common/mod.rs`, `read_io`) is not found yet.
-    assert_eq!(said(&trace), [r#"UNAVAILABLE "tls handshake eof""#]);
+    // RFC 7301 §3.2: the server answers no_application_protocol (after
+    // its ServerHello: rustls checks ALPN as it writes its
+    // EncryptedExtensions, so the alert is encrypted), the client reads
+    // it, and tonic reports UNAVAILABLE with rustls's words (measured).
+    // Before `tls/writev.rs` the alert was lost on turmoil's TCP and the
+    // client read the end of the stream ("tls handshake eof").
+    assert_eq!(
+        said(&trace),
+        [r#"UNAVAILABLE "received fatal alert: NoApplicationProtocol""#]
+    );
     assert!(matches!(
         outcome(&trace, TlsSide::Server),
         Some(TlsOutcome::Failed {
@@ -70,8 +72,8 @@ fn a_server_that_selects_no_h2_fails_the_handshake() {
     assert!(matches!(
         outcome(&trace, TlsSide::Client),
         Some(TlsOutcome::Failed {
-            failure: TlsFailure::Closed,
-            alert_received: None,
+            failure: TlsFailure::AlertReceived,
+            alert_received: Some(120),
             ..
         })
     ));
