@@ -313,3 +313,37 @@ fn a_tls_channel_to_a_plaintext_server_fails_with_a_recorded_protocol_error() {
     assert_eq!(failures(&trace, TlsSide::Client), [TlsFailure::NotTls]);
     insta::assert_snapshot!(trace.render());
 }
+
+#[test]
+fn a_redial_after_expiry_resumes_the_session_and_checks_no_certificate() {
+    let ca = Ca::new(SEED);
+    let expiring = ServerTls::new(ca.leaf("store").expires_at(secs(2)).identity().unwrap());
+    let mut sim = Sim::builder().seed(SEED).build();
+    sim.server("store", move |s| {
+        // The connection is recycled at 1.5 s (gRFC A9), so the second
+        // call redials on the same channel after the expiry.
+        s.configure(|b| b.max_connection_age(Duration::from_millis(1_500)))
+            .tls(expiring.clone())
+            .add_service(Store::default().into_server())
+    });
+    let trust = trusting(&ca);
+    sim.client("player", move |c| async move {
+        let mut store = StoreClient::new(c.channel_tls("store", trust));
+        store.save(save()).await?;
+        tokio::time::sleep(secs(3)).await;
+        store.save(save()).await?;
+        Ok(())
+    });
+    let trace = sim.run().expect("both calls succeed");
+    // The redial resumes the channel's TLS session (RFC 8446 §2.2,
+    // rustls's client session cache): the server sends no certificate,
+    // so none is checked, and the call succeeds past the expiry
+    // (measured). A new channel (a new process) fails, as above.
+    assert_eq!(grpc_chaos_tests::codes(&trace), ["OK", "OK"]);
+    let resumed: Vec<bool> = handshakes(&trace)
+        .into_iter()
+        .filter(|h| h.side == TlsSide::Client)
+        .map(|h| matches!(h.outcome, TlsOutcome::Done { resumed: true, .. }))
+        .collect();
+    assert_eq!(resumed, [false, true], "{}", trace.render());
+}
