@@ -26,7 +26,7 @@ pub use super::payloads::{
     HedgeVerdict, KeepalivePing, Log, PodTerminationStarted, PolicyActed, PolicyClosed,
     PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
 };
-pub use super::tls::{TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
+pub use super::tls::{alert_name, suite_name, TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
 use crate::wire::FrameType;
 
 /// Id of a client call, numbered `r1, r2, …` in order of appearance.

@@ -40,7 +40,9 @@ pub enum TlsOutcome {
     /// Both ends have keys: application data (HTTP/2) flows.
     Done {
         /// The TLS cipher suite, its IANA code point (RFC 8446 §B.4:
-        /// `0x1301` is TLS_AES_128_GCM_SHA256).
+        /// `0x1301` is TLS_AES_128_GCM_SHA256; [`suite_name`]). JSON: its
+        /// name.
+        #[serde(serialize_with = "suite")]
         cipher_suite: u16,
         /// Whether the peers agreed on ALPN `h2` (RFC 7301, RFC 9113 §3.2).
         h2: bool,
@@ -54,9 +56,12 @@ pub enum TlsOutcome {
         /// Why, as this end saw it.
         failure: TlsFailure,
         /// The fatal alert this end sent (RFC 8446 §6.2 code: 45 is
-        /// certificate_expired), when it sent one.
+        /// certificate_expired; [`alert_name`]), when it sent one. JSON:
+        /// its name.
+        #[serde(serialize_with = "alert")]
         alert_sent: Option<u8>,
-        /// The fatal alert this end received from the peer.
+        /// The fatal alert this end received from the peer. JSON: its name.
+        #[serde(serialize_with = "alert")]
         alert_received: Option<u8>,
     },
 }
@@ -100,4 +105,61 @@ pub enum TlsFailure {
     Abandoned,
     /// Anything else rustls reported.
     Other,
+}
+
+/// The IANA name of a TLS 1.3 cipher suite (RFC 8446 §B.4).
+pub fn suite_name(code: u16) -> String {
+    match code {
+        0x1301 => "TLS_AES_128_GCM_SHA256".to_owned(),
+        0x1302 => "TLS_AES_256_GCM_SHA384".to_owned(),
+        0x1303 => "TLS_CHACHA20_POLY1305_SHA256".to_owned(),
+        other => format!("cipher suite {other:#06x}"),
+    }
+}
+
+/// An alert's name as RFC 8446 §6 writes it (the alert registry,
+/// `enum { close_notify(0), … }` in §6).
+pub fn alert_name(code: u8) -> String {
+    let name = match code {
+        0 => "close_notify",
+        10 => "unexpected_message",
+        20 => "bad_record_mac",
+        22 => "record_overflow",
+        40 => "handshake_failure",
+        42 => "bad_certificate",
+        43 => "unsupported_certificate",
+        44 => "certificate_revoked",
+        45 => "certificate_expired",
+        46 => "certificate_unknown",
+        47 => "illegal_parameter",
+        48 => "unknown_ca",
+        49 => "access_denied",
+        50 => "decode_error",
+        51 => "decrypt_error",
+        70 => "protocol_version",
+        71 => "insufficient_security",
+        80 => "internal_error",
+        86 => "inappropriate_fallback",
+        90 => "user_canceled",
+        109 => "missing_extension",
+        110 => "unsupported_extension",
+        112 => "unrecognized_name",
+        113 => "bad_certificate_status_response",
+        115 => "unknown_psk_identity",
+        116 => "certificate_required",
+        120 => "no_application_protocol",
+        other => return format!("alert {other}"),
+    };
+    name.to_owned()
+}
+
+fn suite<S: serde::Serializer>(code: &u16, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&suite_name(*code))
+}
+
+fn alert<S: serde::Serializer>(code: &Option<u8>, s: S) -> Result<S::Ok, S::Error> {
+    match code {
+        Some(code) => s.serialize_str(&alert_name(*code)),
+        None => s.serialize_none(),
+    }
 }

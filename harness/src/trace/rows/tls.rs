@@ -1,7 +1,9 @@
 //! The rows of a TLS handshake ([`crate::tls`]): what it negotiated, or
 //! why it failed and the alerts by their RFC 8446 names.
 
-use crate::recorder::event::{Event, EventKind, TlsFailure, TlsOutcome, TlsSide};
+use crate::recorder::event::{
+    alert_name, suite_name, Event, EventKind, TlsFailure, TlsOutcome, TlsSide,
+};
 
 /// The `where` column and text of a TLS event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
@@ -67,50 +69,4 @@ fn failure_words(f: TlsFailure) -> &'static str {
         TlsFailure::Abandoned => "given up by the caller mid-handshake (its connect timeout)",
         TlsFailure::Other => "rustls refused the handshake",
     }
-}
-
-/// The IANA name of a TLS 1.3 cipher suite (RFC 8446 §B.4).
-fn suite_name(code: u16) -> String {
-    match code {
-        0x1301 => "TLS_AES_128_GCM_SHA256".to_owned(),
-        0x1302 => "TLS_AES_256_GCM_SHA384".to_owned(),
-        0x1303 => "TLS_CHACHA20_POLY1305_SHA256".to_owned(),
-        other => format!("cipher suite {other:#06x}"),
-    }
-}
-
-/// An alert's name as RFC 8446 §6 writes it (the alert registry,
-/// `enum { close_notify(0), … }` in §6).
-fn alert_name(code: u8) -> String {
-    let name = match code {
-        0 => "close_notify",
-        10 => "unexpected_message",
-        20 => "bad_record_mac",
-        22 => "record_overflow",
-        40 => "handshake_failure",
-        42 => "bad_certificate",
-        43 => "unsupported_certificate",
-        44 => "certificate_revoked",
-        45 => "certificate_expired",
-        46 => "certificate_unknown",
-        47 => "illegal_parameter",
-        48 => "unknown_ca",
-        49 => "access_denied",
-        50 => "decode_error",
-        51 => "decrypt_error",
-        70 => "protocol_version",
-        71 => "insufficient_security",
-        80 => "internal_error",
-        86 => "inappropriate_fallback",
-        90 => "user_canceled",
-        109 => "missing_extension",
-        110 => "unsupported_extension",
-        112 => "unrecognized_name",
-        113 => "bad_certificate_status_response",
-        115 => "unknown_psk_identity",
-        116 => "certificate_required",
-        120 => "no_application_protocol",
-        other => return format!("alert {other}"),
-    };
-    name.to_owned()
 }

@@ -153,6 +153,21 @@ fn a_certificate_that_expires_at_t_fails_the_connections_made_after_t() {
         alerts(&trace, TlsSide::Server),
         [(None, Some(CERTIFICATE_EXPIRED))]
     );
+    // JSON names the alert as the text does.
+    let json: serde_json::Value = serde_json::from_str(&trace.to_json()).expect("JSON");
+    let failed: Vec<&serde_json::Value> = json["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["event"] == "tls_handshake" && e["outcome"]["outcome"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 2, "{json}");
+    assert_eq!(failed[0]["outcome"]["alert_sent"], "certificate_expired");
+    assert_eq!(failed[0]["outcome"]["failure"], "certificate_expired");
+    assert_eq!(
+        failed[1]["outcome"]["alert_received"],
+        "certificate_expired"
+    );
     insta::assert_snapshot!(trace.render());
 }
 
