@@ -73,9 +73,10 @@
 //!   a seed.
 //! - Only [`Host::channel_tls`](crate::Host::channel_tls) and
 //!   [`Host::balanced_channel_tls`](crate::Host::balanced_channel_tls)
-//!   channels and [`ServerHost::tls`](crate::ServerHost::tls) hosts speak
-//!   TLS yet: a serve fn host, a health-checked or outlier-detecting
-//!   balanced channel, a retry channel and a raw connection are plaintext.
+//!   channels, [`ServerHost::tls`](crate::ServerHost::tls) hosts and
+//!   [`Sim::server_fn_tls`](crate::Sim::server_fn_tls) hosts speak TLS
+//!   yet: a health-checked or outlier-detecting balanced channel, a retry
+//!   channel and a raw connection are plaintext.
 
 mod ca;
 pub(crate) mod clock;

@@ -85,3 +85,41 @@ fn a_tls_trace_is_byte_identical_for_a_seed() -> grpc_chaos::Result {
     assert_eq!(a.to_json(), b.to_json());
     Ok(())
 }
+
+#[test]
+fn a_serve_fn_host_serves_tls_with_its_own_serve() -> grpc_chaos::Result {
+    let mut sim = Sim::builder().seed(2).build();
+    let ca = Ca::new(sim.seed());
+    let tls = ServerTls::new(ca.leaf("store").identity().expect("a host name"));
+    // The production serve fn, unchanged: it takes plaintext connections.
+    sim.server_fn_tls("store", tls, |host: grpc_chaos::ServeFnHost| async move {
+        tonic::transport::Server::builder()
+            .layer(host.handler_layer())
+            .add_service(Store::default().into_server())
+            .serve_with_incoming_shutdown(host.incoming(), host.shutdown())
+            .await
+    });
+    let trust = ClientTls::new().ca_certificate(ca.certificate());
+    sim.client("player", move |c| async move {
+        let req = SaveRequest {
+            match_id: "m1".into(),
+            points: 1,
+        };
+        StoreClient::new(c.channel_tls("store", trust))
+            .save(req)
+            .await?;
+        Ok(())
+    });
+    let trace = sim.run()?;
+    assert_eq!(grpc_chaos_tests::codes(&trace), ["OK"]);
+    let rendered = trace.render();
+    assert!(
+        rendered.contains("c1 TLS handshake done (server)"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("HEADERS POST /tt.v1.Store/Save"),
+        "{rendered}"
+    );
+    Ok(())
+}
