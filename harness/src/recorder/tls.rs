@@ -99,9 +99,9 @@ pub enum TlsFailure {
     NotTls,
     /// The connection closed before the handshake ended.
     Closed,
-    /// The caller gave the dial up mid-handshake (tonic's
-    /// `connect_timeout`, which bounds the connector and so the
-    /// handshake).
+    /// The caller gave the dial up mid-handshake: tonic's
+    /// `connect_timeout`, which bounds the connector and so the handshake,
+    /// or the channel dropped while it dialled.
     Abandoned,
     /// Anything else rustls reported.
     Other,

@@ -66,7 +66,9 @@ fn failure_words(f: TlsFailure) -> &'static str {
         TlsFailure::AlertReceived => "the peer refused the handshake",
         TlsFailure::NotTls => "the peer does not speak TLS 1.3",
         TlsFailure::Closed => "the connection closed during the handshake",
-        TlsFailure::Abandoned => "given up by the caller mid-handshake (its connect timeout)",
+        TlsFailure::Abandoned => {
+            "given up by the caller mid-handshake (a connect timeout, or the channel dropped)"
+        }
         TlsFailure::Other => "rustls refused the handshake",
     }
 }
