@@ -86,6 +86,34 @@ fn a_tls_trace_is_byte_identical_for_a_seed() -> grpc_chaos::Result {
     Ok(())
 }
 
+/// Run by the next test in another process: prints the JSON trace.
+#[test]
+#[ignore = "run by a_tls_trace_is_byte_identical_across_processes"]
+fn tls_trace_probe() {
+    let trace = tls_save(5).expect("the run succeeds");
+    println!("<<<{}>>>", trace.to_json());
+}
+
+#[test]
+fn a_tls_trace_is_byte_identical_across_processes() -> grpc_chaos::Result {
+    // Another process: other ring randomness (keys, ClientHello random,
+    // session ids), another std HashMap seed; the same ciphertext
+    // lengths, so the same run.
+    let out = grpc_chaos_tests::rerun(module_path!(), "tls_trace_probe")
+        .arg("--nocapture")
+        .env("GRPC_CHAOS_ARTIFACTS", "0")
+        .output()
+        .expect("the test binary runs again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let there = stdout
+        .split_once("<<<")
+        .and_then(|(_, rest)| rest.split_once(">>>"))
+        .map(|(json, _)| json)
+        .unwrap_or_else(|| panic!("no trace printed: {stdout}"));
+    assert_eq!(there, tls_save(5)?.to_json());
+    Ok(())
+}
+
 #[test]
 fn a_serve_fn_host_serves_tls_with_its_own_serve() -> grpc_chaos::Result {
     let mut sim = Sim::builder().seed(2).build();
