@@ -35,9 +35,12 @@ llvm_deb=1:19.1.7-3~deb12u1
 #     would fold nested `if let`s into them, is allowed in its lib.rs); a
 #     let chain there fails this check until grpc_chaos=let_chains is added.
 #   grpc_chaos: unsigned_is_multiple_of, stable in 1.87 (`is_multiple_of`).
+#   rcgen 0.14.10 (grpc_chaos::tls): unsigned_is_multiple_of, 1.87 (its
+#     rust-version is 1.88). Its `time` is held at 0.3.41 in Cargo.lock:
+#     0.3.42 on uses 1.87 and 1.88 features in many places.
 # Add a feature only with the release that stabilized it, and only one of
 # 1.86, 1.87 or 1.88.
-export MSRV_FEATURES="tonic=let_chains grpc_chaos=unsigned_is_multiple_of"
+export MSRV_FEATURES="tonic=let_chains grpc_chaos=unsigned_is_multiple_of rcgen=unsigned_is_multiple_of"
 
 target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')

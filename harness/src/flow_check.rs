@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | 0 | world, and what runs a sim | the crate root, `sim`, `check` (determinism, sweeps, `check_keepalive`, `check_middlebox`), `explore`, this check |
 //! | 1 | wiring and the layers on it | `net`, `server` (with the handler layer, `server::handler`), `client`, `balance`, `retry` |
-//! | 2 | wire tap | `net::tap` |
+//! | 2 | wire tap, and the TLS under it | `net::tap`, `tls` |
 //! | 3 | faults and policies | `fault` (the handler faults the handler layer applies among them), `policy` |
 //! | 4 | the error every box above reports with (it carries a run's trace) | `error` |
 //! | 5 | trace and its renderers | `trace` |
@@ -45,6 +45,7 @@ const RANKS: &[(&str, u8)] = &[
     ("balance", 1),
     ("retry", 1),
     ("net::tap", 2),
+    ("tls", 2),
     ("fault", 3),
     ("policy", 3),
     ("error", 4),

@@ -52,6 +52,7 @@ pub mod retry;
 pub mod server;
 mod sim;
 pub mod spec;
+pub mod tls;
 pub mod trace;
 mod units;
 pub mod wire;

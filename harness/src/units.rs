@@ -45,6 +45,11 @@ pub(crate) fn fmt_ms(at: std::time::Duration) -> String {
     format!("{:.3}", at.as_nanos() as f64 / 1e6)
 }
 
+/// The simulated wall clock at the start of a run, seconds since the Unix
+/// epoch (2026-01-01T00:00:00Z): [`defaults::EPOCH_SECS`](crate::defaults::EPOCH_SECS),
+/// kept here, a leaf, for the TLS clock and certificates (`tls/`) too.
+pub(crate) const EPOCH_SECS: u64 = 1_767_225_600;
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -32,6 +32,9 @@
 //!    calls the same Store with tonic over bare turmoil TCP, same tick and
 //!    latency, so the rest splits into what turmoil costs and what
 //!    grpc-chaos's wiring and recording cost.
+//!    A last line runs the harness line's calls over TLS (`grpc_chaos::tls`,
+//!    rustls on both ends below the tap): its ratio is TLS on / TLS off,
+//!    #31's bar 2.00x.
 //!    The harness line also says how much wall time came after the client
 //!    returned (tearing down, building the `Trace`), which should stay
 //!    small and linear in the number of calls.
@@ -440,12 +443,13 @@ fn unary_rows(calls: u64, repeat: u64) {
             isolated(|| measured_calls_untapped(calls)),
             measured_calls_duplex(calls),
             measured_calls_bare(calls),
+            isolated(|| measured_calls_tls(calls)),
         ]
     });
     let best = rounds.best();
-    let [harness, untapped, anchor, bare] = best;
+    let [harness, untapped, anchor, bare, tls] = best;
     // anchor / harness: how many times slower a call is in the harness.
-    let slower = |h: usize, a: usize| move |r: &[Figure; 4]| r[a].rate() / r[h].rate();
+    let slower = |h: usize, a: usize| move |r: &[Figure; 5]| r[a].rate() / r[h].rate();
     let rows = [
         (format!("{calls} unary Store/Load: calls / CPU s"), 0, 2),
         (
@@ -463,6 +467,8 @@ fn unary_rows(calls: u64, repeat: u64) {
             1,
             3,
         ),
+        // #31's bar: TLS on costs at most 2x TLS off.
+        ("  (TLS on, vs TLS off; bar: 2.00x)".to_owned(), 4, 0),
     ];
     for (label, h, a) in rows {
         let ratio = best[a].rate() / best[h].rate();
@@ -472,6 +478,7 @@ fn unary_rows(calls: u64, repeat: u64) {
     detail("  grpc-chaos, wire_tap(false)", untapped, "calls");
     detail("  tonic over tokio::io::duplex", anchor, "calls");
     detail("  tonic on bare turmoil (tick 1ms)", bare, "calls");
+    detail("  grpc-chaos over TLS (grpc_chaos::tls)", tls, "calls");
     // The log's size does not depend on the machine: one more run.
     let trace = harness_calls_trace(calls.min(1_000));
     log_size("  event log, unary (1000 calls max)", trace);
@@ -879,6 +886,11 @@ fn measured_calls_tapped(calls: u64) -> Figure {
 }
 
 #[inline(never)]
+fn measured_calls_tls(calls: u64) -> Figure {
+    harness_calls_run(calls, true, true).0
+}
+
+#[inline(never)]
 fn measured_calls_untapped(calls: u64) -> Figure {
     harness_calls(calls, false)
 }
@@ -911,15 +923,17 @@ fn measured_streams_bare(streams: u64, secs: u64) -> Figure {
 /// `calls` sequential `Store/Load` calls through the recorded channel, with
 /// the wire tap on or off.
 fn harness_calls(calls: u64, wire_tap: bool) -> Figure {
-    harness_calls_run(calls, wire_tap).0
+    harness_calls_run(calls, wire_tap, false).0
 }
 
 /// The trace of [`harness_calls`] with the wire tap on.
 fn harness_calls_trace(calls: u64) -> grpc_chaos::Trace {
-    harness_calls_run(calls, true).1
+    harness_calls_run(calls, true, false).1
 }
 
-fn harness_calls_run(calls: u64, wire_tap: bool) -> (Figure, grpc_chaos::Trace) {
+/// [`harness_calls`], over TLS when `tls` ([`grpc_chaos::tls`]: one
+/// handshake, then every call's frames sealed and opened by rustls).
+fn harness_calls_run(calls: u64, wire_tap: bool, tls: bool) -> (Figure, grpc_chaos::Trace) {
     let span = SimSpan::default();
     // Each call takes a few simulated ms; leave plenty of room.
     let room = Duration::from_millis(10) * u32::try_from(calls).unwrap_or(u32::MAX);
@@ -928,7 +942,23 @@ fn harness_calls_run(calls: u64, wire_tap: bool) -> (Figure, grpc_chaos::Trace) 
         .duration(room + Duration::from_secs(60))
         .wire_tap(wire_tap)
         .build();
-    sim.server("store", |s| s.add_service(Store::default().into_server()));
+    let ca = grpc_chaos::tls::Ca::new(SEED);
+    let server_tls = tls.then(|| {
+        let id = ca
+            .leaf("store")
+            .identity()
+            .unwrap_or_else(|e| panic!("{e}"));
+        grpc_chaos::tls::ServerTls::new(id)
+    });
+    sim.server("store", move |s| {
+        let s = match &server_tls {
+            Some(t) => s.tls(t.clone()),
+            None => s,
+        };
+        s.add_service(Store::default().into_server())
+    });
+    let client_tls =
+        tls.then(|| grpc_chaos::tls::ClientTls::new().ca_certificate(ca.certificate()));
     let out = span.clone();
     // The wall-clock moment the client body returned, so the time spent
     // after it (tearing the world down, building the trace) shows apart.
@@ -938,7 +968,11 @@ fn harness_calls_run(calls: u64, wire_tap: bool) -> (Figure, grpc_chaos::Trace) 
     let done = body_done.clone();
     sim.client("bench", move |c| async move {
         let start = tokio::time::Instant::now();
-        let mut client = StoreClient::new(c.channel("store"));
+        let channel = match client_tls {
+            Some(t) => c.channel_tls("store", t),
+            None => c.channel("store"),
+        };
+        let mut client = StoreClient::new(channel);
         for _ in 0..calls {
             client
                 .load(LoadRequest {

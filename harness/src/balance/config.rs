@@ -13,7 +13,8 @@ use crate::error::{Error, Kind};
 
 /// A balanced channel's parts, each off unless set: the replicas' tonic
 /// `Endpoint` options, client-side health checking (gRFC A17), outlier
-/// detection (gRFC A50) and DNS name resolution ([`Dns`]). Without
+/// detection (gRFC A50), DNS name resolution ([`Dns`]) and TLS
+/// ([`crate::tls`]). Without
 /// [`BalanceConfig::dns`] the channel watches the set's membership itself
 /// and sees a change at its next pick, as an endpoints watch does
 /// (Kubernetes' EndpointSlice watch, xDS EDS).
@@ -39,6 +40,7 @@ pub struct BalanceConfig {
     pub(crate) health: Option<Arc<str>>,
     pub(crate) outlier: Option<OutlierDetection>,
     pub(crate) dns: Option<Dns>,
+    pub(crate) tls: Option<crate::tls::ClientTls>,
 }
 
 impl std::fmt::Debug for BalanceConfig {
@@ -51,6 +53,7 @@ impl std::fmt::Debug for BalanceConfig {
             .field("health", &self.health)
             .field("outlier", &self.outlier)
             .field("dns", &self.dns)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -94,6 +97,14 @@ impl BalanceConfig {
     /// watching the membership. Defaults to off.
     pub fn dns(mut self, dns: Dns) -> Self {
         self.dns = Some(dns);
+        self
+    }
+
+    /// TLS on every replica connection, with the rules of
+    /// [`Host::balanced_channel_tls`](crate::Host::balanced_channel_tls).
+    /// Defaults to off (plaintext).
+    pub fn tls(mut self, tls: crate::tls::ClientTls) -> Self {
+        self.tls = Some(tls);
         self
     }
 

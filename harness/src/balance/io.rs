@@ -157,8 +157,17 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// The connector of one replica connection; `scan_goaway` on a
-/// health-checked channel (its Watch is cancelled on a GOAWAY). The balancer makes a new
+/// How one replica connection is made, beyond who dials whom.
+pub(super) struct DialOptions {
+    /// `Endpoint::connect_timeout`.
+    pub(super) connect_timeout: Option<Duration>,
+    /// On a health-checked channel: its Watch is cancelled on a GOAWAY.
+    pub(super) scan_goaway: bool,
+    /// TLS on the connection ([`crate::tls`]).
+    pub(super) tls: Option<crate::tls::TlsEnd>,
+}
+
+/// The connector of one replica connection. The balancer makes a new
 /// channel (and connector) when it sees the connection closed; a call
 /// routed to the replica while its connection goes away (after a GOAWAY,
 /// before hyper drops the socket) makes the channel's own reconnect dial
@@ -177,9 +186,8 @@ pub(super) fn connector(
     from: Arc<str>,
     replica: Arc<str>,
     alive: Arc<Liveness>,
-    connect_timeout: Option<Duration>,
     dials: Arc<AtomicU32>,
-    scan_goaway: bool,
+    options: DialOptions,
 ) -> impl tower::Service<
     Uri,
     Response = TokioIo<Watched>,
@@ -187,15 +195,32 @@ pub(super) fn connector(
     Future = impl Send + 'static,
 > + Send
        + 'static {
+    let DialOptions {
+        connect_timeout,
+        scan_goaway,
+        tls,
+    } = options;
     tower::service_fn(move |_: Uri| {
         let attempt = dials.fetch_add(1, Ordering::Relaxed) + 1;
-        let dial = crate::net::dial(wiring.clone(), from.clone(), replica.clone(), attempt);
+        let dial = crate::net::dial(
+            wiring.clone(),
+            from.clone(),
+            replica.clone(),
+            attempt,
+            tls.clone(),
+        );
         let (replica, alive) = (replica.clone(), alive.clone());
         async move {
-            // turmoil's errors name the peer's address; the trace names hosts.
+            // turmoil's errors name the peer's address; the trace names
+            // hosts. A failed TLS handshake's (rustls's reason, or the end
+            // of the stream mid-handshake) names none: kept, as a plain
+            // channel's connector keeps it.
             let dial = async {
-                dial.await.map_err(|e| {
-                    io::Error::new(e.kind(), format!("connect to {replica}: {}", e.kind()))
+                dial.await.map_err(|e| match e.kind() {
+                    io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => {
+                        io::Error::new(e.kind(), format!("connect to {replica}: {e}"))
+                    }
+                    kind => io::Error::new(kind, format!("connect to {replica}: {kind}")),
                 })
             };
             let conn = match connect_timeout {

@@ -87,6 +87,9 @@ pub(crate) struct Site {
     /// The number of the DNS answer the balancer's addresses came from
     /// (0 before the first), for the picks' events.
     applied_answer: std::sync::atomic::AtomicU32,
+    /// TLS on every replica connection ([`crate::tls`]), one config (and
+    /// session cache) for the whole channel.
+    tls: Option<crate::tls::TlsEnd>,
 }
 
 impl Site {
@@ -118,6 +121,7 @@ pub(crate) fn channel(
     from: &str,
     set: ReplicaSet,
     config: BalanceConfig,
+    tls: Option<crate::tls::TlsEnd>,
 ) -> Balanced {
     let seed = crate::retry::channel_seed(run_seed, from, &set.name);
     // Its own stream, so that ejection draws do not move the picks.
@@ -138,6 +142,7 @@ pub(crate) fn channel(
         outlier,
         dns: dns.as_ref().map(|(_, answers)| answers.clone()),
         applied_answer: Default::default(),
+        tls,
     });
     if site.outlier.is_some() {
         tokio::spawn(ejection::Ejector::run(Arc::downgrade(&site)));

@@ -34,7 +34,7 @@ use std::task::{Context, Poll};
 use tonic::body::Body;
 
 use super::health::{Admission, Watch};
-use super::io::{connector, Liveness};
+use super::io::{connector, DialOptions, Liveness};
 use super::{BoxError, BoxFuture, Site};
 use crate::recorder::event::{BalancerChange, CallId, EventKind};
 use crate::recorder::CALL_ID;
@@ -88,9 +88,12 @@ impl Replica {
             self.site.from.clone(),
             self.name.clone(),
             alive.clone(),
-            endpoint.get_connect_timeout(),
             self.dials.clone(),
-            self.site.health.is_some(),
+            DialOptions {
+                connect_timeout: endpoint.get_connect_timeout(),
+                scan_goaway: self.site.health.is_some(),
+                tls: self.site.tls.clone(),
+            },
         );
         Box::pin(async move {
             let channel = endpoint.connect_with_connector(connector).await?;

@@ -22,6 +22,7 @@
 //! | [`exploration`] | fault spaces, random schedules, the instant sweep, invariants, shrinking, replaying a find |
 //! | [`determinism`] | seeds, failure artifacts, replay, seed sweeps (exploration), the canary, the wall clock |
 //! | [`hostile_peers`] | raw HTTP/2 peers that break the protocol |
+//! | [`tls`] | TLS between hosts: certificates from the seed, expiry on simulated time, mTLS, rotation, what tonic reports |
 //! | [`catalog`] | the failure stories the `grpc-chaos` CLI runs |
 //!
 //! The pages hold documentation only: no items of the crate live here.
@@ -76,3 +77,6 @@ pub mod hostile_peers {}
 
 #[doc = include_str!("catalog.md")]
 pub mod catalog {}
+
+#[doc = include_str!("tls.md")]
+pub mod tls {}

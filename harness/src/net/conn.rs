@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::PollSender;
 use tonic::transport::server::Connected;
 
+use super::socket::{ReadSide, Socket, WriteSide};
 use super::tap::ends::CloseEnd;
 use super::tap::{lock_conn, ConnState, SharedConn};
 use super::tap::{spawn_writer, DirectionTap, RawRead, Read, Reset};
@@ -40,7 +41,7 @@ enum Write {
     Tapped(PollSender<Bytes>),
     /// To the socket ([`SimBuilder::wire_tap`](crate::SimBuilder::wire_tap)
     /// is off).
-    Direct(turmoil::net::tcp::OwnedWriteHalf),
+    Direct(WriteSide),
 }
 
 /// One simulated TCP connection accepted by a server host, wrapped at the
@@ -54,7 +55,7 @@ enum Write {
 /// [`Host::raw_connect`](crate::Host::raw_connect) returns the client end
 /// of one: what its owner writes passes the tap the same way.
 pub struct SimConn {
-    read: turmoil::net::tcp::OwnedReadHalf,
+    read: ReadSide,
     write: Write,
     info: PeerInfo,
     /// Server end of a connection with connection policies: reads end
@@ -98,6 +99,15 @@ impl SimConn {
     /// Wraps `stream` and starts the tap of the direction this end writes.
     /// Returns the connection's id too.
     pub(crate) fn new(stream: turmoil::net::TcpStream, end: End) -> io::Result<(Self, u32)> {
+        let opened = Self::open(&stream, end)?;
+        let conn = opened.conn;
+        Ok((opened.finish(Socket::Plain(stream)), conn))
+    }
+
+    /// Gives `stream` its connection id and state (both ends of one TCP
+    /// connection find the same, by its addresses), before any byte is
+    /// written: what a TLS handshake needs to be recorded under the id.
+    pub(crate) fn open(stream: &turmoil::net::TcpStream, end: End) -> io::Result<Opened> {
         let (local, remote) = (stream.local_addr()?, stream.peer_addr()?);
         let (client, server) = match end.direction {
             Direction::ClientToServer => (local, remote),
@@ -126,6 +136,33 @@ impl SimConn {
             reset_note: Default::default(),
             written: Default::default(),
         });
+        Ok(Opened { end, conn, state })
+    }
+}
+
+/// A connection with its id and state, not yet wrapped
+/// ([`SimConn::open`]).
+pub(crate) struct Opened {
+    end: End,
+    conn: u32,
+    state: SharedConn,
+}
+
+impl Opened {
+    /// The connection's id (`c1` is 1).
+    pub(crate) fn conn(&self) -> u32 {
+        self.conn
+    }
+
+    /// Who this end is.
+    pub(crate) fn end(&self) -> &End {
+        &self.end
+    }
+
+    /// Wraps `socket` (the stream given to [`SimConn::open`], plain or
+    /// inside TLS) and starts the tap of the direction this end writes.
+    pub(crate) fn finish(self, socket: Socket) -> SimConn {
+        let Self { end, conn, state } = self;
         let raw = match end.direction {
             Direction::ClientToServer => {
                 // Before the first write: the server end's first read
@@ -157,7 +194,7 @@ impl SimConn {
                 state: state.clone(),
             })
         });
-        let (read, write) = stream.into_split();
+        let (read, write) = socket.split();
         let info = PeerInfo {
             peer: (&end.peer).into(),
         };
@@ -169,7 +206,7 @@ impl SimConn {
         // Under link faults the writer task keeps bytes back even with the
         // tap off (it then records nothing).
         if !end.wiring.tap.wire_tap && !links {
-            let conn_end = Self {
+            return SimConn {
                 read,
                 write: Write::Direct(write),
                 info,
@@ -180,10 +217,9 @@ impl SimConn {
                 close,
                 read_bytes: 0,
             };
-            return Ok((conn_end, conn));
         }
         let tap = DirectionTap::new(end.wiring.tap, conn, end.direction, end.me, end.peer, state);
-        let conn_end = Self {
+        SimConn {
             read,
             write: Write::Tapped(PollSender::new(spawn_writer(tap, write))),
             info,
@@ -193,10 +229,11 @@ impl SimConn {
             raw,
             close,
             read_bytes: 0,
-        };
-        Ok((conn_end, conn))
+        }
     }
+}
 
+impl SimConn {
     /// Counts the connection in `open` until it is dropped.
     pub(crate) fn counted(mut self, open: Arc<()>) -> Self {
         self._open = Some(open);
@@ -274,13 +311,8 @@ impl Drop for SimConn {
         if self.reset.as_ref().is_some_and(|(r, _)| r.is_reset()) {
             return; // a partition's reset_after or a policy's, recorded as such
         }
-        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
-        let mut byte = [0u8; 1];
-        let mut buf = ReadBuf::new(&mut byte);
-        if let Poll::Ready(Ok(n)) = Pin::new(&mut self.read).poll_peek(&mut cx, &mut buf) {
-            if n > 0 {
-                close.reset_with_unread(self.read_bytes);
-            }
+        if self.read.has_unread() {
+            close.reset_with_unread(self.read_bytes);
         }
     }
 }

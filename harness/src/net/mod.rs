@@ -4,13 +4,15 @@
 
 mod conn;
 mod dial;
+mod secure;
+mod socket;
 mod tap;
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Endpoint, Uri};
 
@@ -18,11 +20,13 @@ pub(crate) use crate::fault::{LinkState, Links};
 use conn::End;
 pub use conn::{PeerInfo, SimConn};
 use dial::Dial;
+use socket::Socket;
 #[cfg(fuzzing)]
 pub(crate) use tap::fuzzing;
 pub(crate) use tap::{lock_conn, Policies, Registry, TapEnv, Waiting};
 
 use crate::policy::{ConnInfo, PolicyPlan};
+use crate::tls::TlsEnd;
 use crate::wire::Direction;
 
 /// What the wiring needs of the run, and no more: the tap's handle, the
@@ -49,28 +53,59 @@ impl Wiring {
 /// The port every sim server host listens on (gRPC's customary 50051).
 pub(crate) const PORT: u16 = 50051;
 
-/// Accepts connections on `host`'s listener, forever.
+/// The connections a server host accepts, as tonic's
+/// `serve_with_incoming` takes them.
+pub(crate) type Accepted = std::pin::Pin<Box<dyn Stream<Item = io::Result<SimConn>> + Send>>;
+
+/// How many TLS handshakes a server host runs at once: a client that
+/// stalls its handshake holds one of them, not the listener (tonic runs
+/// its handshakes concurrently too, `transport/server/incoming.rs`).
+const HANDSHAKES_AT_ONCE: usize = 1024;
+
+/// Accepts connections on `host`'s listener, forever; under `tls`, each
+/// one's TLS handshake runs first (below the tap), and a connection whose
+/// handshake fails is dropped, never handed to tonic.
 pub(crate) async fn incoming(
     wiring: Wiring,
     host: Arc<str>,
-) -> io::Result<impl Stream<Item = io::Result<SimConn>>> {
+    tls: Option<TlsEnd>,
+) -> io::Result<Accepted> {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
-    Ok(futures_util::stream::unfold(
-        (listener, wiring, host),
-        |(listener, wiring, host)| async move {
-            let accepted = listener.accept().await.and_then(|(stream, addr)| {
-                let peer =
-                    turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.ip().to_string());
-                let end = End {
-                    wiring: wiring.clone(),
-                    me: host.clone(),
-                    peer: peer.into(),
-                    direction: Direction::ServerToClient,
-                };
-                SimConn::new(stream, end).map(|(conn, _)| conn)
-            });
-            Some((accepted, (listener, wiring, host)))
-        },
+    let accepts = futures_util::stream::unfold(listener, |listener| async move {
+        let accepted = listener.accept().await.map(|(stream, addr)| {
+            let peer = turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.ip().to_string());
+            (stream, peer)
+        });
+        Some((accepted, listener))
+    });
+    let end = move |peer: String| End {
+        wiring: wiring.clone(),
+        me: host.clone(),
+        peer: peer.into(),
+        direction: Direction::ServerToClient,
+    };
+    let Some(tls) = tls else {
+        return Ok(Box::pin(accepts.map(move |accepted| {
+            let (stream, peer) = accepted?;
+            SimConn::new(stream, end(peer)).map(|(conn, _)| conn)
+        })));
+    };
+    let handshakes = accepts.map(move |accepted| {
+        let opened =
+            accepted.and_then(|(stream, peer)| Ok((SimConn::open(&stream, end(peer))?, stream)));
+        let tls = tls.clone();
+        async move {
+            let (opened, stream) = match opened {
+                Ok(o) => o,
+                Err(e) => return Some(Err(e)),
+            };
+            secure::handshake(opened, stream, &tls).await.ok().map(Ok)
+        }
+    });
+    Ok(Box::pin(
+        handshakes
+            .buffer_unordered(HANDSHAKES_AT_ONCE)
+            .filter_map(std::future::ready),
     ))
 }
 
@@ -102,6 +137,7 @@ pub(crate) fn channel(
     from: &str,
     to: &str,
     unrecorded: bool,
+    tls: Option<TlsEnd>,
     configure: impl FnOnce(Endpoint) -> Endpoint,
 ) -> tonic::transport::Channel {
     let endpoint = configure(endpoint(to));
@@ -118,7 +154,14 @@ pub(crate) fn channel(
         let witness = unrecorded.then(|| dial::Witness {
             connector: Arc::downgrade(&connector),
         });
-        let dial = dial_witnessed(wiring.clone(), me.clone(), peer.clone(), attempt, witness);
+        let dial = dial_witnessed(
+            wiring.clone(),
+            me.clone(),
+            peer.clone(),
+            attempt,
+            witness,
+            tls.clone(),
+        );
         async move {
             if !known {
                 let msg = format!("unknown host `{peer}`");
@@ -153,17 +196,21 @@ pub(crate) fn dial(
     from: Arc<str>,
     to: Arc<str>,
     attempt: u32,
+    tls: Option<TlsEnd>,
 ) -> impl std::future::Future<Output = io::Result<SimConn>> + Send {
-    dial_witnessed(wiring, from, to, attempt, None)
+    dial_witnessed(wiring, from, to, attempt, None, tls)
 }
 
-/// [`dial`], its failure recorded as a call's when `witness` is given.
+/// [`dial`], its failure recorded as a call's when `witness` is given,
+/// inside TLS when `tls` is given (the TCP connect is recorded as the
+/// dial's success, then the handshake as its own event).
 fn dial_witnessed(
     wiring: Wiring,
     from: Arc<str>,
     to: Arc<str>,
     attempt: u32,
     witness: Option<dial::Witness>,
+    tls: Option<TlsEnd>,
 ) -> impl std::future::Future<Output = io::Result<SimConn>> + Send {
     let end = End {
         wiring,
@@ -189,18 +236,20 @@ fn dial_witnessed(
                 .map_err(|e| {
                     io::Error::new(e.kind(), format!("connect to {peer}: {}", e.kind()))
                 })?;
-            SimConn::new(stream, end)
+            Ok::<_, io::Error>((SimConn::open(&stream, end)?, stream))
         }
         .await;
-        match connected {
-            Ok((conn, id)) => {
-                dial.connected(id);
-                Ok(conn)
-            }
+        let (opened, stream) = match connected {
+            Ok(opened) => opened,
             Err(e) => {
                 dial.failed(&e);
-                Err(e)
+                return Err(e);
             }
+        };
+        dial.connected(opened.conn());
+        match tls {
+            None => Ok(opened.finish(Socket::Plain(stream))),
+            Some(tls) => secure::handshake(opened, stream, &tls).await,
         }
     }
 }

@@ -27,6 +27,7 @@ pub use super::payloads::{
     PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
 };
 pub use super::resolution::{Resolution, ResolutionOutcome};
+pub use super::tls::{alert_name, suite_name, TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
 use crate::wire::FrameType;
 
 /// Id of a client call, numbered `r1, r2, …` in order of appearance.
@@ -565,6 +566,10 @@ pub enum EventKind {
         /// Whether it waited for a partition or a pause.
         waited: bool,
     },
+    /// A TLS handshake on a connection ended ([`crate::tls`]), seen from
+    /// the end that records it: its fields are in [`TlsHandshake`]
+    /// (boxed).
+    TlsHandshake(Box<TlsHandshake>),
     /// A connection attempt failed.
     ConnectFailed {
         /// The server host dialled.
@@ -1146,6 +1151,7 @@ impl EventKind {
             Self::PolicyClosed(e) => Some(e.conn),
             Self::PolicyReset(e) => Some(e.conn),
             Self::PolicyActed(e) => Some(e.conn),
+            Self::TlsHandshake(e) => Some(e.conn),
             _ => None,
         }
     }
@@ -1189,6 +1195,7 @@ impl EventKind {
             | Self::ConnectStarted { .. }
             | Self::ConnectWaiting { .. }
             | Self::Connected { .. }
+            | Self::TlsHandshake(_)
             | Self::ConnectFailed { .. }
             | Self::ConnectAbandoned { .. }
             | Self::ConnReset { .. }

@@ -12,6 +12,7 @@ mod order;
 mod payloads;
 mod resolution;
 pub(crate) mod slow_polls;
+mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

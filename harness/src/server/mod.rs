@@ -59,8 +59,13 @@
 //! were set (tonic's `Server` keeps its options private), so it records
 //! nothing for them. Use HTTP/2 keepalive (`http2_keepalive_interval`,
 //! modelled exactly) to find a dead peer. `tls_config` needs a tonic TLS
-//! feature this crate does not enable. Every other option is tonic's own
-//! code running unchanged.
+//! feature this crate does not enable; with it enabled in your own crate,
+//! tonic would wrap TLS around the harness's connection, above the wire
+//! tap, which would then read TLS records where HTTP/2 frames belong (a
+//! `protocol error at byte 0` row) and check certificates on the wall
+//! clock: serve TLS with [`ServerHost::tls`](crate::ServerHost::tls)
+//! instead ([`crate::tls`]). Every other option is tonic's own code
+//! running unchanged.
 
 mod incoming;
 mod serve;

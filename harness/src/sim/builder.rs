@@ -35,7 +35,7 @@ pub mod defaults {
     pub const SETTLE: Duration = Duration::from_millis(100);
     /// The simulated wall clock at the start of a run, seconds since the
     /// Unix epoch (2026-01-01T00:00:00Z).
-    pub const EPOCH_SECS: u64 = 1_767_225_600;
+    pub const EPOCH_SECS: u64 = crate::units::EPOCH_SECS;
     /// The most steps (ticks) a run takes. An idle step costs about 4 µs of
     /// wall time in a release build (CONTRIBUTING.md's speed table: ~250
     /// simulated seconds per wall second at a 1 ms tick), more in debug.

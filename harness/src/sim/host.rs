@@ -54,8 +54,56 @@ impl Host {
     /// (`http2_keep_alive_interval`, `connect_timeout`, window sizes …) set
     /// by `configure`. Timeouts are *simulated* time.
     pub fn channel_with(&self, to: &str, configure: impl FnOnce(Endpoint) -> Endpoint) -> Channel {
+        self.recorded(to, self.plain_channel(to, false, None, configure))
+    }
+
+    /// Like [`Host::channel`], over TLS ([`crate::tls`]): every connection
+    /// of the channel runs a TLS 1.3 handshake with `tls` (the CAs it
+    /// trusts, the name it expects, its own identity for mTLS) before
+    /// tonic gets it, below the wire tap, so the trace still shows the
+    /// HTTP/2 frames, and the handshake as `TLS handshake …` rows. `to`
+    /// must serve TLS ([`ServerHost::tls`]).
+    ///
+    /// A handshake that fails fails the dial: tonic reports it for the
+    /// call that waited, as for a connect error (what it says for each
+    /// failure is in the tests, `tests/tests/server/tls/`). A `tls` rustls
+    /// refuses (a name that is not a DNS name, a CA that does not parse, a
+    /// key that does not fit its certificate) fails the run
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)) with
+    /// rustls's reason, and every call of the channel fails.
+    pub fn channel_tls(&self, to: &str, tls: crate::tls::ClientTls) -> Channel {
+        self.channel_tls_with(to, tls, |e| e)
+    }
+
+    /// [`Host::channel_tls`] with tonic's `Endpoint` options set by
+    /// `configure`, as [`Host::channel_with`]. Leave tonic's own
+    /// `Endpoint::tls_config` out: the harness's endpoints are `http://`,
+    /// for which tonic's connector does no TLS (tonic 0.14.9
+    /// `transport/channel/service/connector.rs`, TLS only for `https`).
+    pub fn channel_tls_with(
+        &self,
+        to: &str,
+        tls: crate::tls::ClientTls,
+        configure: impl FnOnce(Endpoint) -> Endpoint,
+    ) -> Channel {
+        let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
+        let end = match tls.config(&clock, to) {
+            Ok((config, name)) => crate::tls::TlsEnd::client(config, name),
+            Err(why) => {
+                self.shared.misconfigured(format!(
+                    "Host::channel_tls(\"{to}\") on host `{}`: {why}",
+                    self.name
+                ));
+                return self.recorded(to, crate::net::unusable_channel(to));
+            }
+        };
+        self.recorded(to, self.plain_channel(to, false, Some(end), configure))
+    }
+
+    /// `channel`, its calls recorded as this host's calls to `to`.
+    fn recorded(&self, to: &str, channel: tonic::transport::Channel) -> Channel {
         Channel::new(
-            self.plain_channel(to, false, configure),
+            channel,
             CallSite {
                 recorder: self.shared.recorder.clone(),
                 from: HostName::new(&self.name),
@@ -105,6 +153,27 @@ impl Host {
         configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
     ) -> Channel {
         self.balanced_channel_config(set, BalanceConfig::new().endpoint(configure))
+    }
+
+    /// Like [`Host::balanced_channel_with`], over TLS ([`crate::tls`]):
+    /// every replica connection runs a TLS 1.3 handshake with `tls`, as
+    /// [`Host::channel_tls`] does, with one rustls config (and session
+    /// cache) for the whole channel. The name it expects in each
+    /// replica's certificate is the set's (`store`: issue
+    /// `ca.leaf("store")` to every replica, or give
+    /// [`ClientTls::domain_name`](crate::tls::ClientTls::domain_name)); a
+    /// failed handshake is a failed connect of that replica (`balancer:
+    /// store-1 connect failed: …`). A `tls` rustls refuses fails the run
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)), and
+    /// every call of the channel fails. With health checking, outlier
+    /// detection or DNS too: [`BalanceConfig::tls`](crate::balance::BalanceConfig::tls).
+    pub fn balanced_channel_tls(
+        &self,
+        set: &str,
+        tls: crate::tls::ClientTls,
+        configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
+    ) -> Channel {
+        self.balanced_channel_config(set, BalanceConfig::new().endpoint(configure).tls(tls))
     }
 
     /// Like [`Host::balanced_channel`], with client-side health checking
@@ -208,8 +277,9 @@ impl Host {
     /// A balanced channel to replica set `set` with the parts `config`
     /// turns on, in any combination: the replicas' `Endpoint` options,
     /// client-side health checking (as [`Host::balanced_channel_health`]),
-    /// outlier detection (as [`Host::balanced_channel_outlier_detection`])
-    /// and DNS name resolution ([`Dns`]). With health checking and
+    /// outlier detection (as [`Host::balanced_channel_outlier_detection`]),
+    /// DNS name resolution ([`Dns`]) and TLS (as
+    /// [`Host::balanced_channel_tls`]). With health checking and
     /// outlier detection both on, a replica is picked only while its
     /// Watch last answered SERVING and it is not ejected.
     ///
@@ -238,6 +308,22 @@ impl Host {
             self.shared.problem(e);
             return Channel::new(crate::net::unusable_channel(set), site);
         }
+        let tls = match &config.tls {
+            None => None,
+            Some(tls) => {
+                let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
+                match tls.config(&clock, set) {
+                    Ok((config, name)) => Some(crate::tls::TlsEnd::client(config, name)),
+                    Err(why) => {
+                        self.shared.misconfigured(format!(
+                            "the TLS of balanced channel \"{set}\" on host `{}`: {why}",
+                            self.name
+                        ));
+                        return Channel::new(crate::net::unusable_channel(set), site);
+                    }
+                }
+            }
+        };
         match self.shared.replica_set(set, &self.name) {
             Some(replicas) => Channel::balanced(
                 crate::balance::channel(
@@ -247,6 +333,7 @@ impl Host {
                     &self.name,
                     replicas,
                     config,
+                    tls,
                 ),
                 site,
             ),
@@ -415,7 +502,7 @@ impl Host {
             let msg = format!("no server host `{to}`");
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
         }
-        crate::net::dial(self.shared.wiring(), self.name.clone(), to.into(), 1).await
+        crate::net::dial(self.shared.wiring(), self.name.clone(), to.into(), 1, None).await
     }
 
     /// [`Host::tonic_channel`] with `Endpoint` options.
@@ -424,7 +511,7 @@ impl Host {
         to: &str,
         configure: impl FnOnce(Endpoint) -> Endpoint,
     ) -> tonic::transport::Channel {
-        self.plain_channel(to, true, configure)
+        self.plain_channel(to, true, None, configure)
     }
 
     /// The tonic channel to `to`; `unrecorded` when no recorded channel
@@ -433,13 +520,14 @@ impl Host {
         &self,
         to: &str,
         unrecorded: bool,
+        tls: Option<crate::tls::TlsEnd>,
         configure: impl FnOnce(Endpoint) -> Endpoint,
     ) -> tonic::transport::Channel {
         let known = self
             .shared
             .check_host(to, &format!("tonic_channel() on host `{}`", self.name));
         let wiring = self.shared.wiring();
-        crate::net::channel(&wiring, known, &self.name, to, unrecorded, configure)
+        crate::net::channel(&wiring, known, &self.name, to, unrecorded, tls, configure)
     }
 }
 
@@ -474,6 +562,8 @@ pub struct ServerHost {
     serve: Option<ServeFn>,
     /// The user's own serve fn ([`Sim::server_fn`](super::Sim::server_fn)).
     user: Option<UserServe>,
+    /// TLS on the host's connections ([`ServerHost::tls`]).
+    tls: Option<crate::tls::ServerTls>,
 }
 
 impl std::fmt::Debug for ServerHost {
@@ -496,6 +586,8 @@ pub(crate) struct ServerParts {
     pub(crate) serve: ServeFn,
     /// A serve fn host's function, and the layer it may add.
     pub(crate) user: Option<(UserServe, HandlerLayer)>,
+    /// TLS on the host's connections.
+    pub(crate) tls: Option<crate::tls::ServerTls>,
 }
 
 impl ServerHost {
@@ -512,6 +604,7 @@ impl ServerHost {
             layer,
             serve: None,
             user: None,
+            tls: None,
         }
     }
 
@@ -575,6 +668,26 @@ impl ServerHost {
             ));
         }
         self.base = Some(routes);
+        self
+    }
+
+    /// Serves TLS on this host's connections ([`crate::tls`]): each
+    /// connection a client opens runs a TLS 1.3 handshake with `tls` (the
+    /// identity presented, and the client CA for mTLS) before tonic gets
+    /// it, below the wire tap, so the trace still shows the HTTP/2 frames.
+    /// Clients dial it with [`Host::channel_tls`]; a plaintext client's
+    /// connection fails its handshake (the trace says so) and is dropped.
+    /// A connection whose handshake fails never reaches tonic. Set it
+    /// here, not with tonic's `Server::tls_config` in
+    /// [`ServerHost::configure`]: that would put TLS above the tap (see
+    /// [`crate::tls`]).
+    ///
+    /// A `tls` rustls refuses (a key that does not fit its certificate, a
+    /// client CA that does not parse) fails the run
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)) with
+    /// rustls's reason. A second call replaces the first.
+    pub fn tls(mut self, tls: crate::tls::ServerTls) -> Self {
+        self.tls = Some(tls);
         self
     }
 
@@ -661,6 +774,7 @@ impl ServerHost {
             services: (!opaque).then_some(self.services),
             serve,
             user,
+            tls: self.tls,
         }
     }
 }

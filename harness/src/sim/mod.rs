@@ -266,13 +266,52 @@ impl Sim {
         Fut: Future<Output = Result<(), E>> + 'static,
         E: Into<Box<dyn std::error::Error>>,
     {
-        let name = name.into();
+        self.serve_fn_host(name.into(), None, serve)
+    }
+
+    /// Like [`Sim::server_fn`], over TLS ([`crate::tls`]): every connection
+    /// a peer opens runs a TLS 1.3 handshake with `tls` before the serve
+    /// fn's [`ServeFnHost::incoming`] yields it, as on a
+    /// [`ServerHost::tls`] host, so your `serve` stays the one that takes
+    /// plaintext connections and the wire tap still reads its frames.
+    pub fn server_fn_tls<F, Fut, E>(
+        &mut self,
+        name: impl Into<String>,
+        tls: crate::tls::ServerTls,
+        serve: F,
+    ) -> &mut Self
+    where
+        F: Fn(ServeFnHost) -> Fut + 'static,
+        Fut: Future<Output = Result<(), E>> + 'static,
+        E: Into<Box<dyn std::error::Error>>,
+    {
+        self.serve_fn_host(name.into(), Some(tls), serve)
+    }
+
+    /// A serve fn host, with TLS when `tls` is given.
+    fn serve_fn_host<F, Fut, E>(
+        &mut self,
+        name: String,
+        tls: Option<crate::tls::ServerTls>,
+        serve: F,
+    ) -> &mut Self
+    where
+        F: Fn(ServeFnHost) -> Fut + 'static,
+        Fut: Future<Output = Result<(), E>> + 'static,
+        E: Into<Box<dyn std::error::Error>>,
+    {
         let serve: serve_host::UserServe = Arc::new(move |host| {
             let fut = serve(host);
             Box::pin(async move { fut.await.map_err(Into::into) })
         });
         self.serve_fns.push(name.clone());
-        self.server(name, move |s| s.user_serve(serve.clone()))
+        self.server(name, move |s| {
+            let s = s.user_serve(serve.clone());
+            match &tls {
+                Some(tls) => s.tls(tls.clone()),
+                None => s,
+            }
+        })
     }
 
     /// Adds a replica set: `count` server hosts named `<name>-0` …

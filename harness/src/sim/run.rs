@@ -219,7 +219,21 @@ fn register_server(
                 if let Some(services) = &parts.services {
                     shared.check_services(&host, services);
                 }
-                let incoming = crate::net::incoming(shared.wiring(), host.clone()).await?;
+                let tls = match &parts.tls {
+                    None => None,
+                    Some(tls) => {
+                        let clock = crate::tls::clock::SimClock(shared.recorder.clone());
+                        match tls.config(&clock) {
+                            Ok(config) => Some(crate::tls::TlsEnd::server(config, tls.stall)),
+                            Err(why) => {
+                                let why = format!("ServerHost::tls on host `{host}`: {why}");
+                                shared.misconfigured(why.clone());
+                                return Err(why.into());
+                            }
+                        }
+                    }
+                };
+                let incoming = crate::net::incoming(shared.wiring(), host.clone(), tls).await?;
                 if let Some((serve, layer)) = parts.user {
                     // The user's own serve fn: it gets the counted
                     // connections and the shutdown as a receiver, and

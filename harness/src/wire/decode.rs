@@ -350,10 +350,18 @@ impl Decoder {
                 out.push(Event::Preface { offset: 0 });
                 self.accounted = PREFACE.len() as u64;
             }
-            Step::BadPreface => {
+            Step::BadPreface { tls: false } => {
                 self.fail(
                     out,
                     "connection preface mismatch (RFC 9113 §3.4)".to_owned(),
+                );
+            }
+            Step::BadPreface { tls: true } => {
+                self.fail(
+                    out,
+                    "connection preface mismatch (RFC 9113 §3.4): a TLS handshake record \
+                     (RFC 8446 §5.1), the client speaks TLS to a plaintext end"
+                        .to_owned(),
                 );
             }
             Step::Head(head) => self.on_head(head, out),
@@ -372,7 +380,13 @@ impl Decoder {
                 let start = *matched;
                 let n = bytes.len().min(PREFACE.len() - start);
                 if bytes[..n] != PREFACE[start..start + n] {
-                    return (0, Step::BadPreface);
+                    // A TLS record where the preface belongs (RFC 8446
+                    // §5.1: content type 22, handshake, then legacy
+                    // version 3.x): the peer speaks TLS to a plaintext
+                    // end.
+                    let tls =
+                        start == 0 && bytes[0] == 0x16 && bytes.get(1).is_none_or(|b| *b == 3);
+                    return (0, Step::BadPreface { tls });
                 }
                 *matched += n;
                 if *matched == PREFACE.len() {
@@ -664,7 +678,10 @@ fn clamp_frame_size(octets: u32) -> u32 {
 enum Step {
     More,
     PrefaceDone,
-    BadPreface,
+    /// Not the preface; `tls`: the first octets are a TLS record's.
+    BadPreface {
+        tls: bool,
+    },
     Head(Head),
     PayloadDone,
 }

@@ -195,6 +195,10 @@ async fn write_due<W: AsyncWrite + Unpin>(
             tap.record_release(kept);
         }
         socket.write_all(&item.bytes).await?;
+        // A no-op on turmoil's socket; under TLS, the record rustls
+        // sealed but the socket did not take yet (tokio-rustls keeps it
+        // until a flush).
+        socket.flush().await?;
         tap.wrote(&item);
     }
     Ok(())

@@ -19,6 +19,7 @@ mod host;
 mod link;
 mod policy;
 mod retry;
+mod tls;
 
 use crate::recorder::event;
 
@@ -393,6 +394,10 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         | EventKind::ConnectFailed { .. }
         | EventKind::ConnectAbandoned { .. }
         | EventKind::ConnReset { .. } => RowKind::Connection,
+        EventKind::TlsHandshake(h) => match h.outcome {
+            event::TlsOutcome::Done { .. } => RowKind::Connection,
+            event::TlsOutcome::Failed { .. } => RowKind::ProtocolError,
+        },
         EventKind::HostCrashed
         | EventKind::HostRestarted
         | EventKind::ShutdownStarted { .. }
@@ -467,6 +472,7 @@ fn line(e: &Event, cx: &Context) -> (String, String) {
     host::line(e)
         .or_else(|| link::line(e))
         .or_else(|| connection::line(e))
+        .or_else(|| tls::line(e))
         .or_else(|| fault::line(e))
         .or_else(|| call::line(e, cx))
         .or_else(|| handler::line(e, cx))

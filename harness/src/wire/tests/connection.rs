@@ -41,6 +41,25 @@ fn bad_preface_is_fatal_and_counts_every_octet() {
 }
 
 #[test]
+fn a_tls_client_hello_where_the_preface_belongs_is_named() {
+    // A TLS 1.3 ClientHello's record header: handshake (22), legacy
+    // version 3.1, a length (RFC 8446 §5.1), then the handshake type 1.
+    let bytes = [0x16, 0x03, 0x01, 0x00, 0xf4, 0x01, 0x00];
+    let mut dec = Decoder::new(C2S);
+    let mut out = Vec::new();
+    dec.feed(&bytes, &mut out);
+    assert_eq!(
+        malformed(&out),
+        vec![(
+            0,
+            None,
+            "connection preface mismatch (RFC 9113 §3.4): a TLS handshake record \
+             (RFC 8446 §5.1), the client speaks TLS to a plaintext end"
+        )]
+    );
+}
+
+#[test]
 fn preface_split_anywhere_is_still_a_preface() {
     let bytes = Wire::client().into_bytes();
     for cut in 0..bytes.len() {

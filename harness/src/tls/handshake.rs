@@ -1,0 +1,182 @@
+//! One TLS handshake on a simulated TCP connection, below the wire tap,
+//! and the event that records how it ended.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+use rustls::{AlertDescription, CertificateError, CommonState, Error as RustlsError};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+use turmoil::net::TcpStream;
+
+use super::writev::Writev;
+use crate::recorder::event::{TlsFailure, TlsOutcome, TlsSide};
+use crate::recorder::Recorder;
+
+/// A TLS connection over turmoil's TCP (with gathering writes, see
+/// [`Writev`]).
+pub(crate) type TlsStream = tokio_rustls::TlsStream<Writev>;
+
+/// One end's TLS, built once per channel or per start of a server host
+/// (so a channel's session cache lives as long as the channel, as with
+/// tonic's `ClientTlsConfig`).
+#[derive(Clone)]
+pub(crate) enum TlsEnd {
+    Client {
+        connector: TlsConnector,
+        name: ServerName<'static>,
+    },
+    Server {
+        acceptor: TlsAcceptor,
+        /// How long the server holds its first flight, *simulated* time.
+        stall: Duration,
+    },
+}
+
+impl TlsEnd {
+    pub(crate) fn client(config: Arc<rustls::ClientConfig>, name: ServerName<'static>) -> Self {
+        Self::Client {
+            connector: TlsConnector::from(config),
+            name,
+        }
+    }
+
+    pub(crate) fn server(config: Arc<rustls::ServerConfig>, stall: Duration) -> Self {
+        Self::Server {
+            acceptor: TlsAcceptor::from(config),
+            stall,
+        }
+    }
+
+    /// Which end this is.
+    pub(crate) fn side(&self) -> TlsSide {
+        match self {
+            Self::Client { .. } => TlsSide::Client,
+            Self::Server { .. } => TlsSide::Server,
+        }
+    }
+
+    /// Runs the handshake on `stream`: the TLS stream and how it went, or
+    /// the error (tokio-rustls's `io::Error`, rustls's `Error` inside) and
+    /// how it failed.
+    pub(crate) async fn handshake(
+        &self,
+        stream: TcpStream,
+        recorder: &Recorder,
+    ) -> (Result<TlsStream, io::Error>, TlsOutcome) {
+        if let Self::Server { stall, .. } = self {
+            if !stall.is_zero() {
+                // The ClientHello waits unread in the socket: the server's
+                // whole first flight (ServerHello … Finished, RFC 8446 §2)
+                // leaves `stall` later.
+                let until = recorder.now().saturating_add(*stall);
+                recorder.timer_at(until);
+                tokio::time::sleep(*stall).await;
+            }
+        }
+        let stream = Writev(stream);
+        let done = match self {
+            Self::Client { connector, name } => connector
+                .connect(name.clone(), stream)
+                .await
+                .map(tokio_rustls::TlsStream::Client),
+            Self::Server { acceptor, .. } => acceptor
+                .accept(stream)
+                .await
+                .map(tokio_rustls::TlsStream::Server),
+        };
+        match done {
+            Ok(tls) => {
+                let outcome = done_outcome(tls.get_ref().1, self.side());
+                (Ok(tls), outcome)
+            }
+            Err(e) => {
+                let outcome = failed_outcome(&e);
+                (Err(e), outcome)
+            }
+        }
+    }
+}
+
+fn done_outcome(state: &CommonState, side: TlsSide) -> TlsOutcome {
+    TlsOutcome::Done {
+        cipher_suite: state
+            .negotiated_cipher_suite()
+            .map_or(0, |s| u16::from(s.suite())),
+        h2: state.alpn_protocol() == Some(super::config::ALPN_H2),
+        resumed: state.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+        // Seen by the server only (its peer's certificates are the
+        // client's); the client records `false`.
+        client_certificate: side == TlsSide::Server
+            && state.peer_certificates().is_some_and(|c| !c.is_empty()),
+    }
+}
+
+/// How a failed handshake failed, from the error tokio-rustls returned
+/// (`io::ErrorKind::InvalidData` around rustls's `Error`; an EOF or a
+/// reset of turmoil's stream otherwise). The alert this end sent is
+/// rustls's choice for the error, read in rustls 0.23 `error.rs`
+/// (`impl From<CertificateError> for AlertDescription`) and
+/// `common_state.rs` / `server/tls13.rs` (`NoCertificatesPresented` →
+/// `certificate_required`, a record that is not TLS → `decode_error`) and
+/// `server/hs.rs` (`NoApplicationProtocol` → `no_application_protocol`).
+/// Sent is what rustls queued: whether it reached the peer is the peer's
+/// own event (`alert_received`).
+fn failed_outcome(e: &io::Error) -> TlsOutcome {
+    let rustls = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<RustlsError>());
+    let (failure, sent, received) = match rustls {
+        Some(RustlsError::InvalidCertificate(c)) => (
+            cert_failure(c),
+            Some(AlertDescription::from(c.clone())),
+            None,
+        ),
+        Some(RustlsError::NoCertificatesPresented) => (
+            TlsFailure::NoClientCertificate,
+            Some(AlertDescription::CertificateRequired),
+            None,
+        ),
+        Some(RustlsError::AlertReceived(alert)) => (TlsFailure::AlertReceived, None, Some(*alert)),
+        Some(RustlsError::InvalidMessage(_)) => (
+            TlsFailure::NotTls,
+            Some(AlertDescription::DecodeError),
+            None,
+        ),
+        Some(RustlsError::NoApplicationProtocol) => (
+            TlsFailure::NoApplicationProtocol,
+            Some(AlertDescription::NoApplicationProtocol),
+            None,
+        ),
+        Some(RustlsError::PeerIncompatible(_)) => (TlsFailure::NotTls, None, None),
+        Some(_) => (TlsFailure::Other, None, None),
+        None => match e.kind() {
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe => (TlsFailure::Closed, None, None),
+            _ => (TlsFailure::Other, None, None),
+        },
+    };
+    TlsOutcome::Failed {
+        failure,
+        alert_sent: sent.map(u8::from),
+        alert_received: received.map(u8::from),
+    }
+}
+
+fn cert_failure(c: &CertificateError) -> TlsFailure {
+    match c {
+        CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+            TlsFailure::CertificateExpired
+        }
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+            TlsFailure::CertificateNotYetValid
+        }
+        CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+            TlsFailure::WrongName
+        }
+        CertificateError::UnknownIssuer => TlsFailure::UnknownCa,
+        _ => TlsFailure::BadCertificate,
+    }
+}

@@ -1,0 +1,96 @@
+//! TLS between simulated hosts: rustls on both ends, *below* the wire tap,
+//! so the trace still shows every HTTP/2 frame and frame rules and
+//! connection policies still act on them; certificates checked against
+//! *simulated* time; the handshake recorded as typed events.
+//!
+//! ```text
+//!   tonic / hyper / h2  ⇄  wire tap (frames)  ⇄  rustls  ⇄  turmoil TCP
+//! ```
+//!
+//! A server host serves TLS with [`ServerHost::tls`](crate::ServerHost::tls)
+//! and a [`ServerTls`] (its [`Identity`], optionally a client CA for
+//! mTLS); a client dials it with [`Host::channel_tls`](crate::Host::channel_tls)
+//! and a [`ClientTls`] (the CA it trusts, the name it expects, optionally
+//! its own identity). Certificates come from a [`Ca`] made from the run's
+//! seed (byte-identical for a seed) or from PEM ([`Identity::from_pem`],
+//! [`Certificate::from_pem`]).
+//!
+//! ```
+//! use grpc_chaos::tls::{Ca, ClientTls, ServerTls};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut sim = grpc_chaos::Sim::builder().seed(7).build();
+//! let ca = Ca::new(sim.seed());
+//! let store = ServerTls::new(ca.leaf("store").identity()?);
+//! sim.server("store", move |s| s.tls(store.clone()) /* .add_service(..) */);
+//! let trust = ClientTls::new().ca_certificate(ca.certificate());
+//! sim.client("player", move |c| async move {
+//!     let _channel = c.channel_tls("store", trust);
+//!     Ok(())
+//! });
+//! # Ok(()) }
+//! ```
+//!
+//! # Why not tonic's own TLS
+//!
+//! tonic's `Server::tls_config` and `Endpoint::tls_config` (features
+//! `tls-ring` / `tls-aws-lc`, which this crate does not enable) wrap TLS
+//! *around* the IO the harness hands them (tonic 0.14.9
+//! `transport/server/io_stream.rs`, `ServerIoStream::new(incoming, tls)`;
+//! `transport/channel/service/connector.rs`, `tls.connect(TokioIo::new(io))`,
+//! only for an `https` URI, which the harness's `http://` endpoints are
+//! not), and build their rustls configs themselves with the wall clock
+//! (`ClientConfig::builder_with_provider`, `transport/channel/service/tls.rs`).
+//! A server or channel set up so would put TLS *above* the wire tap: the
+//! tap would read TLS records, not HTTP/2 frames, and certificate
+//! validity would follow the wall clock. Use this module instead (read,
+//! not measured: this crate does not build tonic's TLS). The tap names
+//! the symptom on a plaintext server: `protocol error at byte 0:
+//! connection preface mismatch (RFC 9113 §3.4): a TLS handshake record
+//! (RFC 8446 §5.1), the client speaks TLS to a plaintext end` (measured
+//! with a [`Host::channel_tls`](crate::Host::channel_tls) channel to a
+//! host without [`ServerHost::tls`](crate::ServerHost::tls)).
+//!
+//! # What the handshake does here (read, and measured by the tests in
+//! `tests/tests/server/tls/`)
+//!
+//! - TLS 1.3 only (RFC 8446), rustls 0.23 with its ring provider; both
+//!   ends offer ALPN `h2` only (RFC 9113 §3.2).
+//! - Certificate validity is checked by rustls-webpki against the
+//!   simulated clock: the sim's epoch (2026-01-01T00:00:00Z) plus the
+//!   simulated time, in whole seconds.
+//! - The handshake runs when the TCP connection is up, before the
+//!   connection is handed to tonic: its bytes bypass the wire tap, so
+//!   frame rules, link faults (partitions, pauses) and connection
+//!   policies do not act on them; a handshake that fails is never handed
+//!   to tonic (on the server the connection is dropped, on the client the
+//!   connector returns the error, which tonic reports for the call).
+//! - Each end records [`EventKind::TlsHandshake`](crate::recorder::event::EventKind::TlsHandshake):
+//!   the cipher suite and ALPN, or the failure and the alerts by name
+//!   (RFC 8446 §6). Never key material, certificates or ciphertext.
+//! - Random bytes (the ClientHello random, key shares, session ids) come
+//!   from ring's system RNG: the ciphertext differs between runs, its
+//!   length does not, so the simulation, and the trace, are the same for
+//!   a seed.
+//! - Only [`Host::channel_tls`](crate::Host::channel_tls) and
+//!   [`Host::balanced_channel_tls`](crate::Host::balanced_channel_tls)
+//!   channels, [`ServerHost::tls`](crate::ServerHost::tls) hosts and
+//!   [`Sim::server_fn_tls`](crate::Sim::server_fn_tls) hosts speak TLS
+//!   yet: a health-checked or outlier-detecting balanced channel, a retry
+//!   channel and a raw connection are plaintext.
+
+mod ca;
+pub(crate) mod clock;
+mod config;
+mod error;
+mod handshake;
+mod pem;
+mod rotation;
+#[cfg(test)]
+mod tests;
+mod writev;
+
+pub use ca::{Ca, Leaf, DEFAULT_VALID_AFTER, DEFAULT_VALID_BEFORE};
+pub use config::{ClientTls, ServerTls};
+pub use error::TlsError;
+pub(crate) use handshake::{TlsEnd, TlsStream};
+pub use pem::{Certificate, Identity};

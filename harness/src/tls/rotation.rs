@@ -1,0 +1,155 @@
+//! A server identity and client CAs that change at simulated instants
+//! ([`ServerTls::rotate_at`](super::ServerTls::rotate_at),
+//! [`ServerTls::rotate_client_ca_at`](super::ServerTls::rotate_client_ca_at)):
+//! rustls asks a
+//! `ResolvesServerCert` for the certificate of each handshake (rustls 0.23
+//! `server/server_conn.rs`), and this one answers by the simulated clock.
+//! A connection already up keeps the certificate it was made with: TLS
+//! authenticates once, at the handshake (RFC 8446 §4.4).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+
+use super::clock::SimClock;
+use super::Identity;
+
+/// The identities of a server host, each from its instant on.
+#[derive(Debug)]
+pub(crate) struct Rotation {
+    clock: SimClock,
+    /// From each simulated instant on, ascending; the first is from 0.
+    keys: Vec<(Duration, Arc<CertifiedKey>)>,
+}
+
+impl Rotation {
+    /// `first` from the start, then each of `later` from its instant.
+    pub(crate) fn new(
+        clock: SimClock,
+        first: &Identity,
+        later: &[(Duration, Identity)],
+        provider: &CryptoProvider,
+    ) -> Result<Self, String> {
+        let load = |id: &Identity| {
+            CertifiedKey::from_der(id.chain.clone(), id.key.clone_key(), provider)
+                .map(Arc::new)
+                .map_err(|e| format!("rustls refused the server identity: {e}"))
+        };
+        let mut keys = vec![(Duration::ZERO, load(first)?)];
+        for (at, id) in later {
+            keys.push((*at, load(id)?));
+        }
+        // Stable: of two rotations at one instant, the later call wins.
+        keys.sort_by_key(|(at, _)| *at);
+        Ok(Self { clock, keys })
+    }
+}
+
+impl ResolvesServerCert for Rotation {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let now = self.clock.0.now();
+        self.keys
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= now)
+            .map(|(_, key)| key.clone())
+    }
+}
+
+/// The client CAs of a server host, each set from its instant on
+/// ([`ServerTls::rotate_client_ca_at`](super::ServerTls::rotate_client_ca_at)):
+/// rustls asks the server config's `ClientCertVerifier` whether to ask
+/// for a client certificate and whether a presented one is valid (rustls
+/// 0.23 `verify.rs`); this one hands each question to the verifier of the
+/// simulated instant (rustls-webpki's, `WebPkiClientVerifier`), or to none
+/// where that instant trusts no CA (no client certificate asked for).
+#[derive(Debug)]
+pub(crate) struct ClientCaRotation {
+    clock: SimClock,
+    /// From each simulated instant on, ascending; the first is from 0.
+    periods: Vec<(Duration, Option<Arc<dyn ClientCertVerifier>>)>,
+    /// Any of them, for the signature checks (the provider's algorithms,
+    /// the same in every period).
+    any: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientCaRotation {
+    pub(crate) fn new(
+        clock: SimClock,
+        periods: Vec<(Duration, Option<Arc<dyn ClientCertVerifier>>)>,
+    ) -> Option<Self> {
+        let any = periods.iter().find_map(|(_, v)| v.clone())?;
+        Some(Self {
+            clock,
+            periods,
+            any,
+        })
+    }
+
+    fn now(&self) -> Option<&Arc<dyn ClientCertVerifier>> {
+        let now = self.clock.0.now();
+        self.periods
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= now)
+            .and_then(|(_, v)| v.as_ref())
+    }
+}
+
+impl ClientCertVerifier for ClientCaRotation {
+    fn offer_client_auth(&self) -> bool {
+        self.now().is_some_and(|v| v.offer_client_auth())
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.now().is_some_and(|v| v.client_auth_mandatory())
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.now().map_or(&[], |v| v.root_hint_subjects())
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        match self.now() {
+            Some(v) => v.verify_client_cert(end_entity, intermediates, now),
+            // Not asked for, so not sent: rustls does not call this then.
+            None => Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer,
+            )),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.any.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.any.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.any.supported_verify_schemes()
+    }
+}
