@@ -81,3 +81,62 @@ fn a_replica_with_a_refused_certificate_is_a_failed_connect() {
     );
     insta::assert_snapshot!(trace.render());
 }
+
+/// TLS is one part of a `BalanceConfig`: with health checking on the same
+/// channel, each replica's Watch runs on its TLS connection, and the calls
+/// go out once the Watches answer SERVING.
+#[test]
+fn tls_and_health_checking_work_on_one_channel() {
+    use grpc_chaos::balance::BalanceConfig;
+    use grpc_chaos::recorder::event::{BalancerChange, HealthStatus};
+
+    let mut sim = Sim::builder().seed(52).build();
+    let ca = Ca::new(sim.seed());
+    let tls = ServerTls::new(ca.leaf("store").identity().expect("a host name"));
+    sim.servers("store", 3, move |s| {
+        s.tls(tls.clone())
+            .add_service(Store::default().into_server())
+    });
+    sim.health("store");
+    let trust = ClientTls::new().ca_certificate(ca.certificate());
+    sim.client("player", move |c| {
+        let config = BalanceConfig::new()
+            .tls(trust.clone())
+            .health_check("tt.v1.Store");
+        async move {
+            let mut store = StoreClient::new(c.balanced_channel_config("store", config));
+            for points in 0..6 {
+                let _ = store
+                    .save(SaveRequest {
+                        match_id: "m1".into(),
+                        points,
+                    })
+                    .await;
+            }
+            Ok(())
+        }
+    });
+    let trace = sim.run().expect("run");
+    let saves: Vec<_> = trace
+        .calls()
+        .iter()
+        .filter(|c| c.path.ends_with("/Save"))
+        .collect();
+    assert_eq!(saves.len(), 6);
+    assert!(saves.iter().all(|c| c.outcome().is_some_and(|o| o.is_ok())));
+    assert_eq!(
+        client_handshakes(&trace)
+            .iter()
+            .filter(|(_, done)| *done)
+            .count(),
+        3
+    );
+    let serving = trace
+        .events_on("player")
+        .filter(|e| {
+            matches!(&e.kind, EventKind::Balancer(b)
+                if b.change == BalancerChange::Health { status: HealthStatus::Serving })
+        })
+        .count();
+    assert_eq!(serving, 3, "{}", trace.render());
+}
