@@ -220,6 +220,35 @@ mod tests {
     }
 
     #[test]
+    fn the_channel_sees_each_published_list_once_and_is_woken_for_the_next() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::task::Wake;
+
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let answers = Answers::default();
+        assert!(answers.poll_change(None, &waker).is_none(), "no answer yet");
+        answers.publish(1, vec![true, true]);
+        assert_eq!(count.0.load(Ordering::Relaxed), 1, "woken by the first");
+        let (n, first) = answers.poll_change(None, &waker).expect("the first");
+        assert_eq!((n, first.present), (1, vec![true, true]));
+        assert!(answers.poll_change(Some(first.version), &waker).is_none(), "seen");
+        answers.publish(2, vec![true, false]);
+        assert_eq!(count.0.load(Ordering::Relaxed), 2, "woken by the second");
+        let (n, second) = answers
+            .poll_change(Some(first.version), &waker)
+            .expect("a newer list");
+        assert_eq!((n, second.present), (2, vec![true, false]));
+        assert!(second.version > first.version);
+    }
+
+    #[test]
     fn without_a_cache_every_change_is_a_new_answer_at_the_next_resolution() {
         let mut r = Resolver::new(Dns::new().refresh(s(5)));
         let all = [true, true, true];
