@@ -238,7 +238,10 @@ mod tests {
         assert_eq!(count.0.load(Ordering::Relaxed), 1, "woken by the first");
         let (n, first) = answers.poll_change(None, &waker).expect("the first");
         assert_eq!((n, first.present), (1, vec![true, true]));
-        assert!(answers.poll_change(Some(first.version), &waker).is_none(), "seen");
+        assert!(
+            answers.poll_change(Some(first.version), &waker).is_none(),
+            "seen"
+        );
         answers.publish(2, vec![true, false]);
         assert_eq!(count.0.load(Ordering::Relaxed), 2, "woken by the second");
         let (n, second) = answers
