@@ -155,11 +155,14 @@ impl BalanceConfig {
 /// per 30 s, and after a failure retries with connection backoff (1 s,
 /// ×1.6); this one resolves on a timer, the tonic user's loop.
 ///
-/// The trace shows, at the caller, each new answer with its number and
-/// what it got wrong against the membership of that instant (`dns: store
-/// answer 2 (made 12s ago): store-0, store-1, store-2; stale: store-2 is
-/// no longer a member`), each failed resolution, and each pick with the
-/// answer it came from (`r9 balanced to store-2 (dns answer 2)`).
+/// The trace shows, at the caller, each answer that tells something new
+/// (a new list, or a change in what it gets wrong against the membership
+/// of that instant: `dns: store answer 1 (made 10000ms ago): store-0,
+/// store-1, store-2; stale: store-2 is no longer a member`), each failed
+/// resolution, and each pick with the answer it came from (`r9 balanced
+/// to store-2 (dns answer 1)`). Each channel has its own cache, made at
+/// its first resolution; a DNS server's shared cache would expire for all
+/// channels at once.
 ///
 /// ```
 /// use std::time::Duration;

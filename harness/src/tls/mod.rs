@@ -45,8 +45,9 @@
 //! validity would follow the wall clock. Use this module instead (read,
 //! not measured: this crate does not build tonic's TLS). The tap names
 //! the symptom on a plaintext server: `protocol error at byte 0:
-//! connection preface mismatch (RFC 9113 §3.4): a TLS handshake record
-//! (RFC 8446 §5.1), the client speaks TLS to a plaintext end` (measured
+//! connection preface mismatch (RFC 9113 §3.4): its first octet, 22,
+//! begins a TLS handshake record (RFC 8446 §5.1): the client likely speaks
+//! TLS to a plaintext end` (measured
 //! with a [`Host::channel_tls`](crate::Host::channel_tls) channel to a
 //! host without [`ServerHost::tls`](crate::ServerHost::tls)).
 //!

@@ -359,8 +359,9 @@ impl Decoder {
             Step::BadPreface { tls: true } => {
                 self.fail(
                     out,
-                    "connection preface mismatch (RFC 9113 §3.4): a TLS handshake record \
-                     (RFC 8446 §5.1), the client speaks TLS to a plaintext end"
+                    "connection preface mismatch (RFC 9113 §3.4): its first octet, 22, \
+                     begins a TLS handshake record (RFC 8446 §5.1): the client likely \
+                     speaks TLS to a plaintext end"
                         .to_owned(),
                 );
             }
@@ -381,11 +382,13 @@ impl Decoder {
                 let n = bytes.len().min(PREFACE.len() - start);
                 if bytes[..n] != PREFACE[start..start + n] {
                     // A TLS record where the preface belongs (RFC 8446
-                    // §5.1: content type 22, handshake, then legacy
-                    // version 3.x): the peer speaks TLS to a plaintext
-                    // end.
-                    let tls =
-                        start == 0 && bytes[0] == 0x16 && bytes.get(1).is_none_or(|b| *b == 3);
+                    // §5.1: content type 22, handshake): the peer likely
+                    // speaks TLS to a plaintext end. Judged on the first
+                    // octet alone, the one the mismatch is found at, so
+                    // the answer does not depend on how the octets were
+                    // cut (a second-octet check said otherwise for a lone
+                    // first octet than for the same octets whole).
+                    let tls = start == 0 && bytes[0] == 0x16;
                     return (0, Step::BadPreface { tls });
                 }
                 *matched += n;

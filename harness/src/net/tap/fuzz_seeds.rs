@@ -210,6 +210,11 @@ fn frame_decoder_seeds() -> Vec<Seed> {
         ("c2s-data-on-stream-0", C2S, 9, Wire::client()
             .raw(&encode::frame(FrameType::Data, 0, 0, b"x")).into_bytes(), false),
         ("c2s-ends-mid-frame", C2S, 4, cut_short, false),
+        // The fuzzer's find of 2026-12-04 (`crash-e24d2237…`): octet 22 (a
+        // TLS handshake record's content type) then not 3, fed an octet at
+        // a time, was named TLS, and fed whole, not.
+        ("c2s-tls-type-then-not-tls", C2S, 1, b"\x16LT'1\n\x01TTP/2.0\r\n\r\nSM\r\n\r\n".to_vec(), false),
+        ("c2s-tls-client-hello", C2S, 1, vec![0x16, 0x03, 0x01, 0x00, 0xf4, 0x01, 0x00, 0x00], false),
         // Server side.
         ("s2c-unary", S2C, 9, Wire::server().settings_ack()
             .headers(headers(1).response("Tue, 01 Apr 2025 10:00:00 GMT"))

@@ -53,10 +53,26 @@ fn a_tls_client_hello_where_the_preface_belongs_is_named() {
         vec![(
             0,
             None,
-            "connection preface mismatch (RFC 9113 §3.4): a TLS handshake record \
-             (RFC 8446 §5.1), the client speaks TLS to a plaintext end"
+            "connection preface mismatch (RFC 9113 §3.4): its first octet, 22, begins a \
+             TLS handshake record (RFC 8446 §5.1): the client likely speaks TLS to a \
+             plaintext end"
         )]
     );
+}
+
+#[test]
+fn the_tls_hint_does_not_depend_on_how_the_octets_are_cut() {
+    // The fuzzer's find: 0x16 then not 0x03. Fed whole, a second-octet
+    // check said "not TLS"; fed one octet at a time, "TLS".
+    let bytes = [0x16, 0x4c, 0x54, 0x27, 0x31, 0x0a, 0x01, 0x54];
+    let whole = decode(C2S, &bytes);
+    let mut dec = Decoder::new(C2S);
+    let mut cut = Vec::new();
+    for b in &bytes {
+        dec.feed(std::slice::from_ref(b), &mut cut);
+    }
+    dec.finish(&mut cut);
+    assert_eq!(whole, cut);
 }
 
 #[test]
