@@ -1,5 +1,6 @@
 //! Same seed, same bytes, in separate processes: the CLI runs the whole
-//! catalog twice and every written trace (text, JSON and HTML) must match.
+//! catalog and the zoo's hunts twice and every written trace (text, JSON
+//! and HTML) must match.
 
 use std::path::Path;
 use std::process::Command;
@@ -38,8 +39,14 @@ fn two_processes_write_identical_traces() {
     run_catalog(&a, "3");
     run_catalog(&b, "3");
     let (fa, fb) = (files(&a), files(&b));
-    let stories = grpc_chaos_scenarios::catalog::all().len();
-    assert_eq!(fa.len(), stories * 3, "every story × (txt + json + html)");
+    // `run --all` writes each story's trace, then each zoo bug's minimal run.
+    let traced =
+        grpc_chaos_scenarios::catalog::all().len() + grpc_chaos_scenarios::zoo::all().len();
+    assert_eq!(
+        fa.len(),
+        traced * 3,
+        "every story and zoo bug × (txt + json + html)"
+    );
     for ((name_a, bytes_a), (name_b, bytes_b)) in fa.iter().zip(&fb) {
         assert_eq!(name_a, name_b);
         assert!(bytes_a == bytes_b, "{name_a} differs between processes");
