@@ -88,3 +88,25 @@ pub fn rerun(module_path: &str, name: &str) -> Command {
     cmd.args(["--ignored", "--exact", &test_name(module_path, name)]);
     cmd
 }
+
+/// The rows of a replica story a reviewer reads, from the RPC-only render:
+/// the header, `replica`'s own rows (its faults and termination, not its
+/// handler runs or logs), the balancer's rows about it, any DNS answer, and
+/// every call that did not end OK.
+pub fn replica_story_rows(trace: &Trace, replica: &str) -> String {
+    let render = trace.render_with(&grpc_chaos::trace::RenderOptions::rpc_only());
+    let mut lines = render.lines();
+    let mut out = format!("{}\n", lines.next().unwrap_or_default());
+    let own = format!("  {replica}  ");
+    for line in lines {
+        let fault = line.contains(&own) && !line.contains("handler") && !line.contains(" log ");
+        let balancer = line.contains("balancer: ") && line.contains(replica);
+        let dns = line.contains("dns: ");
+        let failed = line.contains(" ended ") && !line.ends_with(" ended OK");
+        if fault || balancer || dns || failed {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -109,19 +109,7 @@ impl Trace {
     pub fn hedged_calls(&self) -> Vec<HedgedCall> {
         let mut out: Vec<HedgedCall> = Vec::new();
         let mut ix: HashMap<u32, usize> = HashMap::new();
-        let runs: HashMap<CallId, RunId> = self
-            .runs
-            .iter()
-            .filter_map(|r| Some((r.call?, r.id)))
-            .collect();
-        let previous: HashMap<RunId, u32> = self
-            .events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::RetryArrived { run, previous, .. } => Some((*run, *previous)),
-                _ => None,
-            })
-            .collect();
+        let (runs, previous) = self.arrivals();
         for (i, e) in self.events.iter().enumerate() {
             match &e.kind {
                 EventKind::RetryAttempt(a) if a.hedged => {

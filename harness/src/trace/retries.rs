@@ -109,17 +109,16 @@ impl RetriedCall {
 }
 
 impl Trace {
-    /// Every logical call made through a recording retry layer, in order of
-    /// first attempt.
-    pub fn retried_calls(&self) -> Vec<RetriedCall> {
-        let mut out: Vec<RetriedCall> = Vec::new();
-        let mut ix: HashMap<u32, usize> = HashMap::new();
-        let runs: HashMap<CallId, RunId> = self
+    /// What the server side saw of each attempt, for the retry and hedge
+    /// views: the handler run each recorded call reached, and the
+    /// `grpc-previous-rpc-attempts` each run received.
+    pub(super) fn arrivals(&self) -> (HashMap<CallId, RunId>, HashMap<RunId, u32>) {
+        let runs = self
             .runs
             .iter()
             .filter_map(|r| Some((r.call?, r.id)))
             .collect();
-        let previous: HashMap<RunId, u32> = self
+        let previous = self
             .events
             .iter()
             .filter_map(|e| match &e.kind {
@@ -127,6 +126,15 @@ impl Trace {
                 _ => None,
             })
             .collect();
+        (runs, previous)
+    }
+
+    /// Every logical call made through a recording retry layer, in order of
+    /// first attempt.
+    pub fn retried_calls(&self) -> Vec<RetriedCall> {
+        let mut out: Vec<RetriedCall> = Vec::new();
+        let mut ix: HashMap<u32, usize> = HashMap::new();
+        let (runs, previous) = self.arrivals();
         for (i, e) in self.events.iter().enumerate() {
             match &e.kind {
                 EventKind::RetryAttempt(retry_attempt) => {

@@ -306,27 +306,6 @@ fn health_checking_and_outlier_detection_work_on_one_channel() -> grpc_chaos::Re
     Ok(())
 }
 
-/// The rows of a DNS story a reviewer reads: the termination, the
-/// answers, the balancer's rows about store-2, and every call that did not
-/// end OK.
-fn story_rows(trace: &Trace) -> String {
-    let render = trace.render_with(&grpc_chaos::trace::RenderOptions::rpc_only());
-    let mut lines = render.lines();
-    let mut out = format!("{}\n", lines.next().unwrap_or_default());
-    for line in lines {
-        let termination =
-            line.contains("  store-2  ") && !line.contains("handler") && !line.contains(" log ");
-        let dns = line.contains("dns: ");
-        let balancer = line.contains("balancer: ") && line.contains("store-2");
-        let failed = line.contains(" ended ") && !line.ends_with(" ended OK");
-        if termination || dns || balancer || failed {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
 #[test]
 fn catalog_dns_stale_answer_fails_calls_until_the_cache_expires() {
     let (trace, report) = grpc_chaos_tests::story("dns-stale-answer");
@@ -337,7 +316,7 @@ fn catalog_dns_stale_answer_fails_calls_until_the_cache_expires() {
         "{}",
         report.happened
     );
-    insta::assert_snapshot!(story_rows(&trace));
+    insta::assert_snapshot!(grpc_chaos_tests::replica_story_rows(&trace, "store-2"));
 }
 
 #[test]
@@ -348,5 +327,5 @@ fn catalog_dns_fresh_answer_fails_none() {
         "{}",
         report.happened
     );
-    insta::assert_snapshot!(story_rows(&trace));
+    insta::assert_snapshot!(grpc_chaos_tests::replica_story_rows(&trace, "store-2"));
 }

@@ -191,26 +191,6 @@ fn a_sigkill_after_the_run_is_refused() {
     assert!(err.contains("after the end of the run"), "{err}");
 }
 
-/// The rows of a pod termination story a reviewer reads: store-1's
-/// termination and its parts, the balancer's rows about store-1, and every
-/// call that did not end OK.
-fn story_rows(trace: &Trace) -> String {
-    let render = trace.render_with(&grpc_chaos::trace::RenderOptions::rpc_only());
-    let mut lines = render.lines();
-    let mut out = format!("{}\n", lines.next().unwrap_or_default());
-    for line in lines {
-        let termination =
-            line.contains("  store-1  ") && !line.contains("handler") && !line.contains(" log ");
-        let balancer = line.contains("balancer: ") && line.contains("store-1");
-        let failed = line.contains(" ended ") && !line.ends_with(" ended OK");
-        if termination || balancer || failed {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
 #[test]
 fn the_sigterm_first_story_fails_calls_until_the_removal() {
     let (trace, report) = grpc_chaos_tests::story("pod-termination-sigterm-first");
@@ -223,12 +203,12 @@ fn the_sigterm_first_story_fails_calls_until_the_removal() {
             ("UNAVAILABLE", "connect to store-1: connection refused")
         );
     }
-    insta::assert_snapshot!(story_rows(&trace));
+    insta::assert_snapshot!(grpc_chaos_tests::replica_story_rows(&trace, "store-1"));
 }
 
 #[test]
 fn the_pre_stop_story_fails_none() {
     let (trace, report) = grpc_chaos_tests::story("pod-termination-prestop");
     assert!(failed(&trace).is_empty(), "{}", report.happened);
-    insta::assert_snapshot!(story_rows(&trace));
+    insta::assert_snapshot!(grpc_chaos_tests::replica_story_rows(&trace, "store-1"));
 }
