@@ -390,22 +390,38 @@ fn a_run_opens_no_os_sockets() {
     // A catalog story, watched from another thread while it runs.
     let story = grpc_chaos_scenarios::catalog::find("deadline-chain").expect("in the catalog");
     let (done, most) = (AtomicBool::new(false), AtomicUsize::new(0));
+    // The story starts only once the watcher has taken its first sample,
+    // and the watcher samples once more after the story ends: on a loaded
+    // machine the OS may not schedule the watcher while a short story runs
+    // (seen: no sample at all), and then the count would prove nothing.
+    // The body's own count below is taken *during* a run, whatever the OS.
+    let started = std::sync::Barrier::new(2);
     let (report, samples) = std::thread::scope(|s| {
         let watcher = s.spawn(|| {
             let mut samples = 0;
-            while !done.load(Ordering::SeqCst) {
+            loop {
+                let stop = done.load(Ordering::SeqCst);
                 let (sockets, epolls) = os_handles();
                 most.fetch_max(sockets + epolls, Ordering::SeqCst);
                 samples += 1;
+                if samples == 1 {
+                    started.wait();
+                }
+                if stop {
+                    break samples;
+                }
             }
-            samples
         });
+        started.wait();
         let (report, _trace) = story.run(0);
         done.store(true, Ordering::SeqCst);
         (report, watcher.join().expect("watcher"))
     });
     assert!(report.passed(), "{report:?}");
-    assert!(samples > 0);
+    assert!(
+        samples >= 2,
+        "the watcher sampled before and after the story"
+    );
     assert_eq!(
         most.load(Ordering::SeqCst),
         before.0 + before.1,
