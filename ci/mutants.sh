@@ -7,7 +7,7 @@
 #   ci/mutants.sh                      every module below, one at a time
 #   ci/mutants.sh harness/src/spec.rs  only the files given (all unit tests)
 #   ci/mutants.sh harness/src/spec.rs=spec::   ... only the tests named
-#   MUTANTS_ARGS='--re give_back' ci/mutants.sh harness/src/trace/stalls.rs=trace::
+#   MUTANTS_ARGS='--re give_back' ci/mutants.sh harness/src/trace/query/stalls.rs=trace::
 #                                      ... only the mutants named (any
 #                                      cargo-mutants options, split at spaces:
 #                                      --re, --exclude-re)
@@ -49,7 +49,7 @@ if [ ${#files[@]} -eq 0 ]; then
         "harness/src/policy/keepalive.rs=policy::"
         "harness/src/policy/enforce.rs=policy::"
         "harness/src/policy/middlebox.rs=policy::"
-        "harness/src/trace/stalls.rs=trace::"
+        "harness/src/trace/query/stalls.rs=trace::"
         "$tap_faults/rule.rs=$tap_tests"
         "$tap_faults/builtin.rs=$tap_tests"
         "$tap_faults/frame.rs=$tap_tests"
@@ -71,7 +71,7 @@ for entry in "${files[@]}"; do
     rm -rf "$out"
     mkdir -p "$out"
     case $file in
-        */trace/stalls.rs) timeout=20 ;;
+        */trace/query/stalls.rs) timeout=20 ;;
         *) timeout=300 ;;
     esac
     timeout=${MUTANTS_TIMEOUT:-$timeout}

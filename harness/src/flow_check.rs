@@ -18,9 +18,11 @@
 //! | 2 | wire tap, and the TLS under it | `net::tap`, `tls` |
 //! | 3 | faults and policies | `fault` (the handler faults the handler layer applies among them), `policy` |
 //! | 4 | the error every box above reports with (it carries a run's trace) | `error` |
-//! | 5 | trace and its renderers | `trace` |
-//! | 6 | recorder | `recorder` |
-//! | 7 | leaves | `units`, `env`, `wire`, `spec`, `deadline`, `guide` (documentation only: it imports nothing) |
+//! | 5 | the trace's front: the assertions that judge it, the failure artifacts they write | `trace` |
+//! | 6 | renderers, and every word the trace prints | `trace::render` |
+//! | 7 | the trace's value and the queries over it | `trace::query` |
+//! | 8 | recorder | `recorder` |
+//! | 9 | leaves | `units`, `env`, `wire`, `spec`, `deadline`, `guide` (documentation only: it imports nothing) |
 //!
 //! The recorder sits below the trace in import terms: every box writes
 //! into it and the trace is read from its events, so each of them names
@@ -50,13 +52,15 @@ const RANKS: &[(&str, u8)] = &[
     ("policy", 3),
     ("error", 4),
     ("trace", 5),
-    ("recorder", 6),
-    ("units", 7),
-    ("env", 7),
-    ("wire", 7),
-    ("spec", 7),
-    ("deadline", 7),
-    ("guide", 7),
+    ("trace::render", 6),
+    ("trace::query", 7),
+    ("recorder", 8),
+    ("units", 9),
+    ("env", 9),
+    ("wire", 9),
+    ("spec", 9),
+    ("deadline", 9),
+    ("guide", 9),
 ];
 
 /// The rank of module `m` (`net::tap::ends`); `None` for a top-level
@@ -316,7 +320,10 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
                 }
                 let mut module = module.clone();
                 module.extend(inline.iter().map(|(n, _)| n.clone()));
-                if code[j..].starts_with("::") {
+                // `pub(in crate::trace)` is a visibility, not an import:
+                // it widens an item for the modules below the path.
+                let visibility = code[..i].trim_end().ends_with("(in");
+                if code[j..].starts_with("::") && !visibility {
                     for p in paths_at(&code, i) {
                         let Some(target) = resolve(&module, &p, &modules) else {
                             continue;
@@ -513,6 +520,7 @@ fn an_upward_import_fails_in_every_spelling() {
             "const S: &str = \"crate::sim::Shared\"; fn f<'a>(c: char) { c == ':'; }",
         ),
         ("sim/mod.rs", "use crate::{net::X, trace::Y, recorder::Z};"),
+        ("net/tap/mod.rs", "pub(in crate::sim) struct Shown;"),
     ];
     for (path, src) in fine {
         assert_eq!(with(path, src), Vec::<String>::new(), "{path}: {src}");

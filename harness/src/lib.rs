@@ -82,7 +82,7 @@ pub use error::{Error, Result};
 pub use fault::value::Fault;
 pub use sim::{defaults, Host, ServeFnHost, ServerHost, Sim, SimBuilder};
 pub use spec::spec_code;
-pub use trace::value::Trace;
+pub use trace::query::Trace;
 
 // The crate's own README (its crates.io page) runs as a doctest, so its
 // example stays true; it ships in the package, so this holds there too.

@@ -2,7 +2,7 @@
 //! meant to have ([`Trace::assert_retries_conform`]). It replays the
 //! policy (backoff windows, the token bucket), so it lives beside it (it
 //! runs no sim, unlike the checks in `check/`); the query it reads
-//! ([`Trace::retried_calls`]) stays with the trace (`trace/retries.rs`).
+//! ([`Trace::retried_calls`]) stays with the trace (`trace/query/retries.rs`).
 
 use crate::recorder::event;
 use std::collections::HashMap;

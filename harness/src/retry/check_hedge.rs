@@ -1,6 +1,6 @@
 //! The check of a trace's hedged calls against the `hedgingPolicy` the
 //! caller meant to have ([`Trace::assert_hedging_conforms`]); the query it
-//! reads ([`Trace::hedged_calls`]) is in `trace/hedges.rs`.
+//! reads ([`Trace::hedged_calls`]) is in `trace/query/hedges.rs`.
 
 use std::time::Duration;
 

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use super::assert::{Violation, ORPHAN_GRACE};
+use super::assert::Violation;
+use super::ORPHAN_GRACE;
 use super::{HandlerRun, Trace};
 use crate::recorder::event::EventKind;
 use crate::units::fmt_duration;

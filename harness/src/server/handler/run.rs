@@ -286,7 +286,7 @@ impl Drop for RunGuard {
                 run: self.run,
                 path,
                 ran,
-                // Told when the trace is built (`trace/server_timeouts.rs`).
+                // Told when the trace is built (`trace/query/server_timeouts.rs`).
                 timed_out: None,
             },
         )));

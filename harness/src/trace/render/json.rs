@@ -353,7 +353,7 @@ struct JsonStall {
 }
 
 impl JsonStall {
-    fn of(s: &super::Stall) -> Self {
+    fn of(s: &super::super::query::Stall) -> Self {
         Self {
             conn: format!("c{}", s.conn),
             stream: s.stream,
@@ -453,7 +453,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::recorder::event::{self, Event, EventKind, FaultAction, PolicyAction, RunId};
-    use crate::trace::Trace;
+    use crate::trace::query::Trace;
 
     #[test]
     fn an_act_is_written_in_its_rows_words() {

@@ -12,7 +12,7 @@
 use super::svg::{line, text};
 use super::{Page, View};
 use crate::recorder::event::{Event, EventKind};
-use crate::trace::rows::RowKind;
+use crate::trace::render::rows::RowKind;
 
 /// The most rows one connection's diagram draws; the rest are one link to
 /// the timeline filtered to the connection, so a long run stays light.

@@ -4,7 +4,8 @@ use std::time::Duration;
 use crate::recorder::event::{
     CallId, Event, EventKind, Fate, FrameDetail, FrameFlags, GoAway, Outcome, RunId, SettingValues,
 };
-use crate::trace::{RenderOptions, Trace};
+use crate::trace::query::Trace;
+use crate::trace::render::RenderOptions;
 use crate::wire::{ErrorCode, FrameType};
 
 /// Breaks out of text, of a quoted attribute, and of a table cell.
@@ -436,7 +437,7 @@ fn the_summary_comes_first_and_names_the_first_error_with_its_row() {
     assert!(row_html.contains("ended DEADLINE_EXCEEDED"), "{row_html}");
     let judged = hostile_trace().render_html_judged(
         &RenderOptions::default(),
-        Some(&crate::trace::RunVerdict::fail(
+        Some(&crate::trace::render::RunVerdict::fail(
             "deadline propagation: <no>",
         )),
     );

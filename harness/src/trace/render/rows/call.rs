@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::Context;
 use crate::recorder::event::{self, Event, EventKind, Outcome};
-use crate::trace::words;
+use crate::trace::render::words;
 use crate::units::fmt_duration;
 
 /// The `where` column and text of a call event; `None` for any other.
@@ -150,8 +150,8 @@ pub(crate) fn status(o: &Outcome) -> String {
 /// The status as tonic reported it: `OK`, `CANCELLED "Timeout expired"`.
 /// How a call ended, in the trace's words (the waterfall's and the
 /// exports' titles).
-pub(crate) fn call_end(end: &crate::trace::CallEnd) -> String {
-    use crate::trace::CallEnd;
+pub(crate) fn call_end(end: &crate::trace::query::CallEnd) -> String {
+    use crate::trace::query::CallEnd;
     match end {
         CallEnd::Status(o) => status(o),
         CallEnd::Dropped => "dropped by the caller".to_owned(),

@@ -99,7 +99,8 @@ mod tests {
     use std::time::Duration;
 
     use crate::recorder::event::{Event, EventKind, Fate, FrameDetail, FrameFlags};
-    use crate::trace::{RenderOptions, Trace};
+    use crate::trace::query::Trace;
+    use crate::trace::render::RenderOptions;
     use crate::wire::FrameType;
 
     /// A DATA frame of `len` octets (`END_STREAM` when `len` is 0), or a

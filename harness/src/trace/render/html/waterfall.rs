@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use super::svg::{line, rect, text};
 use super::{Page, View};
-use crate::trace::rows::{call_end, fmt_ms};
-use crate::trace::words::quoted;
-use crate::trace::{CallEnd, RunEnd, Trace};
+use crate::trace::query::{CallEnd, RunEnd, Trace};
+use crate::trace::render::rows::{call_end, fmt_ms};
+use crate::trace::render::words::quoted;
 use crate::units::fmt_duration;
 
 /// Drawing units (CSS px at 100%).
@@ -363,7 +363,7 @@ fn run_bar(
     b: &Bar,
     y: f64,
     scale: &Scale,
-    orphan: Option<&crate::trace::Orphan>,
+    orphan: Option<&crate::trace::query::Orphan>,
 ) {
     let r = &view.trace.handler_runs()[i];
     let (class, end) = match &r.end {
@@ -376,7 +376,7 @@ fn run_bar(
             format!("never ran: tonic answered {} ({why})", outcome.code),
         ),
         RunEnd::Dropped => ("run dropped", "dropped".to_owned()),
-        RunEnd::TimedOut(_) => ("run failed", crate::trace::rows::run_end(&r.end)),
+        RunEnd::TimedOut(_) => ("run failed", crate::trace::render::rows::run_end(&r.end)),
         RunEnd::Panicked(m) => ("run failed", format!("panicked: {}", quoted(m))),
         RunEnd::Running => ("run open", "running when the run ended".to_owned()),
     };

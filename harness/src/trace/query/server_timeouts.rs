@@ -234,7 +234,7 @@ mod tests {
         CallId, Event, EventKind, Fate, FrameDetail, FrameFlags, GrpcTimeoutInvalid,
         HandlerDropped, HandlerStarted, HeaderFields, RunId, ServerTimer,
     };
-    use crate::trace::{RunEnd, Trace};
+    use crate::trace::query::{RunEnd, Trace};
     use crate::wire::{BlockKind, FrameType};
 
     const S: &str = "store";

@@ -30,7 +30,7 @@ use super::Trace;
 /// harness's `x-grpc-chaos-call`) is left out, so a row stays short;
 /// [`RenderOptions::all_headers`] shows every field, and
 /// [`RenderOptions::mask_metadata`] hides metadata values. Values are cut
-/// at [`PEER_STRING_LIMIT`](crate::trace::PEER_STRING_LIMIT) octets; the
+/// at [`PEER_STRING_LIMIT`](crate::trace::render::PEER_STRING_LIMIT) octets; the
 /// JSON ([`Trace::to_json`]) keeps every field of every block, whole.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

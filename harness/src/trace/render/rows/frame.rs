@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::{count, Context};
 use crate::recorder::event::{self, Event, EventKind, Fate, FrameDetail, FrameFate, FrameFlags};
-use crate::trace::words;
+use crate::trace::render::words;
 use crate::units::fmt_duration;
 use crate::wire::FrameType;
 

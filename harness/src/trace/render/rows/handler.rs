@@ -3,7 +3,7 @@
 
 use super::{said, Context};
 use crate::recorder::event::{self, Event, EventKind, Outcome};
-use crate::trace::words;
+use crate::trace::render::words;
 use crate::units::fmt_duration;
 
 /// The `where` column and text of a handler event; `None` for any other.
@@ -185,8 +185,8 @@ fn answered(o: &Outcome) -> String {
 
 /// How a handler run ended, in the trace's words (the runs table's and
 /// the exports').
-pub(crate) fn run_end(end: &crate::trace::RunEnd) -> String {
-    use crate::trace::RunEnd;
+pub(crate) fn run_end(end: &crate::trace::query::RunEnd) -> String {
+    use crate::trace::query::RunEnd;
     match end {
         RunEnd::Finished { code, message } if message.is_empty() => (*code).to_owned(),
         RunEnd::Finished { code, message } => format!("{code} {}", words::quoted(message)),

@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::recorder::event::{CallId, Event, EventKind, FrameDetail, RunId};
-use crate::trace::rows::Row;
-use crate::trace::Trace;
+use crate::trace::query::Trace;
+use crate::trace::render::rows::Row;
 
 /// The keys of every row, and every key some row has.
 pub(super) struct Keys {

@@ -9,8 +9,8 @@ use super::super::svg::rect;
 use super::super::{Page, View};
 use super::{lane_height, Scale, MIN_BAR};
 use crate::recorder::event::{EventKind, Fate};
-use crate::trace::rows::{fmt_ms, kind, RowKind, Words};
-use crate::trace::Trace;
+use crate::trace::query::Trace;
+use crate::trace::render::rows::{fmt_ms, kind, RowKind, Words};
 use crate::wire::FrameType;
 
 /// Marks on `host`'s lane: faults, RST_STREAM, GOAWAY, closes.

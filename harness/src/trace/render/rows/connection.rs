@@ -3,7 +3,7 @@
 
 use super::discarded_words;
 use crate::recorder::event::{ConnectFailure, Event, EventKind};
-use crate::trace::words;
+use crate::trace::render::words;
 use crate::units::fmt_duration;
 
 /// The `where` column and text of a connection event; `None` for any other.

@@ -15,6 +15,7 @@ mod connection;
 mod fault;
 mod frame;
 mod handler;
+mod hedge;
 mod host;
 mod link;
 mod policy;
@@ -163,12 +164,12 @@ impl Context {
     }
 
     /// How long past its deadline `call` ended at `at`, when more than a
-    /// tick ([`super::TICK_TOLERANCE`]: tonic's timer fires at the first
+    /// tick ([`crate::trace::query::TICK_TOLERANCE`]: tonic's timer fires at the first
     /// tick at or after its instant).
     fn overrun(&self, call: CallId, at: Duration) -> Option<Duration> {
         let deadline = *self.deadlines.get(&call)?;
         let over = at.checked_sub(deadline)?;
-        (over > super::TICK_TOLERANCE).then_some(over)
+        (over > crate::trace::query::TICK_TOLERANCE).then_some(over)
     }
 }
 
@@ -269,7 +270,7 @@ fn deadlines_passed(events: &[Event], cx: &Context, ended: Duration) -> Vec<(Dur
         .filter_map(|(call, host, path, timeout, start)| {
             let deadline = *cx.deadlines.get(&call)?;
             let end = ends.get(&call).copied().unwrap_or(ended);
-            let open = end.checked_sub(deadline)? > super::TICK_TOLERANCE;
+            let open = end.checked_sub(deadline)? > crate::trace::query::TICK_TOLERANCE;
             (open && deadline <= ended).then(|| {
                 let text = format!(
                     "{call} call {path} still open at its deadline (grpc-timeout={})",
@@ -506,7 +507,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::recorder::event::{Event, EventKind};
-    use crate::trace::Trace;
+    use crate::trace::query::Trace;
 
     #[test]
     fn a_multi_line_or_bidi_log_message_stays_one_row() {

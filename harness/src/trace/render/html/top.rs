@@ -3,8 +3,8 @@
 //! their filters.
 
 use super::{links::linked, Page, View};
-use crate::trace::rows::fmt_ms;
-use crate::trace::summary::{more_text, verdict_text, Item, RunVerdict};
+use crate::trace::render::rows::fmt_ms;
+use crate::trace::render::summary::{more_text, verdict_text, Item, RunVerdict};
 use crate::units::fmt_duration;
 
 pub(super) fn summary(page: &mut Page, view: &View<'_>, verdict: Option<&RunVerdict>) {

@@ -674,7 +674,7 @@ mod tests {
     use crate::recorder::event::{
         Event, EventKind, Fate, FrameDetail, FrameFlags, HeaderFields, ShownHeader,
     };
-    use crate::trace::Trace;
+    use crate::trace::query::Trace;
     use crate::wire::{BlockKind, ErrorCode, FrameType, SettingId};
 
     const S: &str = "server";

@@ -15,7 +15,7 @@ impl Trace {
     /// that `from` wrote to `to`, no later than the run started, and not
     /// already taken by an earlier run. `None` where the tap saw none (it
     /// was off, or the frame was dropped).
-    pub(super) fn wire_requests(
+    pub(in crate::trace) fn wire_requests(
         &self,
         from: &str,
         to: &str,
@@ -62,7 +62,7 @@ impl Trace {
     /// none was (the host is a client, or made the call outside any
     /// handler), `Err(n)` if `n` were, so the tap cannot tell which one
     /// made the call.
-    pub(super) fn run_active_on(
+    pub(in crate::trace) fn run_active_on(
         &self,
         host: &str,
         at: Duration,

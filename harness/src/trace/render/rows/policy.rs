@@ -3,8 +3,8 @@
 
 use super::discarded_words;
 use crate::recorder::event::{self, Event, EventKind};
-use crate::trace::act_words;
-use crate::trace::words;
+use crate::trace::render::act_words;
+use crate::trace::render::words;
 
 /// The `where` column and text of a policy event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::Page;
 use crate::recorder::event::{Event, EventKind};
-use crate::trace::rows::{run_end, said};
-use crate::trace::{Call, CallEnd, HandlerRun, Trace};
+use crate::trace::query::{Call, CallEnd, HandlerRun, Trace};
+use crate::trace::render::rows::{run_end, said};
 use crate::units::fmt_duration;
 
 /// Shown where a call or run has no end, so cells never collapse.

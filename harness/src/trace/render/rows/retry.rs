@@ -25,7 +25,7 @@ pub(super) fn line(
                 hedged,
             } = &**retry_attempt;
             let text = if *hedged {
-                crate::trace::hedges::attempt_row(
+                super::hedge::attempt_row(
                     *group,
                     path,
                     *attempt,
@@ -50,7 +50,7 @@ pub(super) fn line(
             host,
             format!("{run} handler {path} is a retry (grpc-previous-rpc-attempts={previous})"),
         ),
-        EventKind::Hedge(hedge) => (host, crate::trace::hedges::step_row(hedge)),
+        EventKind::Hedge(hedge) => (host, super::hedge::step_row(hedge)),
         EventKind::RetryDecision(retry_decision) => {
             let event::RetryDecision {
                 group,

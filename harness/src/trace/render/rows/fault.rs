@@ -2,7 +2,7 @@
 //! fault that never fired.
 
 use crate::recorder::event::{self, Event, EventKind, LayerSide};
-use crate::trace::act_words;
+use crate::trace::render::act_words;
 
 /// The `where` column and text of a fault event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {

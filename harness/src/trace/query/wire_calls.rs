@@ -35,7 +35,7 @@ struct Open {
 
 /// `events` with an end after the frame that ends each call seen on the
 /// wire.
-pub(super) fn complete(events: Vec<Event>) -> Vec<Event> {
+pub(in crate::trace) fn complete(events: Vec<Event>) -> Vec<Event> {
     if !events
         .iter()
         .any(|e| matches!(e.kind, EventKind::CallSeenOnWire { .. }))
