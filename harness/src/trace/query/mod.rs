@@ -1,8 +1,10 @@
 //! The trace's value and the queries over it: calls and handler runs
 //! built from the events, the calls completed from the wire, retries,
 //! hedges, redials, select races, stalls, orphans and slow polls. Data in,
-//! data out: no words here but what a query's own fields hold, and no
-//! import from the renderers or the assertions above.
+//! data out: the words here are only the `Display` of a query's own
+//! results (a stall, a retried call, the slow-poll warning); the trace's
+//! rows and pages are the renderers', above, and nothing here imports
+//! from them or from the assertions.
 
 pub(super) mod backoff;
 pub(super) mod chance;
