@@ -24,7 +24,9 @@ pub mod pb {
     tonic::include_proto!("shop.v1");
 }
 
-/// gRPC method paths, as `Fault::handler(..).method(..)` takes them.
+/// gRPC method paths, as `Fault::handler(..).method(..)` takes them
+/// (`tests/shop/methods.rs` checks each against the generated client, with
+/// `grpc_chaos::client::method_path`).
 pub mod methods {
     /// `shop.v1.Inventory/Reserve`.
     pub const RESERVE: &str = "/shop.v1.Inventory/Reserve";

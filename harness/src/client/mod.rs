@@ -7,6 +7,7 @@ mod body;
 pub(crate) mod channel;
 mod future;
 pub(crate) mod generic;
+mod path;
 mod request;
 
 use crate::recorder::event;
@@ -18,6 +19,7 @@ use tonic::body::Body;
 pub use body::RecordedBody;
 pub(crate) use channel::Channel;
 pub use future::ResponseFuture;
+pub use path::{method_path, PathProbe};
 
 /// What a client body returns: `Ok(())`, or any error (`?` works on
 /// `tonic::Status` and most others). An error fails the run.

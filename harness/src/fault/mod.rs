@@ -632,9 +632,10 @@ impl HandlerFault {
     }
 
     /// Only requests for this method path, `/package.Service/Method`
-    /// (default: every method of the host). A path of another shape, or of
-    /// a service the host does not serve, is an error from
-    /// [`Sim::run`](crate::Sim::run).
+    /// (default: every method of the host); read it from the generated
+    /// client with [`method_path`](crate::client::method_path) and a typo
+    /// is a compile error. A path of another shape, or of a service the
+    /// host does not serve, is an error from [`Sim::run`](crate::Sim::run).
     pub fn method(mut self, path: impl Into<String>) -> Self {
         self.method = Some(path.into());
         self

@@ -10,6 +10,7 @@ mod codes;
 mod handler_faults;
 mod handler_panics;
 mod limits;
+mod method_path;
 mod no_progress;
 mod partitions;
 mod reconnect_storm;
