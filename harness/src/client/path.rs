@@ -15,6 +15,7 @@ use tonic::body::Body;
 /// [`Trace::attempts`] and the other path arguments take.
 ///
 /// ```
+/// # mod grpc_chaos_scenarios { pub mod services { include!(concat!(env!("CARGO_MANIFEST_DIR"), "/reference/services.rs")); } }
 /// use grpc_chaos::client::method_path;
 /// use grpc_chaos_scenarios::services::pb::{store_client::StoreClient, SaveRequest};
 ///

@@ -68,6 +68,7 @@ type Reached = Box<dyn Fn(&Trace) -> bool>;
 /// | invariants | none: only [`RUN_FAILED`] (the run itself failing) |
 ///
 /// ```
+/// # mod grpc_chaos_scenarios { pub mod services { include!(concat!(env!("CARGO_MANIFEST_DIR"), "/reference/services.rs")); } }
 /// use std::time::Duration;
 /// use grpc_chaos::explore::{Explorer, Space};
 /// use grpc_chaos::Sim;

@@ -12,17 +12,7 @@
 //! call, crashes of the inventory, partitions of that link, slow
 //! inventory handlers.
 
-use std::time::Duration;
-
-use grpc_chaos::explore::Space;
-use grpc_chaos::recorder::event::EventKind;
-use grpc_chaos::{Sim, Trace};
-use tonic::Request;
-
 use super::Bug;
-use crate::services::pb::inventory_client::InventoryClient;
-use crate::services::pb::ReserveRequest;
-use crate::services::Inventory;
 
 /// The zoo entry.
 pub const BUG: Bug = Bug {
@@ -34,90 +24,4 @@ pub const BUG: Bug = Bug {
     invariant: (STOCK_ACCOUNTING, stock_accounting),
 };
 
-/// The invariant's name.
-pub const STOCK_ACCOUNTING: &str = "stock accounting";
-
-const STOCK: u32 = 100;
-const UNITS: u32 = 2;
-const CALLS: usize = 5;
-/// How long a reservation takes to write down.
-const WORK: Duration = Duration::from_millis(50);
-const DEADLINE: Duration = Duration::from_millis(300);
-
-/// The scenario: `orders` reserves from `inventory`, buggy or `fixed`.
-pub fn scenario(seed: u64, fixed: bool) -> Sim {
-    let mut sim = Sim::builder()
-        .seed(seed)
-        .duration(Duration::from_secs(3))
-        .build();
-    sim.server("inventory", move |s| {
-        let inventory = Inventory::new(STOCK, WORK);
-        let inventory = if fixed {
-            inventory.cancel_safe()
-        } else {
-            inventory
-        };
-        s.add_service(inventory.into_server())
-    });
-    sim.client("orders", |c| async move {
-        let mut inventory = InventoryClient::new(c.channel("inventory"));
-        for _ in 0..CALLS {
-            let mut req = Request::new(ReserveRequest {
-                item: "apple".into(),
-                units: UNITS,
-            });
-            req.set_timeout(DEADLINE);
-            // A failed reservation is the caller's to shrug off; the
-            // stock must still add up.
-            let _ = inventory.reserve(req).await;
-        }
-        Ok(())
-    });
-    sim
-}
-
-/// What may break: any call cancelled, the inventory crashed, the link
-/// cut, the handlers slowed, while the calls run.
-pub fn space() -> Space {
-    Space::new()
-        .cancel("orders", "inventory")
-        .crash("inventory")
-        .partition("orders", "inventory")
-        .handler_delay("inventory", Duration::from_millis(400))
-        .window(Duration::ZERO, Duration::from_millis(300))
-}
-
-/// Every unit reserved was committed or released again, by the
-/// inventory's own log lines.
-///
-/// # Errors
-/// How many units are held by reservations that neither committed nor
-/// were released.
-pub fn stock_accounting(trace: &Trace) -> Result<(), String> {
-    let (mut reserved, mut committed, mut released) = (0i64, 0i64, 0i64);
-    for e in trace.events_on("inventory") {
-        let EventKind::Log(log) = &e.kind else {
-            continue;
-        };
-        let mut words = log.message.split_whitespace();
-        let verb = words.next().unwrap_or_default();
-        let units: i64 = words
-            .find_map(|w| w.strip_prefix("units="))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        match verb {
-            "reserved" => reserved += units,
-            "committed" => committed += units,
-            "released" => released += units,
-            _ => {}
-        }
-    }
-    let held = reserved - committed - released;
-    if held == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "{held} units leaked: reserved {reserved}, committed {committed}, released {released}"
-        ))
-    }
-}
+include!("../../../harness/reference/cancel_unsafe.rs");

@@ -1,5 +1,3 @@
-//! `tt.v1.Store`: keeps each match's points.
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,18 +1,3 @@
-//! `tt.v1.Inventory`: keeps stock, with a `Reserve` that is not cancel-safe
-//! unless built with [`Inventory::cancel_safe`].
-//!
-//! `Reserve` takes the units out of stock (the side effect), writes the
-//! order down (an await of `work`, *simulated* time), then replies. A
-//! handler future dropped at that await (its caller cancelled, or its
-//! deadline passed: hyper drops the handler on RST_STREAM) never gives the
-//! units back: they leak. This is quickwit #4675's shape, and what the
-//! tokio docs call a future that is not cancellation safe
-//! (`tokio::select!`, "Cancellation safety"; read, not measured).
-//!
-//! Every change to the stock is a log line the trace records on the
-//! `inventory` host (`reserved units=… left=…`, `committed units=…`,
-//! `released units=…`), so a test's stock accounting can read it.
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

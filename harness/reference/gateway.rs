@@ -1,5 +1,3 @@
-//! `tt.v1.Scoreboard`: the gateway players call; it saves into the store.
-
 use std::pin::Pin;
 use std::time::Duration;
 

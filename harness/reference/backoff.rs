@@ -1,11 +1,3 @@
-//! A client's own connection backoff, as grpc's `doc/connection-backoff.md`
-//! (read) describes it and tonic's channel does not do: after a failed
-//! connection attempt the next one waits INITIAL_BACKOFF = 1 s, ×1.6 per
-//! failure in a row, up to MAX_BACKOFF = 120 s, each jittered by ±20%; a
-//! call made while waiting fails at once without dialling (grpc's
-//! TRANSIENT_FAILURE), and a call that gets through resets it. This is the
-//! wrapper a team puts around tonic's channel to stop a reconnect storm.
-
 use std::time::Duration;
 
 use tokio::time::Instant;
