@@ -19,14 +19,15 @@ pub struct Placed {
     /// When it starts.
     pub at: Duration,
     /// When it heals (restart, repair, end of a handler fault); `None`: it
-    /// lasts to the end of the run.
+    /// lasts to the end of the run (always for a shutdown and a cancel).
     pub until: Option<Duration>,
     /// For [`Target::Cancel`]: the HTTP/2 stream of the call it cancels.
     pub stream: u32,
 }
 
 impl Placed {
-    /// The faults to add to a sim (one or two: a crash and its restart).
+    /// The faults to add to a sim (one or two: a crash and its restart, a
+    /// partition and its repair).
     pub fn faults(&self) -> Vec<Fault> {
         let at = self.at;
         let mut out = Vec::new();
@@ -57,6 +58,7 @@ impl Placed {
                     .during(at, self.until.unwrap_or(Duration::MAX))
                     .hang(),
             ),
+            Target::Shutdown { host } => out.push(Fault::shutdown(host.clone()).at(at)),
             Target::Cancel { caller, server } => out.push(
                 Fault::inject(caller.clone(), server.clone())
                     .rst_stream(self.stream, ErrorCode::Cancel)
@@ -103,6 +105,7 @@ impl Placed {
                 "Fault::handler({host:?}).during({at}, {}).hang()",
                 until.unwrap_or_else(|| "Duration::MAX".into()),
             )),
+            (Target::Shutdown { host }, _) => line(format!("Fault::shutdown({host:?}).at({at})")),
             (Target::Cancel { caller, server }, _) => line(format!(
                 "Fault::inject({caller:?}, {server:?}).rst_stream({}, ErrorCode::Cancel).at({at})",
                 self.stream
@@ -218,6 +221,26 @@ mod tests {
             until: None,
             stream: 0,
         };
+        let shutdown = Placed {
+            target: Target::Shutdown {
+                host: "ledger".into(),
+            },
+            at: Duration::from_millis(230),
+            until: None,
+            stream: 0,
+        };
+        assert_eq!(
+            shutdown.rust(),
+            "sim.fault(Fault::shutdown(\"ledger\").at(Duration::from_millis(230)));\n"
+        );
+        let [fault] = shutdown.faults().try_into().expect("one fault, no restart");
+        assert_eq!(
+            format!("{fault:?}"),
+            format!(
+                "{:?}",
+                Fault::shutdown("ledger").at(Duration::from_millis(230))
+            )
+        );
         assert!(fail.rust().contains(".during(Duration::from_millis(0), Duration::MAX).abort(Code::Unavailable, \"explored\")"), "{}", fail.rust());
     }
 }

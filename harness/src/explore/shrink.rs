@@ -243,7 +243,8 @@ impl<T, F: FnMut(&Schedule) -> Option<T>> Shrinker<'_, T, F> {
 
     fn shorten(&mut self, i: usize) {
         let p = &self.best.faults[i];
-        if matches!(p.target, Target::Cancel { .. }) {
+        // An instant, or lasting to the end: nothing to shorten.
+        if matches!(p.target, Target::Cancel { .. } | Target::Shutdown { .. }) {
             return;
         }
         let lasts = p.until.unwrap_or(self.moves.end).saturating_sub(p.at);
@@ -283,10 +284,10 @@ impl<T, F: FnMut(&Schedule) -> Option<T>> Shrinker<'_, T, F> {
 /// When a fault starting at some time heals at `heal`: a crash's restart
 /// or a partition's repair at or after `end` is left out (the run refuses
 /// it; the fault lasts to the end); a handler fault's window may end
-/// after the run.
+/// after the run; a cancel and a shutdown never heal.
 pub(super) fn heal_within(target: &Target, heal: Duration, end: Duration) -> Option<Duration> {
     match target {
-        Target::Cancel { .. } => None,
+        Target::Cancel { .. } | Target::Shutdown { .. } => None,
         Target::Crash { .. } | Target::Partition { .. } if heal >= end => None,
         _ => Some(heal),
     }
@@ -294,7 +295,8 @@ pub(super) fn heal_within(target: &Target, heal: Duration, end: Duration) -> Opt
 
 /// How much a kind of fault takes away, least first: one call at one
 /// instant (a cancel); the handlers' speed (delay); their answers (fail);
-/// any answer (hang); a link (partition); a whole host (crash).
+/// any answer (hang); a link (partition); a host's new calls, its calls in
+/// flight left to finish (shutdown); a whole host (crash).
 pub(super) fn rank(target: &Target) -> u8 {
     match target {
         Target::Cancel { .. } => 0,
@@ -302,7 +304,8 @@ pub(super) fn rank(target: &Target) -> u8 {
         Target::HandlerFail { .. } => 2,
         Target::HandlerHang { .. } => 3,
         Target::Partition { .. } => 4,
-        Target::Crash { .. } => 5,
+        Target::Shutdown { .. } => 5,
+        Target::Crash { .. } => 6,
     }
 }
 
@@ -312,7 +315,8 @@ fn lands_on(target: &Target) -> Vec<&str> {
         Target::Crash { host }
         | Target::HandlerDelay { host, .. }
         | Target::HandlerFail { host, .. }
-        | Target::HandlerHang { host } => vec![host],
+        | Target::HandlerHang { host }
+        | Target::Shutdown { host } => vec![host],
         Target::Partition { a, b } => vec![a, b],
         Target::Cancel { caller, server } => vec![caller, server],
     }

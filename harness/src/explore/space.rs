@@ -56,6 +56,17 @@ pub enum Target {
         /// The server host.
         host: String,
     },
+    /// Shut server host `host`'s server down gracefully at an instant, as
+    /// its `main` does on SIGTERM ([`Fault::shutdown`](crate::Fault::shutdown),
+    /// no grace: the server drains for as long as its connections stay
+    /// open): GOAWAY, calls in flight finish, new ones are refused. It
+    /// lasts to the end of the run (no restart): a rolling restart's
+    /// restart could land before the drain ends and drop what a correct
+    /// server was still finishing.
+    Shutdown {
+        /// The server host.
+        host: String,
+    },
     /// Cancel one call from `caller` to server host `server` at an instant
     /// of its life: RST_STREAM(CANCEL) on its stream, written as if
     /// `caller` sent it ([`Fault::inject`](crate::Fault::inject)), which is
@@ -74,8 +85,8 @@ pub enum Target {
 }
 
 impl Target {
-    /// The fault's kind in one word: `crash`, `partition`, `handler delay`,
-    /// `handler fail`, `cancel`.
+    /// The fault's kind in a word or two: `crash`, `partition`, `handler
+    /// delay`, `handler fail`, `handler hang`, `shutdown`, `cancel`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Crash { .. } => "crash",
@@ -83,6 +94,7 @@ impl Target {
             Self::HandlerDelay { .. } => "handler delay",
             Self::HandlerFail { .. } => "handler fail",
             Self::HandlerHang { .. } => "handler hang",
+            Self::Shutdown { .. } => "shutdown",
             Self::Cancel { .. } => "cancel",
         }
     }
@@ -93,7 +105,8 @@ impl Target {
             Self::Crash { host }
             | Self::HandlerDelay { host, .. }
             | Self::HandlerFail { host, .. }
-            | Self::HandlerHang { host } => host.clone(),
+            | Self::HandlerHang { host }
+            | Self::Shutdown { host } => host.clone(),
             Self::Partition { a, b } => format!("{a}↔{b}"),
             Self::Cancel { caller, server } => format!("{caller}→{server}"),
         }
@@ -107,6 +120,7 @@ impl Target {
             Self::HandlerDelay { host, .. } => vec![(host, "Space::handler_delay")],
             Self::HandlerFail { host, .. } => vec![(host, "Space::handler_fail")],
             Self::HandlerHang { host } => vec![(host, "Space::handler_hang")],
+            Self::Shutdown { host } => vec![(host, "Space::shutdown")],
             Self::Partition { a, b } => vec![(a, "Space::partition"), (b, "Space::partition")],
             Self::Cancel { caller, server } => {
                 vec![(caller, "Space::cancel"), (server, "Space::cancel")]
@@ -121,6 +135,7 @@ impl Target {
             Self::HandlerDelay { host, .. } => Some((host, "Space::handler_delay")),
             Self::HandlerFail { host, .. } => Some((host, "Space::handler_fail")),
             Self::HandlerHang { host } => Some((host, "Space::handler_hang")),
+            Self::Shutdown { host } => Some((host, "Space::shutdown")),
             Self::Cancel { server, .. } => Some((server, "Space::cancel")),
             Self::Partition { .. } => None,
         }
@@ -134,7 +149,7 @@ impl Target {
 /// | targets | none: an empty space is an error |
 /// | [`Space::max_faults`] | 1 fault per schedule |
 /// | [`Space::window`] | the whole run: from 0 to the scenario's duration |
-/// | [`Space::outage`] | 200 ms (*simulated*): how long a crash, partition or handler fault lasts |
+/// | [`Space::outage`] | 200 ms (*simulated*): how long a crash, partition or handler fault lasts (a shutdown lasts to the end, a cancel is an instant) |
 ///
 /// ```
 /// use std::time::Duration;
@@ -215,6 +230,12 @@ impl Space {
     /// outage.
     pub fn handler_hang(self, host: impl Into<String>) -> Self {
         self.with(Target::HandlerHang { host: host.into() })
+    }
+
+    /// Server host `host` may be shut down gracefully, once, to the end of
+    /// the run (see [`Target::Shutdown`]).
+    pub fn shutdown(self, host: impl Into<String>) -> Self {
+        self.with(Target::Shutdown { host: host.into() })
     }
 
     /// A call from `caller` to server host `server` may be cancelled at
@@ -303,8 +324,8 @@ impl Space {
         if self.targets.is_empty() {
             return Err(Error::new(Kind::Misconfigured(
                 "the fault space is empty: add what may break with Space::crash, \
-                 Space::partition, Space::cancel, Space::handler_delay, Space::handler_fail \
-                 or Space::handler_hang"
+                 Space::partition, Space::shutdown, Space::cancel, Space::handler_delay, \
+                 Space::handler_fail or Space::handler_hang"
                     .into(),
             )));
         }
@@ -334,5 +355,43 @@ impl Space {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shutdown_names_its_kind_and_host_and_must_be_a_server() {
+        let space = Space::new().shutdown("ledger").shutdown("ledger");
+        assert_eq!(space.targets().len(), 1, "duplicates dropped");
+        let target = &space.targets()[0];
+        assert_eq!((target.kind(), target.on()), ("shutdown", "ledger".into()));
+        let servers = ["ledger".to_owned()];
+        let clients = ["shop".to_owned()];
+        assert!(space.check(&servers, &clients).is_ok());
+        let err = Space::new()
+            .shutdown("shop")
+            .check(&servers, &clients)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Space::shutdown: `shop` is a client host; only server hosts have handlers and can \
+             crash, restart or shut down"
+        );
+        let err = Space::new()
+            .shutdown("ledgr")
+            .check(&servers, &clients)
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("ledgr") && msg.contains("Space::shutdown"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("ledger") && msg.contains("shop"),
+            "lists the known hosts: {msg}"
+        );
     }
 }

@@ -620,7 +620,7 @@ impl Stall {
             return None;
         }
         let events = rec.events();
-        let waits = pending_clients(shared, &events);
+        let waits = pending_clients(shared, &events, now);
         if waits.iter().any(|(_, calls)| calls.is_empty()) {
             // A client asleep on its own timer may be what ends the wait.
             self.not_before = now;
@@ -640,12 +640,13 @@ impl Stall {
 fn pending_clients(
     shared: &Shared,
     events: &[crate::recorder::event::Event],
+    now: Duration,
 ) -> Vec<(String, Vec<String>)> {
     shared
         .pending_clients()
         .into_iter()
         .map(|host| {
-            let calls = crate::trace::open_calls(events, &host);
+            let calls = crate::trace::open_calls(events, &host, now);
             (host, calls)
         })
         .collect()
@@ -662,7 +663,7 @@ fn waiting_on(host: &str, calls: &[String]) -> String {
 
 fn timeout(shared: &Shared, config: &super::Config) -> Error {
     let events = shared.recorder.events();
-    let pending = pending_clients(shared, &events)
+    let pending = pending_clients(shared, &events, shared.recorder.now())
         .iter()
         .map(|(host, calls)| waiting_on(host, calls))
         .collect();

@@ -107,7 +107,7 @@ impl Trace {
         };
         let deadline = c.deadline().expect("found by its deadline");
         let prefix = format!("{} ", c.id);
-        let why = super::open_calls(self.events(), &c.host)
+        let why = super::open_calls(self.events(), &c.host, end)
             .into_iter()
             .find(|w| w.starts_with(&prefix))
             .unwrap_or_else(|| format!("{} {} to {}", c.id, c.path, c.target));

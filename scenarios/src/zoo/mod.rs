@@ -8,11 +8,17 @@
 //! | [`retry_two_hops`] | two hops each retry 3 times: while the store fails, one order costs it up to 9 Saves |
 //! | [`stale_release`] | reservations in tasks of their own: a request a healed partition releases late is committed after its caller gave up |
 //! | [`deadline_retry`] | a gateway propagates its caller's deadline, but its retry builds a fresh request: the retried call has no deadline |
+//! | [`upload_stall`] | an archive stops reading an upload while its own call to the store hangs; the uploader set no deadline: its sends wait on the stream window forever |
+//! | [`shutdown_drop`] | a graceful shutdown whose handlers take the signal as their cue to give up: the calls in flight fail instead of draining |
+//!
+//! Where each is known from in the field is its [`Bug::source`].
 
 pub mod cancel_unsafe;
 pub mod deadline_retry;
 pub mod retry_two_hops;
+pub mod shutdown_drop;
 pub mod stale_release;
+pub mod upload_stall;
 
 use grpc_chaos::explore::{Explorer, FailureGroup, Report, Schedule, Space};
 use grpc_chaos::{Sim, Trace};
@@ -158,6 +164,8 @@ pub fn all() -> Vec<Bug> {
         retry_two_hops::BUG,
         stale_release::BUG,
         deadline_retry::BUG,
+        upload_stall::BUG,
+        shutdown_drop::BUG,
     ]
 }
 

@@ -267,3 +267,40 @@ fn a_cancel_moves_only_within_its_calls_life() {
         brief(&ran)
     );
 }
+
+#[test]
+fn a_shutdown_never_heals_is_never_shortened_and_ranks_below_a_crash() {
+    let instants = instants();
+    let down = Target::Shutdown { host: "b".into() };
+    let targets = [crash(0, 1).target, down.clone(), cut(0, 1).target];
+    assert_eq!(heal_within(&down, ms(5), ms(1_000)), None);
+    assert!(rank(&targets[2]) < rank(&down) && rank(&down) < rank(&targets[0]));
+    // Anything but a partition on `b` in [40 ms, 90 ms) breaks it: the
+    // crash becomes a shutdown, moved to the earliest instant, and no
+    // run tries to shorten it.
+    let lands = |s: &Schedule| {
+        let hit = s.faults.iter().any(|p| {
+            !matches!(p.target, Target::Partition { .. }) && (ms(40)..ms(90)).contains(&p.at)
+        });
+        hit.then_some(())
+    };
+    let mut ran = Vec::new();
+    let start = Schedule::new(0, 0, vec![crash(73, 273)]);
+    let shrunk = shrink(start, (), &moves(true, &instants, &targets), 100, |s| {
+        ran.push(s.clone());
+        lands(s)
+    });
+    assert_eq!(
+        shrunk.schedule.faults,
+        [placed(down, 40, None, 0)],
+        "{}",
+        brief(&ran)
+    );
+    assert!(
+        ran.iter()
+            .flat_map(|s| &s.faults)
+            .all(|p| !matches!(p.target, Target::Shutdown { .. }) || p.until.is_none()),
+        "{}",
+        brief(&ran)
+    );
+}

@@ -17,7 +17,7 @@ mod waits;
 pub(super) mod words;
 
 use super::query::{
-    backoff, chance, hedges, views, wire_calls, CallEnd, RunEnd, StallEnd, Trace, Window,
+    backoff, chance, hedges, views, wire_calls, CallEnd, RunEnd, Stall, StallEnd, Trace, Window,
 };
 
 pub use files::TraceFiles;
