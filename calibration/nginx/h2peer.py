@@ -194,6 +194,10 @@ class Client:
             self.h2_error = self.h2_error or repr(e)
         self.flush()
 
+    def ping(self):
+        self.conn.ping(b"client!!")
+        self.flush()
+
     def end_request(self, sid):
         try:
             self.conn.end_stream(sid)

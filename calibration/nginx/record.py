@@ -121,6 +121,18 @@ def s_idle_after_call(clock):
     return c
 
 
+def s_idle_with_pings(clock):
+    """A connection after one finished call whose client sends a PING every
+    second for 7 s: do PINGs hold off keepalive_timeout?"""
+    c = h2peer.Client(PORT_READ, clock)
+    clock.reset()
+    sid = c.request(SAVE, "ok", end_stream=False)
+    c.send_message(sid, end_stream=True)
+    pings = [(float(i), lambda c: c.ping()) for i in range(1, 8)]
+    c.run(TIMERS["keepalive_timeout"] + 5, actions=pings)
+    return c
+
+
 def s_unary_silent_backend(clock):
     """A complete unary request, a backend that never answers."""
     c = h2peer.Client(PORT_READ, clock)
@@ -196,6 +208,7 @@ SCENARIOS = [
     s_settings_and_unary,
     s_never_used,
     s_idle_after_call,
+    s_idle_with_pings,
     s_unary_silent_backend,
     s_upload_messages_then_end,
     s_upload_messages_no_end,
