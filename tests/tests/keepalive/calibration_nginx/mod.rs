@@ -139,25 +139,28 @@ const ROWS: &[Row] = &[
 /// Rows the sim does not reproduce: (behaviour, real, preset), each side
 /// as the table prints it. The preset's docs say the same.
 const KNOWN: &[(&str, &str, &str)] = &[
-    // nginx terminates HTTP/2: the client reads nginx's SETTINGS; the box is drawn transparent, so the sim's client reads the server's.
+    // nginx terminates HTTP/2: the client reads nginx's SETTINGS; the box is
+    // drawn transparent, so the sim's client reads the server's.
     (
         "SETTINGS the client sees",
         "SETTINGS INITIAL_WINDOW_SIZE=65536 MAX_CONCURRENT_STREAMS=128 MAX_FRAME_SIZE=16777215, WINDOW_UPDATE 2147418112",
         "SETTINGS INITIAL_WINDOW_SIZE=1048576 MAX_FRAME_SIZE=16384 MAX_HEADER_LIST_SIZE=16384, WINDOW_UPDATE 983041",
     ),
-    // nginx ends it at client_header_timeout; tonic dials only on a call, so the sim has no such connection (the preset would use keepalive_timeout).
+    // nginx ends it at client_header_timeout; tonic dials only on a call, so
+    // the sim has no such connection (the preset would use keepalive_timeout).
     (
         "connection never used",
         "GOAWAY NO_ERROR last 0 @6.0s, closed @6.0s",
         "nothing",
     ),
-    // nginx closes its upstream connection (one per request); the sim's one connection gets RST_STREAM(CANCEL).
+    // nginx closes its upstream connection (one per request); the sim's
+    // one connection gets RST_STREAM(CANCEL).
     (
         "upstream at the read timeout before response headers",
         "closed @2.0s",
         "RST_STREAM CANCEL @2.0s, GOAWAY NO_ERROR last 0 @2.5s",
     ),
-    // as above.
+    // The same after response headers.
     (
         "upstream at the read timeout after response headers",
         "closed @3.0s",
