@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::timeout::UpstreamTimeout;
-use super::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime};
+use super::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers};
 use crate::wire::ErrorCode;
 
 impl Middlebox {
@@ -145,6 +145,7 @@ impl Middlebox {
     /// |---|---|
     /// | `upstream_timeout` | [`UpstreamTimeout::nginx_read`]: 60 s (`grpc_read_timeout 60s` default) between two reads from the gRPC server; armed when the request is complete or the response headers arrive (measured, [`TimeoutStart::EachRead`](super::TimeoutStart::EachRead)); at expiry `:status 504` with nginx's error page before the response headers, RST_STREAM(INTERNAL_ERROR) after them (both measured) |
     /// | `connection_idle` | 75 s (`keepalive_timeout 75s` default; in 1.22 `http2_idle_timeout` is obsolete and `nginx -t` says to use `keepalive_timeout`), running only while no stream is open, not reset by the client's PINGs, at expiry GOAWAY(NO_ERROR, last-stream-id = the last stream) then close (measured: GOAWAY 4.0 s after the last call with `keepalive_timeout 4s`, PINGs every second or not) |
+    /// | `stream_idle` | `client_body_timeout`: 60 s default, between two DATA frames of the client's request and from its HEADERS, only until the request is complete (`only_while_request_open`); at expiry RST_STREAM(PROTOCOL_ERROR) (measured: at 2 s with `client_body_timeout 2s`, to a client stream that sent nothing after its HEADERS). Upstream nginx closes the stream's connection; the box sends the server RST_STREAM(PROTOCOL_ERROR) |
     /// | `pings` | [`Pings::Answer`]: the client's PINGs are ACKed by nginx (measured) |
     /// | `server_pings` | [`Pings::Answer`]: the server's PINGs are ACKed by nginx and never reach the client (measured); they restart its read timer |
     ///
@@ -161,9 +162,6 @@ impl Middlebox {
     ///   where `keepalive_timeout` was 4 s) with GOAWAY(NO_ERROR,
     ///   last-stream-id 0) and a close; the preset's one connection timer
     ///   uses `keepalive_timeout` from the open.
-    /// - A client stream that sends nothing for `client_body_timeout` (60 s
-    ///   default) before its request ends gets RST_STREAM(PROTOCOL_ERROR),
-    ///   and the upstream connection is closed; not modelled.
     /// - At each timeout nginx closes the upstream connection (the server
     ///   reads a FIN; no RST_STREAM, no GOAWAY): it opens one upstream
     ///   connection per request. The sim has one connection, so the
@@ -184,6 +182,15 @@ impl Middlebox {
                     Duration::from_secs(75),
                     Activity::NONE,
                     Expiry::GoAway(ErrorCode::NoError),
+                )
+            }),
+            stream_idle: Some(IdleTimeout {
+                written_by: Writers::Client,
+                only_while_request_open: true,
+                ..IdleTimeout::new(
+                    Duration::from_secs(60),
+                    Activity::DATA,
+                    Expiry::RstStream(ErrorCode::ProtocolError),
                 )
             }),
             pings: Pings::Answer,

@@ -578,6 +578,32 @@ fn nginxs_read_timeout_starts_at_the_requests_end_and_server_pings_restart_it() 
 }
 
 #[test]
+fn nginxs_client_body_timeout_runs_only_while_the_request_is_open() {
+    let mut wire = Wire::new(Middlebox::nginx());
+    // From the client's HEADERS, restarted by its DATA only.
+    assert_eq!(wire.open(secs(3), 1).timer, TimerChange::Set(secs(63)));
+    let fx = wire.frame(secs(10), UP, FrameType::Data, NO, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(70)));
+    let fx = wire.frame(secs(20), DOWN, FrameType::Headers, NO, 1);
+    assert_eq!(
+        fx.timer,
+        TimerChange::Set(secs(70)),
+        "the read timer is at 80 s"
+    );
+    // Silent: RST_STREAM(PROTOCOL_ERROR) both ways (measured to the client).
+    let fx = wire.timer(secs(70));
+    assert_eq!(sent(fx), [(DOWN, RST, 1), (UP, RST, 1)]);
+    assert_eq!(&fx.sends[0].bytes[9..13], &1u32.to_be_bytes());
+    // A request that ended is no longer timed by it: the read timer is.
+    let mut wire = Wire::new(Middlebox::nginx());
+    wire.open(secs(3), 1);
+    let fx = wire.frame(secs(4), UP, FrameType::Data, ES, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(64)));
+    let fx = wire.frame(secs(30), DOWN, FrameType::Headers, NO, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(90)));
+}
+
+#[test]
 fn a_stream_limit_refuses_the_stream_over_it() {
     let mut cfg = Middlebox::new("box");
     cfg.max_concurrent_streams = Some(1);

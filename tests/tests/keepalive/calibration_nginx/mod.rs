@@ -166,17 +166,12 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "closed @3.0s",
         "RST_STREAM CANCEL @3.0s, GOAWAY NO_ERROR last 0 @3.5s",
     ),
-    // client_body_timeout is not modelled.
-    (
-        "silent client stream (client_body_timeout 2 s, read timeout 10 s)",
-        "RST_STREAM PROTOCOL_ERROR @2.0s",
-        "nothing",
-    ),
-    // client_body_timeout is not modelled.
+    // The same at client_body_timeout: the box resets the stream upstream
+    // with the client's code, PROTOCOL_ERROR.
     (
         "upstream at client_body_timeout",
         "closed @2.0s",
-        "nothing",
+        "RST_STREAM PROTOCOL_ERROR @2.0s, GOAWAY NO_ERROR last 0 @2.5s",
     ),
 ];
 
@@ -184,16 +179,19 @@ const KNOWN: &[(&str, &str, &str)] = &[
 /// "read" server's, or the "body" server's for `silent_client_stream`.
 fn preset(scenario: &str) -> Middlebox {
     let mut mb = Middlebox::nginx();
-    let read = if scenario == "silent_client_stream" {
-        10_000
+    let (read, body) = if scenario == "silent_client_stream" {
+        (10_000, 2_000)
     } else {
-        2_000
+        (2_000, 10_000)
     };
     if let Some(t) = mb.upstream_timeout.as_mut() {
         t.after = Duration::from_millis(read);
     }
     if let Some(t) = mb.connection_idle.as_mut() {
         t.after = Duration::from_millis(4_000);
+    }
+    if let Some(t) = mb.stream_idle.as_mut() {
+        t.after = Duration::from_millis(body);
     }
     mb
 }
