@@ -165,8 +165,9 @@ impl Middlebox {
     /// - At each timeout nginx closes the upstream connection (the server
     ///   reads a FIN; no RST_STREAM, no GOAWAY): it opens one upstream
     ///   connection per request. The sim has one connection, so the
-    ///   preset sends RST_STREAM(CANCEL) to the server instead; the
-    ///   handler is dropped either way.
+    ///   preset sends the server RST_STREAM instead (CANCEL at the read
+    ///   timeout, PROTOCOL_ERROR at `client_body_timeout`); the handler is
+    ///   dropped either way.
     /// - After a response that ended before the request did, nginx
     ///   sometimes sends RST_STREAM(NO_ERROR) (seen in 1 of 5
     ///   recordings); the preset never does.
