@@ -90,6 +90,9 @@ pub enum PolicyAction {
     },
     /// Started answering the connection's PINGs itself.
     AnswersPings,
+    /// Started answering the server's PINGs itself: they do not reach the
+    /// client.
+    AnswersServerPings,
     /// GOAWAY(NO_ERROR) at the connection's lifetime; closes after `grace`.
     LifetimeGoAway {
         /// The GOAWAY's last-stream-id.

@@ -4,6 +4,7 @@
 //!
 //! One test binary, a module per file: `cargo test -p grpc-chaos-tests --test keepalive`.
 
+mod calibration_nginx;
 mod keepalive;
 mod keepalive_c_core;
 mod middlebox_chains;

@@ -78,6 +78,13 @@ pub struct Middlebox {
     /// Whether the box answers the client's PINGs or forwards them.
     /// Default: [`Pings::Forward`].
     pub pings: Pings,
+    /// Whether the box answers the *server's* PINGs or forwards them to
+    /// the client. [`Pings::Answer`]: the box ACKs each towards the server
+    /// and the client never sees it, as a proxy that terminates HTTP/2 on
+    /// its upstream connection does (nginx 1.22.1, measured:
+    /// `calibration/fixtures/nginx/*/backend_pings.json`). Default:
+    /// [`Pings::Forward`].
+    pub server_pings: Pings,
     /// A cap on a connection's age. Default: none.
     pub connection_lifetime: Option<ConnectionLifetime>,
     /// A cap on a stream's age, from the client's HEADERS. Default: none.
@@ -153,6 +160,10 @@ pub struct IdleTimeout {
     /// (Envoy's `idle_timeout`), restarting when the last one ends.
     /// Default: `false` (streams do not hold it off; only frames do).
     pub only_without_streams: bool,
+    /// On a stream timer: the timer runs only until the client's request
+    /// is complete (its END_STREAM), as nginx's `client_body_timeout`
+    /// does (measured with nginx 1.22.1, `calibration/`). Default: `false`.
+    pub only_while_request_open: bool,
 }
 
 impl IdleTimeout {
@@ -165,6 +176,7 @@ impl IdleTimeout {
             written_by: Writers::Either,
             on_expiry,
             only_without_streams: false,
+            only_while_request_open: false,
         }
     }
 }
@@ -363,6 +375,7 @@ impl Middlebox {
             connection_idle: None,
             stream_idle: None,
             pings: Pings::Forward,
+            server_pings: Pings::Forward,
             connection_lifetime: None,
             stream_lifetime: None,
             max_concurrent_streams: None,
@@ -414,6 +427,7 @@ pub(crate) struct BoxConn {
     pub(super) streams: BTreeMap<u32, Stream>,
     pub(super) max_stream: u32,
     pub(super) pings_noted: bool,
+    pub(super) server_pings_noted: bool,
     pub(super) goaway_at: Option<Duration>,
     /// The stream limit and the streams it refused.
     pub(super) limit: streams::Limit,
@@ -462,6 +476,7 @@ impl BoxConn {
             streams: BTreeMap::new(),
             max_stream: 0,
             pings_noted: false,
+            server_pings_noted: false,
             goaway_at: None,
             limit: Default::default(),
             ended: Default::default(),
@@ -492,7 +507,9 @@ impl BoxConn {
         }
         for (&id, s) in &self.streams {
             if let Some(t) = &self.cfg.stream_idle {
-                out.push((s.last + t.after, Due::StreamIdle(id)));
+                if !t.only_while_request_open || !s.client_done {
+                    out.push((s.last + t.after, Due::StreamIdle(id)));
+                }
             }
             if let Some(l) = &self.cfg.stream_lifetime {
                 out.push((s.opened + l.after, Due::StreamLife(id)));
@@ -542,6 +559,12 @@ impl BoxConn {
                 return;
             }
             _ => {}
+        }
+        if !client && id == 0 && frame.frame_type() == FrameType::Ping {
+            // A read from the server: nginx's read timer restarts on it
+            // (measured, see TimeoutStart::EachRead). nginx has one
+            // upstream connection per stream; here one PING counts for all.
+            self.streams.values_mut().for_each(|s| s.last_read = now);
         }
         if let (false, Some(s)) = (client, self.streams.get_mut(&id)) {
             match frame.frame_type() {
@@ -657,6 +680,41 @@ impl BoxConn {
     }
 }
 
+impl BoxConn {
+    /// A PING (not an ACK) the box answers itself: the ACK goes back to
+    /// its writer, the PING goes no further.
+    fn answer_ping(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
+        let FrameDetail::Ping { payload } = frame.detail() else {
+            return;
+        };
+        if frame.frame_type() != FrameType::Ping || frame.ack() {
+            return;
+        }
+        let client = frame.direction() == Direction::ClientToServer;
+        let back = match client {
+            true => Direction::ServerToClient,
+            false => Direction::ClientToServer,
+        };
+        let (mode, noted) = match client {
+            true => (self.cfg.pings, &mut self.pings_noted),
+            false => (self.cfg.server_pings, &mut self.server_pings_noted),
+        };
+        if mode != Pings::Answer {
+            return;
+        }
+        let first = !std::mem::replace(noted, true);
+        if first {
+            let act = match client {
+                true => PolicyAction::AnswersPings,
+                false => PolicyAction::AnswersServerPings,
+            };
+            self.note(fx, act);
+        }
+        fx.ping_ack(back, *payload);
+        fx.swallow();
+    }
+}
+
 impl ConnectionPolicy for BoxConn {
     fn on_frame(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
         if !self.active || frame.fate() == Fate::Dropped {
@@ -685,19 +743,7 @@ impl ConnectionPolicy for BoxConn {
         }
         self.track(frame);
         self.activity(frame);
-        let client_ping = frame.direction() == Direction::ClientToServer
-            && frame.frame_type() == FrameType::Ping
-            && !frame.ack();
-        if let (true, Pings::Answer, FrameDetail::Ping { payload }) =
-            (client_ping, self.cfg.pings, frame.detail())
-        {
-            if !self.pings_noted {
-                self.pings_noted = true;
-                self.note(fx, PolicyAction::AnswersPings);
-            }
-            fx.ping_ack(Direction::ServerToClient, *payload);
-            fx.swallow();
-        }
+        self.answer_ping(frame, fx);
         self.arm(fx);
     }
 

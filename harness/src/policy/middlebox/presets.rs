@@ -1,11 +1,13 @@
 //! Presets: the defaults of real load balancers and proxies, with sources.
-//! Every value is the vendor's default (read in its public docs, not
-//! measured); fields are public, so each can be overridden.
+//! Every value is the vendor's default, read in its public docs; the
+//! nginx preset's behaviours are also measured against nginx 1.22.1
+//! (`calibration/`), the others are not. Fields are public, so each can
+//! be overridden.
 
 use std::time::Duration;
 
 use super::timeout::UpstreamTimeout;
-use super::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime};
+use super::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers};
 use crate::wire::ErrorCode;
 
 impl Middlebox {
@@ -131,20 +133,69 @@ impl Middlebox {
 
     /// nginx proxying gRPC (`grpc_pass`) with default timeouts.
     ///
-    /// Source: nginx, "Module ngx_http_grpc_module"
-    /// (nginx.org/en/docs/http/ngx_http_grpc_module.html), `grpc_read_timeout`:
+    /// Sources: nginx, "Module ngx_http_grpc_module" and "Module
+    /// ngx_http_core_module" (nginx.org/en/docs/http/; read), and nginx
+    /// 1.22.1 (Debian 12's package) measured on loopback with shortened
+    /// timers: `calibration/` records it, and
+    /// `tests/tests/keepalive/calibration_nginx` compares this preset
+    /// with the recording frame for frame (the table is in
+    /// `calibration/README.md`).
     ///
     /// | field | value |
     /// |---|---|
-    /// | `upstream_timeout` | [`UpstreamTimeout::nginx_read`]: 60 s (`grpc_read_timeout 60s` default) between two reads from the gRPC server, not for the whole response; at expiry `:status 504` with nginx's error page before the response headers, RST_STREAM(INTERNAL_ERROR) after them, and the stream reset upstream (each value's source is on that function) |
-    /// | `pings` | [`Pings::Answer`]: nginx terminates HTTP/2 towards the client (PING is a frame of one connection, RFC 9113 §6.7); read, not measured |
+    /// | `upstream_timeout` | [`UpstreamTimeout::nginx_read`]: 60 s (`grpc_read_timeout 60s` default) between two reads from the gRPC server; armed when the request is complete or the response headers arrive (measured, [`TimeoutStart::EachRead`](super::TimeoutStart::EachRead)); at expiry `:status 504` with nginx's error page before the response headers, RST_STREAM(INTERNAL_ERROR) after them (both measured) |
+    /// | `connection_idle` | 75 s (`keepalive_timeout 75s` default; in 1.22 `http2_idle_timeout` is obsolete and `nginx -t` says to use `keepalive_timeout`), running only while no stream is open, not reset by the client's PINGs, at expiry GOAWAY(NO_ERROR, last-stream-id = the last stream) then close (measured: GOAWAY 4.0 s after the last call with `keepalive_timeout 4s`, PINGs every second or not) |
+    /// | `stream_idle` | `client_body_timeout`: 60 s default, between two DATA frames of the client's request and from its HEADERS, only until the request is complete (`only_while_request_open`); at expiry RST_STREAM(PROTOCOL_ERROR) (measured: at 2 s with `client_body_timeout 2s`, to a client stream that sent nothing after its HEADERS). Upstream nginx closes the stream's connection; the box sends the server RST_STREAM(PROTOCOL_ERROR) |
+    /// | `pings` | [`Pings::Answer`]: the client's PINGs are ACKed by nginx (measured) |
+    /// | `server_pings` | [`Pings::Answer`]: the server's PINGs are ACKed by nginx and never reach the client (measured); they restart its read timer |
+    ///
+    /// What real nginx does that this preset does not reproduce (measured
+    /// with nginx 1.22.1; each is a known mismatch in the comparison):
+    ///
+    /// - The client sees nginx's own SETTINGS (`INITIAL_WINDOW_SIZE`
+    ///   65536, `MAX_CONCURRENT_STREAMS` 128, `MAX_FRAME_SIZE` 16777215)
+    ///   and a connection WINDOW_UPDATE of 2147418112, never the server's;
+    ///   the box is drawn transparent, so here the client reads the
+    ///   server's.
+    /// - A connection that never carries a request is ended at
+    ///   `client_header_timeout` (60 s default; 6 s in the recording,
+    ///   where `keepalive_timeout` was 4 s) with GOAWAY(NO_ERROR,
+    ///   last-stream-id 0) and a close; the preset's one connection timer
+    ///   uses `keepalive_timeout` from the open.
+    /// - At each timeout nginx closes the upstream connection (the server
+    ///   reads a FIN; no RST_STREAM, no GOAWAY): it opens one upstream
+    ///   connection per request. The sim has one connection, so the
+    ///   preset sends the server RST_STREAM instead (CANCEL at the read
+    ///   timeout, PROTOCOL_ERROR at `client_body_timeout`); the handler is
+    ///   dropped either way.
+    /// - After a response that ended before the request did, nginx
+    ///   sometimes sends RST_STREAM(NO_ERROR) (seen in 1 of 5
+    ///   recordings); the preset never does.
     ///
     /// `grpc_send_timeout` (60 s between two writes to a server that does
     /// not read, a flow-control stall) is not modelled.
     pub fn nginx() -> Self {
         Self {
             upstream_timeout: Some(UpstreamTimeout::nginx_read()),
+            connection_idle: Some(IdleTimeout {
+                only_without_streams: true,
+                ..IdleTimeout::new(
+                    Duration::from_secs(75),
+                    Activity::NONE,
+                    Expiry::GoAway(ErrorCode::NoError),
+                )
+            }),
+            stream_idle: Some(IdleTimeout {
+                written_by: Writers::Client,
+                only_while_request_open: true,
+                ..IdleTimeout::new(
+                    Duration::from_secs(60),
+                    Activity::DATA,
+                    Expiry::RstStream(ErrorCode::ProtocolError),
+                )
+            }),
             pings: Pings::Answer,
+            server_pings: Pings::Answer,
             ..Self::new("nginx")
         }
     }

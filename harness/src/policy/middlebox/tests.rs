@@ -472,6 +472,17 @@ fn a_box_that_answers_pings_answers_only_the_clients() {
         let fx = wire.frame(secs(5), dir, FrameType::Ping, flags, 0);
         assert!(!fx.swallow && fx.sends.is_empty(), "{dir:?}");
     }
+    // Unless it answers the server's too (nginx, measured).
+    let mut cfg = Middlebox::new("box");
+    cfg.server_pings = Pings::Answer;
+    let mut wire = Wire::new(cfg);
+    let fx = wire.frame(secs(3), DOWN, FrameType::Ping, NO, 0);
+    assert!(fx.swallow);
+    assert_eq!(sent(fx), [(UP, 0x6, 0)]);
+    assert_eq!(fx.sends[0].bytes[4], 0x1, "an ACK");
+    assert!(acts(fx)[0].starts_with("answers the server's PINGs itself"));
+    let fx = wire.frame(secs(4), UP, FrameType::Ping, NO, 0);
+    assert!(!fx.swallow && fx.sends.is_empty(), "the client's go on");
     // A forwarding box forwards.
     let mut wire = Wire::new(Middlebox::new("box"));
     let fx = wire.frame(secs(3), UP, FrameType::Ping, NO, 0);
@@ -530,7 +541,8 @@ fn nginxs_read_timeout_runs_from_the_servers_last_headers_or_data() {
     let mut cfg = Middlebox::new("box");
     cfg.upstream_timeout = Some(UpstreamTimeout::nginx_read());
     let mut wire = Wire::new(cfg);
-    assert_eq!(wire.open(secs(3), 1).timer, TimerChange::Set(secs(63)));
+    // Not timed while the request is coming (nginx 1.22.1, measured).
+    assert_eq!(wire.open(secs(3), 1).timer, TimerChange::Clear);
     // Response headers at 10 s, DATA at 20 s; the client's DATA does not count.
     let fx = wire.frame(secs(10), DOWN, FrameType::Headers, NO, 1);
     assert_eq!(fx.timer, TimerChange::Set(secs(70)));
@@ -543,6 +555,52 @@ fn nginxs_read_timeout_runs_from_the_servers_last_headers_or_data() {
     let fx = wire.timer(secs(80));
     assert_eq!(sent(fx), [(DOWN, RST, 1), (UP, RST, 1)]);
     assert_eq!(&fx.sends[0].bytes[9..13], &2u32.to_be_bytes());
+}
+
+#[test]
+fn nginxs_read_timeout_starts_at_the_requests_end_and_server_pings_restart_it() {
+    let mut cfg = Middlebox::new("box");
+    cfg.upstream_timeout = Some(UpstreamTimeout::nginx_read());
+    let mut wire = Wire::new(cfg);
+    wire.open(secs(3), 1);
+    let fx = wire.frame(secs(5), UP, FrameType::Data, NO, 1);
+    assert_eq!(fx.timer, TimerChange::Clear);
+    let fx = wire.frame(secs(8), UP, FrameType::Data, ES, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(68)));
+    // A PING from the server is a read: measured, it keeps a stream alive.
+    let fx = wire.frame(secs(40), DOWN, FrameType::Ping, NO, 0);
+    assert_eq!(fx.timer, TimerChange::Set(secs(100)));
+    // The client's PINGs are not.
+    let fx = wire.frame(secs(50), UP, FrameType::Ping, NO, 0);
+    assert_eq!(fx.timer, TimerChange::Set(secs(100)));
+    let fx = wire.timer(secs(100));
+    assert_eq!(sent(fx), [(DOWN, 0x1, 1), (DOWN, 0x0, 1), (UP, RST, 1)]);
+}
+
+#[test]
+fn nginxs_client_body_timeout_runs_only_while_the_request_is_open() {
+    let mut wire = Wire::new(Middlebox::nginx());
+    // From the client's HEADERS, restarted by its DATA only.
+    assert_eq!(wire.open(secs(3), 1).timer, TimerChange::Set(secs(63)));
+    let fx = wire.frame(secs(10), UP, FrameType::Data, NO, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(70)));
+    let fx = wire.frame(secs(20), DOWN, FrameType::Headers, NO, 1);
+    assert_eq!(
+        fx.timer,
+        TimerChange::Set(secs(70)),
+        "the read timer is at 80 s"
+    );
+    // Silent: RST_STREAM(PROTOCOL_ERROR) both ways (measured to the client).
+    let fx = wire.timer(secs(70));
+    assert_eq!(sent(fx), [(DOWN, RST, 1), (UP, RST, 1)]);
+    assert_eq!(&fx.sends[0].bytes[9..13], &1u32.to_be_bytes());
+    // A request that ended is no longer timed by it: the read timer is.
+    let mut wire = Wire::new(Middlebox::nginx());
+    wire.open(secs(3), 1);
+    let fx = wire.frame(secs(4), UP, FrameType::Data, ES, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(64)));
+    let fx = wire.frame(secs(30), DOWN, FrameType::Headers, NO, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(90)));
 }
 
 #[test]

@@ -52,9 +52,17 @@ pub enum TimeoutStart {
     /// been completely processed"). A stream whose client never ends its
     /// request is not timed.
     RequestEnd,
-    /// From the client's HEADERS, restarted by every HEADERS or DATA the
-    /// server writes on the stream (nginx's `grpc_read_timeout`: "between
-    /// two successive read operations" from the gRPC server).
+    /// Between two reads from the server (nginx's `grpc_read_timeout`:
+    /// "between two successive read operations" from the gRPC server), as
+    /// nginx 1.22.1 runs it (measured, `calibration/`): armed when the
+    /// client's request is complete (its END_STREAM) or when the server's
+    /// response headers arrive, whichever is first, and restarted by every
+    /// HEADERS or DATA the server writes on the stream and by every PING
+    /// it writes on the connection. What the client writes does not
+    /// restart it, and a client-streaming request that has not ended
+    /// before any response headers is not timed (nginx's
+    /// `client_body_timeout` governs it there, which the box does not
+    /// model).
     EachRead,
 }
 
@@ -136,10 +144,10 @@ impl UpstreamTimeout {
     /// | field | value | source |
     /// |---|---|---|
     /// | `after` | 60 s | `grpc_read_timeout 60s` default; "The timeout is set only between two successive read operations, not for the transmission of the whole response" (nginx.org `ngx_http_grpc_module`; read) |
-    /// | `starts` | [`TimeoutStart::EachRead`] | same |
-    /// | `before_headers` | `:status 504`, `content-type: text/html`, nginx's built-in 504 page | the upstream module finalizes a timed-out request with `NGX_HTTP_GATEWAY_TIME_OUT` (504); the page is `ngx_http_error_504_page` plus `ngx_http_error_tail` in `ngx_http_special_response.c` (the tail as with `server_tokens off`; read, not measured). It is not a gRPC response: the client maps 504 to UNAVAILABLE (gRPC `http-grpc-status-mapping.md`) if it gets that far |
-    /// | `after_headers` | INTERNAL_ERROR | `ngx_http_v2_close_stream` resets a stream whose response is not finished with INTERNAL_ERROR (PROTOCOL_ERROR only when the *client* connection timed out; `ngx_http_v2.c`; read). ingress-nginx #12434 reports PROTOCOL_ERROR in one setup: **not confirmed** which one a given build sends |
-    /// | `reset_upstream` | `true` | nginx closes the upstream connection of a failed request; its gRPC proxy carries one stream per upstream connection, so the backend sees that stream end. Emulated as RST_STREAM(CANCEL) upstream on the one connection the sim has (read, not measured) |
+    /// | `starts` | [`TimeoutStart::EachRead`] | same; when it is armed and what restarts it measured with nginx 1.22.1 (`calibration/fixtures/nginx/`: a client stream that sends every 0.5 s and ends at 3 s gets the 504 at 5 s with a 2 s timer; one that never ends gets none; a backend's PINGs every 0.6 s keep a silent response alive; the client's messages do not) |
+    /// | `before_headers` | `:status 504`, `content-type: text/html`, nginx's built-in 504 page | measured: `:status 504`, `server: nginx`, `content-type: text/html`, `content-length: 160`, then the 160-octet page in one DATA frame with END_STREAM (the box sends no `server` or `content-length`); the page is `ngx_http_error_504_page` plus `ngx_http_error_tail` in `ngx_http_special_response.c` with `server_tokens off`. It is not a gRPC response: the client maps 504 to UNAVAILABLE (gRPC `http-grpc-status-mapping.md`) if it gets that far |
+    /// | `after_headers` | INTERNAL_ERROR | measured (ingress-nginx #12434 reports PROTOCOL_ERROR: that is what nginx sends at `client_body_timeout`, also measured) |
+    /// | `reset_upstream` | `true` | the backend's handler is ended: real nginx closes the stream's own upstream connection (measured: the backend reads a FIN, no RST_STREAM); the sim's one connection gets RST_STREAM(CANCEL) instead |
     pub fn nginx_read() -> Self {
         Self::new(
             Duration::from_secs(60),
@@ -180,7 +188,7 @@ impl BoxConn {
         }
         match t.starts {
             TimeoutStart::RequestEnd => s.request_end.map(|at| at + t.after),
-            TimeoutStart::EachRead => Some(s.last_read + t.after),
+            TimeoutStart::EachRead => each_read_due(s, t.after),
         }
     }
 
@@ -195,7 +203,9 @@ impl BoxConn {
             TimeoutStart::RequestEnd => UpstreamSince::RequestEnd {
                 at: s.request_end.unwrap_or(s.opened),
             },
-            TimeoutStart::EachRead => UpstreamSince::LastRead { at: s.last_read },
+            TimeoutStart::EachRead => UpstreamSince::LastRead {
+                at: each_read_armed(&s).unwrap_or(s.last_read),
+            },
         };
         let reply = if s.response_headers {
             fx.rst_stream(Direction::ServerToClient, id, t.after_headers);
@@ -302,6 +312,23 @@ impl BoxConn {
         }
         true
     }
+}
+
+/// When a [`TimeoutStart::EachRead`] timer was last armed on `s`: at the
+/// server's last read once the response headers went out; before them,
+/// at the later of the request's end and the last read, and not at all
+/// while the request is still coming (nginx 1.22.1, measured:
+/// `calibration/fixtures/nginx/*/upload_messages_*.json`).
+fn each_read_armed(s: &super::Stream) -> Option<Duration> {
+    if s.response_headers {
+        Some(s.last_read)
+    } else {
+        s.request_end.map(|end| end.max(s.last_read))
+    }
+}
+
+fn each_read_due(s: &super::Stream, after: Duration) -> Option<Duration> {
+    each_read_armed(s).map(|at| at + after)
 }
 
 /// A HEADERS frame's octets with END_STREAM cleared.

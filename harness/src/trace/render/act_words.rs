@@ -58,6 +58,10 @@ pub(crate) fn policy(action: &PolicyAction) -> String {
             "GOAWAY({code}, last s{last_stream}) then close: {}",
             timer(why)
         ),
+        PolicyAction::AnswersServerPings => "answers the server's PINGs itself: this and every \
+                                             later PING the server writes on the connection is \
+                                             ACKed by the box and does not reach the client"
+            .to_owned(),
         PolicyAction::AnswersPings => "answers PINGs itself: this and every later PING of the \
                                        connection is ACKed by the box and does not reach the \
                                        server"
