@@ -11,7 +11,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
 use super::clock::SimClock;
-use super::rotation::{ClientCaRotation, Rotation};
+use super::rotation::{Chosen, ClientCaRotation, Rotation};
 use super::{Certificate, Identity};
 
 /// The ALPN protocol id of HTTP/2 over TLS (RFC 9113 §3.2), the only one
@@ -138,7 +138,7 @@ impl ServerTls {
     }
 
     /// The rustls config: TLS 1.3, ALPN `h2`, the simulated clock.
-    pub(crate) fn config(&self, clock: &SimClock) -> Result<Arc<ServerConfig>, String> {
+    pub(crate) fn config(&self, clock: &SimClock) -> Result<(Arc<ServerConfig>, Chosen), String> {
         let provider = provider();
         let builder = ServerConfig::builder_with_details(provider.clone(), Arc::new(clock.clone()))
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -164,9 +164,10 @@ impl ServerTls {
             Some(rotation) => builder.with_client_cert_verifier(Arc::new(rotation)),
         };
         let rotation = Rotation::new(clock.clone(), &self.identity, &self.rotations, &provider)?;
+        let chosen = rotation.chosen();
         let mut config = builder.with_cert_resolver(Arc::new(rotation));
         config.alpn_protocols = self.alpn.clone().unwrap_or_else(|| vec![ALPN_H2.to_vec()]);
-        Ok(Arc::new(config))
+        Ok((Arc::new(config), chosen))
     }
 }
 

@@ -10,9 +10,11 @@ use rustls::{AlertDescription, CertificateError, CommonState, Error as RustlsErr
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use turmoil::net::TcpStream;
 
+use super::cert_fields::certificate_fields;
+use super::rotation::Chosen;
+use super::watch::{Sink, Watch};
 use super::writev::Writev;
-use crate::recorder::event::{TlsFailure, TlsOutcome, TlsSide};
-use crate::recorder::Recorder;
+use crate::recorder::event::{TlsFailure, TlsMessageKind, TlsOutcome, TlsSide};
 
 /// A TLS connection over turmoil's TCP (with gathering writes, see
 /// [`Writev`]).
@@ -29,6 +31,8 @@ pub(crate) enum TlsEnd {
     },
     Server {
         acceptor: TlsAcceptor,
+        /// Where its certificate resolver leaves its choice.
+        chosen: Chosen,
         /// How long the server holds its first flight, *simulated* time.
         stall: Duration,
     },
@@ -42,9 +46,14 @@ impl TlsEnd {
         }
     }
 
-    pub(crate) fn server(config: Arc<rustls::ServerConfig>, stall: Duration) -> Self {
+    pub(crate) fn server(
+        config: Arc<rustls::ServerConfig>,
+        chosen: Chosen,
+        stall: Duration,
+    ) -> Self {
         Self::Server {
             acceptor: TlsAcceptor::from(config),
+            chosen,
             stall,
         }
     }
@@ -59,12 +68,14 @@ impl TlsEnd {
 
     /// Runs the handshake on `stream`: the TLS stream and how it went, or
     /// the error (tokio-rustls's `io::Error`, rustls's `Error` inside) and
-    /// how it failed.
+    /// how it failed. Its hellos, the certificates sent and received, and
+    /// octets that are not a hello are recorded to `sink` as they cross.
     pub(crate) async fn handshake(
         &self,
         stream: TcpStream,
-        recorder: &Recorder,
+        sink: Sink,
     ) -> (Result<TlsStream, io::Error>, TlsOutcome) {
+        let recorder = &sink.recorder;
         if let Self::Server { stall, .. } = self {
             if !stall.is_zero() {
                 // The ClientHello waits unread in the socket: the server's
@@ -75,7 +86,11 @@ impl TlsEnd {
                 tokio::time::sleep(*stall).await;
             }
         }
-        let stream = Writev(stream);
+        let chosen = match self {
+            Self::Server { chosen, .. } => Some(chosen.clone()),
+            Self::Client { .. } => None,
+        };
+        let stream = Writev::new(stream, Watch::new(sink, chosen));
         let done = match self {
             Self::Client { connector, name } => connector
                 .connect(name.clone(), stream)
@@ -87,8 +102,11 @@ impl TlsEnd {
                 .map(tokio_rustls::TlsStream::Server),
         };
         match done {
-            Ok(tls) => {
+            Ok(mut tls) => {
                 let outcome = done_outcome(tls.get_ref().1, self.side());
+                if let Some(watch) = tls.get_mut().0.watch.take() {
+                    certificate_received(tls.get_ref().1, &outcome, watch.sink());
+                }
                 (Ok(tls), outcome)
             }
             Err(e) => {
@@ -110,6 +128,21 @@ fn done_outcome(state: &CommonState, side: TlsSide) -> TlsOutcome {
         // client's); the client records `false`.
         client_certificate: side == TlsSide::Server
             && state.peer_certificates().is_some_and(|c| !c.is_empty()),
+    }
+}
+
+/// The peer's end-entity certificate, once a handshake that sent one is
+/// done (a resumed one sent none: rustls then keeps the first's).
+fn certificate_received(state: &CommonState, outcome: &TlsOutcome, sink: &Sink) {
+    let TlsOutcome::Done { resumed: false, .. } = outcome else {
+        return;
+    };
+    let fields = state
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|der| certificate_fields(der));
+    if let Some(fields) = fields {
+        sink.push(TlsMessageKind::CertificateReceived(fields));
     }
 }
 

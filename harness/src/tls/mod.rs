@@ -67,7 +67,12 @@
 //!   connector returns the error, which tonic reports for the call).
 //! - Each end records [`EventKind::TlsHandshake`](crate::recorder::event::EventKind::TlsHandshake):
 //!   the cipher suite and ALPN, or the failure and the alerts by name
-//!   (RFC 8446 §6). Never key material, certificates or ciphertext.
+//!   (RFC 8446 §6); and [`EventKind::TlsMessage`](crate::recorder::event::EventKind::TlsMessage)s:
+//!   the hellos it writes (read from the first plaintext records below
+//!   rustls, which has no message hook), the certificate a server sends
+//!   and the one each end receives (subject, serial, validity in
+//!   simulated seconds), and octets read where a hello should be that
+//!   are not one. Never key material, random bytes or ciphertext.
 //! - Random bytes (the ClientHello random, key shares, session ids) come
 //!   from ring's system RNG: the ciphertext differs between runs, its
 //!   length does not, so the simulation, and the trace, are the same for
@@ -80,14 +85,17 @@
 //!   channel and a raw connection are plaintext.
 
 mod ca;
+mod cert_fields;
 pub(crate) mod clock;
 mod config;
 mod error;
 mod handshake;
+mod hello;
 mod pem;
 mod rotation;
 #[cfg(test)]
 mod tests;
+mod watch;
 mod writev;
 
 pub use ca::{Ca, Leaf, DEFAULT_VALID_AFTER, DEFAULT_VALID_BEFORE};
@@ -95,3 +103,4 @@ pub use config::{ClientTls, ServerTls};
 pub use error::TlsError;
 pub(crate) use handshake::{TlsEnd, TlsStream};
 pub use pem::{Certificate, Identity};
+pub(crate) use watch::Sink;

@@ -1,19 +1,22 @@
 //! The rows of a TLS handshake ([`crate::tls`]): what it negotiated, or
-//! why it failed and the alerts by their RFC 8446 names.
+//! why it failed and the alerts by their RFC 8446 names; and its messages
+//! (the hellos, the certificates, octets that are not a hello: the
+//! words are in [`super::tls_message`]).
 
+use super::tls_message;
 use crate::recorder::event::{
     alert_name, suite_name, Event, EventKind, TlsFailure, TlsOutcome, TlsSide,
 };
 
 /// The `where` column and text of a TLS event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
+    if let EventKind::TlsMessage(m) = &e.kind {
+        return Some((format!("{}→{}", e.host, m.peer), tls_message::text(m)));
+    }
     let EventKind::TlsHandshake(h) = &e.kind else {
         return None;
     };
-    let side = match h.side {
-        TlsSide::Client => "client",
-        TlsSide::Server => "server",
-    };
+    let side = side_name(h.side);
     let text = match &h.outcome {
         TlsOutcome::Done {
             cipher_suite,
@@ -52,6 +55,14 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
         }
     };
     Some((format!("{}→{}", e.host, h.peer), text))
+}
+
+/// An end's name in a TLS row.
+pub(super) fn side_name(side: TlsSide) -> &'static str {
+    match side {
+        TlsSide::Client => "client",
+        TlsSide::Server => "server",
+    }
 }
 
 fn failure_words(f: TlsFailure) -> &'static str {
