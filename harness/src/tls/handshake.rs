@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::pki_types::ServerName;
-use rustls::{AlertDescription, CertificateError, CommonState, Error as RustlsError};
+use rustls::{
+    AlertDescription, CertificateError, CommonState, Error as RustlsError, InvalidMessage,
+    PeerIncompatible,
+};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use turmoil::net::TcpStream;
 
@@ -152,7 +155,8 @@ fn certificate_received(state: &CommonState, outcome: &TlsOutcome, sink: &Sink) 
 /// rustls's choice for the error, read in rustls 0.23 `error.rs`
 /// (`impl From<CertificateError> for AlertDescription`) and
 /// `common_state.rs` / `server/tls13.rs` (`NoCertificatesPresented` →
-/// `certificate_required`, a record that is not TLS → `decode_error`) and
+/// `certificate_required`), `impl From<InvalidMessage> for
+/// AlertDescription` (a record that is not TLS → `decode_error`) and
 /// `server/hs.rs` (`NoApplicationProtocol` → `no_application_protocol`).
 /// Sent is what rustls queued: whether it reached the peer is the peer's
 /// own event (`alert_received`).
@@ -172,9 +176,9 @@ fn failed_outcome(e: &io::Error) -> TlsOutcome {
             None,
         ),
         Some(RustlsError::AlertReceived(alert)) => (TlsFailure::AlertReceived, None, Some(*alert)),
-        Some(RustlsError::InvalidMessage(_)) => (
-            TlsFailure::NotTls,
-            Some(AlertDescription::DecodeError),
+        Some(RustlsError::InvalidMessage(m)) => (
+            invalid_message(m),
+            Some(AlertDescription::from(m.clone())),
             None,
         ),
         Some(RustlsError::NoApplicationProtocol) => (
@@ -182,7 +186,7 @@ fn failed_outcome(e: &io::Error) -> TlsOutcome {
             Some(AlertDescription::NoApplicationProtocol),
             None,
         ),
-        Some(RustlsError::PeerIncompatible(_)) => (TlsFailure::NotTls, None, None),
+        Some(RustlsError::PeerIncompatible(p)) => incompatible(p),
         Some(_) => (TlsFailure::Other, None, None),
         None => match e.kind() {
             io::ErrorKind::UnexpectedEof
@@ -195,6 +199,60 @@ fn failed_outcome(e: &io::Error) -> TlsOutcome {
         failure,
         alert_sent: sent.map(u8::from),
         alert_received: received.map(u8::from),
+    }
+}
+
+/// A message rustls could not decode: octets that are no TLS record at
+/// all (a content type or record version TLS never writes, RFC 8446
+/// §5.1), or a TLS message it cannot parse.
+fn invalid_message(m: &InvalidMessage) -> TlsFailure {
+    match m {
+        InvalidMessage::InvalidContentType | InvalidMessage::UnknownProtocolVersion => {
+            TlsFailure::NotTls
+        }
+        _ => TlsFailure::Undecodable,
+    }
+}
+
+/// A peer that speaks TLS without what this end requires, and the alert
+/// rustls 0.23 sends for it (`server/hs.rs`, `server/tls13.rs`,
+/// `client/hs.rs`: `send_fatal_alert(ProtocolVersion, …)` for the
+/// versions, `HandshakeFailure` or `IllegalParameter` for the rest; read).
+fn incompatible(
+    p: &PeerIncompatible,
+) -> (
+    TlsFailure,
+    Option<AlertDescription>,
+    Option<AlertDescription>,
+) {
+    use PeerIncompatible as P;
+    match p {
+        P::SupportedVersionsExtensionRequired
+        | P::Tls12NotOffered
+        | P::Tls12NotOfferedOrEnabled
+        | P::Tls13RequiredForQuic => (
+            TlsFailure::NotTls13,
+            Some(AlertDescription::ProtocolVersion),
+            None,
+        ),
+        P::ServerDoesNotSupportTls12Or13 | P::ServerTlsVersionIsDisabledByOurConfig => {
+            (TlsFailure::NotTls13, None, None)
+        }
+        P::NullCompressionRequired | P::UncompressedEcPointsRequired => (
+            TlsFailure::Incompatible,
+            Some(AlertDescription::IllegalParameter),
+            None,
+        ),
+        P::ExtendedMasterSecretExtensionRequired
+        | P::IncorrectCertificateTypeExtension
+        | P::KeyShareExtensionRequired
+        | P::NoSignatureSchemesInCommon
+        | P::SignatureAlgorithmsExtensionRequired => (
+            TlsFailure::Incompatible,
+            Some(AlertDescription::HandshakeFailure),
+            None,
+        ),
+        _ => (TlsFailure::Incompatible, None, None),
     }
 }
 
@@ -211,5 +269,52 @@ fn cert_failure(c: &CertificateError) -> TlsFailure {
         }
         CertificateError::UnknownIssuer => TlsFailure::UnknownCa,
         _ => TlsFailure::BadCertificate,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(e: RustlsError) -> TlsOutcome {
+        failed_outcome(&io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    fn failed(failure: TlsFailure, sent: Option<AlertDescription>) -> TlsOutcome {
+        TlsOutcome::Failed {
+            failure,
+            alert_sent: sent.map(u8::from),
+            alert_received: None,
+        }
+    }
+
+    #[test]
+    fn octets_that_are_not_tls_are_told_from_a_tls_peer_of_another_version() {
+        use AlertDescription as A;
+        // What rustls says of an HTTP/2 preface or SETTINGS frame (measured
+        // in tests/tests/server/tls/certificate_faults.rs).
+        assert_eq!(
+            outcome(RustlsError::InvalidMessage(
+                InvalidMessage::InvalidContentType
+            )),
+            failed(TlsFailure::NotTls, Some(A::DecodeError))
+        );
+        assert_eq!(
+            outcome(RustlsError::InvalidMessage(InvalidMessage::MessageTooShort)),
+            failed(TlsFailure::Undecodable, Some(A::DecodeError))
+        );
+        // A TLS 1.2-only client at a TLS 1.3 server: no supported_versions.
+        assert_eq!(
+            outcome(RustlsError::PeerIncompatible(
+                PeerIncompatible::SupportedVersionsExtensionRequired
+            )),
+            failed(TlsFailure::NotTls13, Some(A::ProtocolVersion))
+        );
+        assert_eq!(
+            outcome(RustlsError::PeerIncompatible(
+                PeerIncompatible::NoSignatureSchemesInCommon
+            )),
+            failed(TlsFailure::Incompatible, Some(A::HandshakeFailure))
+        );
     }
 }

@@ -75,7 +75,12 @@ fn failure_words(f: TlsFailure) -> &'static str {
         TlsFailure::NoClientCertificate => "the client sent no certificate",
         TlsFailure::NoApplicationProtocol => "no ALPN protocol in common",
         TlsFailure::AlertReceived => "the peer refused the handshake",
-        TlsFailure::NotTls => "the peer does not speak TLS 1.3",
+        TlsFailure::NotTls => "the peer's octets are not TLS records: it does not speak TLS",
+        TlsFailure::Undecodable => "the peer sent a TLS message this end cannot decode",
+        TlsFailure::NotTls13 => "the peer speaks TLS, but not TLS 1.3",
+        TlsFailure::Incompatible => {
+            "the peer speaks TLS 1.3, but offers nothing this end accepts (cipher suites, key exchange groups, signature schemes or a required extension)"
+        }
         TlsFailure::Closed => "the connection closed during the handshake",
         TlsFailure::Abandoned => {
             "given up by the caller mid-handshake (a connect timeout, or the channel dropped)"
