@@ -176,11 +176,9 @@ fn failed_outcome(e: &io::Error) -> TlsOutcome {
             None,
         ),
         Some(RustlsError::AlertReceived(alert)) => (TlsFailure::AlertReceived, None, Some(*alert)),
-        Some(RustlsError::InvalidMessage(m)) => (
-            invalid_message(m),
-            Some(AlertDescription::from(m.clone())),
-            None,
-        ),
+        Some(RustlsError::InvalidMessage(m)) => {
+            (invalid_message(m), Some(AlertDescription::from(*m)), None)
+        }
         Some(RustlsError::NoApplicationProtocol) => (
             TlsFailure::NoApplicationProtocol,
             Some(AlertDescription::NoApplicationProtocol),

@@ -263,9 +263,12 @@ fn server_hello(body: &[u8]) -> Result<TlsMessageKind, u32> {
     })
 }
 
+/// An extension's type, data and offset in the hello's body.
+type Extension<'a> = (u16, &'a [u8], u32);
+
 /// The extensions block: each extension's type, data and offset in the
 /// body. A hello without the block (a TLS 1.2 peer may omit it) has none.
-fn extensions<'a>(r: &mut Reader<'a>) -> Result<Vec<(u16, &'a [u8], u32)>, u32> {
+fn extensions<'a>(r: &mut Reader<'a>) -> Result<Vec<Extension<'a>>, u32> {
     if r.rest() == 0 {
         return Ok(Vec::new());
     }
@@ -306,12 +309,11 @@ fn alpn(data: &[u8]) -> Option<Vec<String>> {
 }
 
 fn u16s(bytes: &[u8]) -> Option<Vec<u16>> {
-    (bytes.len() % 2 == 0).then(|| {
-        bytes
-            .chunks_exact(2)
-            .map(|c| u16::from_be_bytes([c[0], c[1]]))
-            .collect()
-    })
+    let pairs = bytes.chunks_exact(2);
+    pairs
+        .remainder()
+        .is_empty()
+        .then(|| pairs.map(|c| u16::from_be_bytes([c[0], c[1]])).collect())
 }
 
 /// Big-endian fields of a message body, each read checked: an `Err` is

@@ -77,12 +77,19 @@
 //!   from ring's system RNG: the ciphertext differs between runs, its
 //!   length does not, so the simulation, and the trace, are the same for
 //!   a seed.
-//! - Only [`Host::channel_tls`](crate::Host::channel_tls) and
+//! - What speaks TLS: [`Host::channel_tls`](crate::Host::channel_tls),
 //!   [`Host::balanced_channel_tls`](crate::Host::balanced_channel_tls)
-//!   channels, [`ServerHost::tls`](crate::ServerHost::tls) hosts and
-//!   [`Sim::server_fn_tls`](crate::Sim::server_fn_tls) hosts speak TLS
-//!   yet: a health-checked or outlier-detecting balanced channel, a retry
-//!   channel and a raw connection are plaintext.
+//!   and any balanced channel whose config has
+//!   [`BalanceConfig::tls`](crate::balance::BalanceConfig::tls) (health
+//!   checking included), [`Host::retry_channel_tls`](crate::Host::retry_channel_tls)
+//!   (or [`Host::retry_layer`](crate::Host::retry_layer) around a
+//!   `channel_tls`), [`Host::raw_connect_tls`](crate::Host::raw_connect_tls),
+//!   [`ServerHost::tls`](crate::ServerHost::tls) hosts and
+//!   [`Sim::server_fn_tls`](crate::Sim::server_fn_tls) hosts.
+//!   [`Host::tonic_channel`](crate::Host::tonic_channel) is plaintext: for
+//!   a plain tonic channel over TLS, take
+//!   [`Channel::into_inner`](crate::Channel::into_inner) of a `channel_tls`
+//!   channel.
 
 mod ca;
 mod cert_fields;
