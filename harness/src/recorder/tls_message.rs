@@ -45,10 +45,11 @@ pub enum TlsMessageKind {
     /// ends use rustls's ring provider, whose first key share group,
     /// X25519, the server accepts); parsed and recorded if it comes.
     HelloRetryRequest(ServerHelloFields),
-    /// This end (the server) chose this certificate for the handshake
-    /// (its `ResolvesServerCert` answer, RFC 8446 §4.4.2), and sent it
-    /// after a ServerHello that resumes no session. Recorded for a failed
-    /// handshake too: the certificate a client refused.
+    /// This end sent this certificate (RFC 8446 §4.4.2): a server, the
+    /// one its `ResolvesServerCert` chose, after a ServerHello that
+    /// resumes no session; a client under mTLS, its identity, when the
+    /// server asked for one (§4.3.2). Recorded for a failed handshake
+    /// too: the certificate the peer refused.
     CertificateSent(CertificateFields),
     /// This end received the peer's certificate (its end-entity
     /// certificate, rustls's `peer_certificates`), recorded once the
@@ -99,6 +100,10 @@ pub struct CertificateFields {
     /// The subject's distinguished name, RFC 4514 style (`CN=store`),
     /// attributes in the certificate's order.
     pub subject: String,
+    /// The issuer's distinguished name, written as `subject` is: the CA
+    /// that signed it (for a [`Ca`](crate::tls::Ca),
+    /// `CN=grpc-chaos test CA <seed>`).
+    pub issuer: String,
     /// The serial number, lowercase hex.
     pub serial: String,
     /// `notBefore`, in seconds of *simulated* time from the run's start

@@ -87,8 +87,8 @@ impl Host {
         configure: impl FnOnce(Endpoint) -> Endpoint,
     ) -> Channel {
         let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
-        let end = match tls.config(&clock, to) {
-            Ok((config, name)) => crate::tls::TlsEnd::client(config, name),
+        let end = match tls.end(&clock, to) {
+            Ok(end) => end,
             Err(why) => {
                 self.shared.misconfigured(format!(
                     "Host::channel_tls(\"{to}\") on host `{}`: {why}",
@@ -312,8 +312,8 @@ impl Host {
             None => None,
             Some(tls) => {
                 let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
-                match tls.config(&clock, set) {
-                    Ok((config, name)) => Some(crate::tls::TlsEnd::client(config, name)),
+                match tls.end(&clock, set) {
+                    Ok(end) => Some(end),
                     Err(why) => {
                         self.shared.misconfigured(format!(
                             "the TLS of balanced channel \"{set}\" on host `{}`: {why}",
@@ -551,11 +551,10 @@ impl Host {
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
         }
         let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
-        let (config, name) = tls.config(&clock, to).map_err(|why| {
+        let end = tls.end(&clock, to).map_err(|why| {
             let msg = format!("{context}: {why}");
             std::io::Error::new(std::io::ErrorKind::InvalidInput, msg)
         })?;
-        let end = crate::tls::TlsEnd::client(config, name);
         crate::net::dial(
             self.shared.wiring(),
             self.name.clone(),

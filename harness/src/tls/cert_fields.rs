@@ -18,13 +18,14 @@ pub(crate) fn certificate_fields(der: &[u8]) -> Option<CertificateFields> {
     }
     let (serial, _) = tbs.next(0x02)?;
     tbs.next(0x30)?; // signature AlgorithmIdentifier
-    tbs.next(0x30)?; // issuer
+    let (issuer, _) = tbs.next(0x30)?;
     let (validity, _) = tbs.next(0x30)?;
     let (subject, _) = tbs.next(0x30)?;
     let mut validity = Der::new(validity);
     let since_start = |t: i64| t - EPOCH_SECS as i64;
     Some(CertificateFields {
         subject: name(subject)?,
+        issuer: name(issuer)?,
         serial: serial.iter().map(|b| format!("{b:02x}")).collect(),
         not_before_s: since_start(time(&mut validity)?),
         not_after_s: since_start(time(&mut validity)?),
@@ -157,6 +158,7 @@ mod tests {
             .unwrap();
         let f = certificate_fields(leaf.certificate().der()).unwrap();
         assert_eq!(f.subject, "CN=store");
+        assert_eq!(f.issuer, "CN=grpc-chaos test CA 7");
         // `expires_at(30 s)`: rejected from t = 30 s, so notAfter (the
         // last valid second, RFC 5280 §4.1.2.5) is 29 s.
         assert_eq!(f.not_after_s, 29);

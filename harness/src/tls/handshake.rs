@@ -31,6 +31,8 @@ pub(crate) enum TlsEnd {
     Client {
         connector: TlsConnector,
         name: ServerName<'static>,
+        /// Where its identity's resolver leaves the certificate it sends.
+        chosen: Chosen,
     },
     Server {
         acceptor: TlsAcceptor,
@@ -42,10 +44,15 @@ pub(crate) enum TlsEnd {
 }
 
 impl TlsEnd {
-    pub(crate) fn client(config: Arc<rustls::ClientConfig>, name: ServerName<'static>) -> Self {
+    pub(crate) fn client(
+        config: Arc<rustls::ClientConfig>,
+        name: ServerName<'static>,
+        chosen: Chosen,
+    ) -> Self {
         Self::Client {
             connector: TlsConnector::from(config),
             name,
+            chosen,
         }
     }
 
@@ -90,12 +97,13 @@ impl TlsEnd {
             }
         }
         let chosen = match self {
-            Self::Server { chosen, .. } => Some(chosen.clone()),
-            Self::Client { .. } => None,
+            Self::Server { chosen, .. } | Self::Client { chosen, .. } => chosen.clone(),
         };
         let stream = Writev::new(stream, Watch::new(sink, chosen));
         let done = match self {
-            Self::Client { connector, name } => connector
+            Self::Client {
+                connector, name, ..
+            } => connector
                 .connect(name.clone(), stream)
                 .await
                 .map(tokio_rustls::TlsStream::Client),

@@ -69,9 +69,10 @@
 //!   the cipher suite and ALPN, or the failure and the alerts by name
 //!   (RFC 8446 §6); and [`EventKind::TlsMessage`](crate::recorder::event::EventKind::TlsMessage)s:
 //!   the hellos it writes (read from the first plaintext records below
-//!   rustls, which has no message hook), the certificate a server sends
-//!   and the one each end receives (subject, serial, validity in
-//!   simulated seconds), and octets read where a hello should be that
+//!   rustls, which has no message hook), the certificate each end sends
+//!   (a server's; an mTLS client's when asked) and the one it receives
+//!   (subject, issuer, serial, validity in simulated seconds), and octets
+//!   read where a hello should be that
 //!   are not one. Never key material, random bytes or ciphertext.
 //! - Random bytes (the ClientHello random, key shares, session ids) come
 //!   from ring's system RNG: the ciphertext differs between runs, its

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustls::client::danger::HandshakeSignatureValid;
+use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
@@ -83,6 +84,52 @@ impl ResolvesServerCert for Rotation {
             *chosen = fields.clone();
         }
         Some(key.clone())
+    }
+}
+
+/// A client's identity under mTLS, as rustls's `AlwaysResolvesClientCert`
+/// (what `with_client_auth_cert` installs: the one certificate, whenever
+/// the server asks with a CertificateRequest, RFC 8446 §4.3.2), leaving
+/// its fields where the handshake's trace takes them ([`Chosen`]): rustls
+/// resolves while it reads the server's flight and writes the client's
+/// Certificate in the same poll.
+#[derive(Debug)]
+pub(crate) struct ClientIdentity {
+    key: Arc<CertifiedKey>,
+    fields: Option<CertificateFields>,
+    chosen: Chosen,
+}
+
+impl ClientIdentity {
+    pub(crate) fn new(
+        id: &Identity,
+        provider: &CryptoProvider,
+        chosen: Chosen,
+    ) -> Result<Self, String> {
+        let key = CertifiedKey::from_der(id.chain.clone(), id.key.clone_key(), provider)
+            .map_err(|e| format!("rustls refused the client identity: {e}"))?;
+        Ok(Self {
+            key: Arc::new(key),
+            fields: id.chain.first().and_then(|c| certificate_fields(c)),
+            chosen,
+        })
+    }
+}
+
+impl ResolvesClientCert for ClientIdentity {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        if let Ok(mut chosen) = self.chosen.lock() {
+            *chosen = self.fields.clone();
+        }
+        Some(self.key.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
     }
 }
 

@@ -41,12 +41,14 @@ pub(crate) struct Watch {
     sink: Sink,
     sent: Flight,
     received: Flight,
-    /// A server's resolver's choice, taken at its ServerHello.
-    chosen: Option<Chosen>,
+    /// The resolver's choice: a server's, taken at its ServerHello that
+    /// resumes nothing; a client's, at the write that follows it (its
+    /// encrypted Certificate).
+    chosen: Chosen,
 }
 
 impl Watch {
-    pub(crate) fn new(sink: Sink, chosen: Option<Chosen>) -> Self {
+    pub(crate) fn new(sink: Sink, chosen: Chosen) -> Self {
         let server = sink.side == TlsSide::Server;
         Self {
             sink,
@@ -75,6 +77,9 @@ impl Watch {
                 // Not expected of rustls: recorded as what it is.
                 Found::Problem(problem, octets) => self.unreadable(self.sink.side, problem, octets),
             }
+        }
+        if self.sink.side == TlsSide::Client {
+            self.certificate_sent();
         }
     }
 
@@ -115,10 +120,7 @@ impl Watch {
     }
 
     fn certificate_sent(&self) {
-        let fields = self
-            .chosen
-            .as_ref()
-            .and_then(|c| c.lock().ok().and_then(|mut c| c.take()));
+        let fields = self.chosen.lock().ok().and_then(|mut c| c.take());
         if let Some(fields) = fields {
             self.sink.push(TlsMessageKind::CertificateSent(fields));
         }

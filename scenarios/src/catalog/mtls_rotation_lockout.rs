@@ -17,8 +17,9 @@
 //! with a bad certificate, tonic's accept), #2445 and grpc-go #4163 as
 //! users asking for deterministic mTLS failure tests (read there, not
 //! here). What is measured (tonic 0.14.9, rustls 0.23): player's old
-//! connection serves every call; its new connection's handshake is done
-//! on the client, failed on the server (sent unknown_ca), and the call
+//! connection serves every call; its new connection's handshake (its
+//! `certificate sent` row names the old CA as issuer) is done on the
+//! client, failed on the server (sent unknown_ca), and the call
 //! ends UNKNOWN "transport error" where the spec requires UNAVAILABLE (a
 //! finding); scorer's call is OK.
 

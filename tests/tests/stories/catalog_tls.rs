@@ -2,10 +2,10 @@
 //! connections are up, and an mTLS client-CA rotation that locks out one
 //! client. Each pinned with its numbers and a snapshot of its trace.
 
-use grpc_chaos::recorder::event::{EventKind, TlsOutcome, TlsSide};
+use grpc_chaos::recorder::event::{EventKind, TlsMessageKind, TlsOutcome, TlsSide};
 use grpc_chaos::Trace;
 use grpc_chaos_scenarios::services::{HIT, WATCH};
-use grpc_chaos_tests::{ms, story};
+use grpc_chaos_tests::{ms, story, SEED};
 
 fn client_handshakes(trace: &Trace) -> Vec<(std::time::Duration, bool)> {
     trace
@@ -84,6 +84,27 @@ fn mtls_rotation_lockout_refuses_the_client_left_on_the_old_ca() {
     // before the server has judged its certificate.
     let shakes = client_handshakes(&trace);
     assert_eq!(shakes.iter().filter(|(_, ok)| *ok).count(), 3, "{shakes:?}");
+    // What each client sent, the store asking each time (mTLS): player
+    // its old-CA certificate twice (the old connection and the refused
+    // one), scorer its new-CA one. The seed's CA is the old one.
+    let sent = |host: &str| -> Vec<String> {
+        trace
+            .events_on(host)
+            .filter_map(|e| match &e.kind {
+                EventKind::TlsMessage(m) => match &m.message {
+                    TlsMessageKind::CertificateSent(c) => Some(c.issuer.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    let (old_ca, new_ca) = (
+        format!("CN=grpc-chaos test CA {SEED}"),
+        format!("CN=grpc-chaos test CA {}", SEED + 1),
+    );
+    assert_eq!(sent("player"), [old_ca.clone(), old_ca]);
+    assert_eq!(sent("scorer"), [new_ca]);
     assert_eq!(
         report.findings.len(),
         1,

@@ -90,8 +90,8 @@ fn server_hello(h: &ServerHelloFields) -> String {
 
 fn certificate(c: &CertificateFields) -> String {
     format!(
-        "{}, serial {}, notBefore t={} s, notAfter t={} s (simulated)",
-        c.subject, c.serial, c.not_before_s, c.not_after_s
+        "{} (issuer {}), serial {}, notBefore t={} s, notAfter t={} s (simulated)",
+        c.subject, c.issuer, c.serial, c.not_before_s, c.not_after_s
     )
 }
 
