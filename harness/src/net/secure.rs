@@ -9,7 +9,7 @@ use super::socket::Socket;
 use super::SimConn;
 use crate::recorder::event::{EventKind, TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
 use crate::recorder::Recorder;
-use crate::tls::TlsEnd;
+use crate::tls::{Sink, TlsEnd};
 
 /// Runs `tls`'s handshake on `stream` (the TCP stream `opened` was opened
 /// on), records how it ended at this end's host, and wraps the TLS stream;
@@ -37,7 +37,14 @@ pub(super) async fn handshake(
             },
         }),
     };
-    let (done, outcome) = tls.handshake(stream, &record.recorder).await;
+    let sink = Sink {
+        recorder: record.recorder.clone(),
+        host: record.host.clone(),
+        conn: opened.conn(),
+        peer: (&end.peer).into(),
+        side: tls.side(),
+    };
+    let (done, outcome) = tls.handshake(stream, sink).await;
     record.push(outcome);
     Ok(opened.finish(Socket::Tls(Box::new(done?))))
 }

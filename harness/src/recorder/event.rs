@@ -28,6 +28,10 @@ pub use super::payloads::{
 };
 pub use super::resolution::{Resolution, ResolutionOutcome};
 pub use super::tls::{alert_name, suite_name, TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
+pub use super::tls_message::{
+    CertificateFields, ClientHelloFields, HelloProblem, ServerHelloFields, TlsMessage,
+    TlsMessageKind, UnreadableHello,
+};
 use crate::wire::FrameType;
 
 /// Id of a client call, numbered `r1, r2, …` in order of appearance.
@@ -570,6 +574,11 @@ pub enum EventKind {
     /// the end that records it: its fields are in [`TlsHandshake`]
     /// (boxed).
     TlsHandshake(Box<TlsHandshake>),
+    /// A TLS handshake message of a connection ([`crate::tls`]): a hello
+    /// as it crossed the wire, a certificate sent or received, or bytes
+    /// that are not the hello expected. Its fields are in [`TlsMessage`]
+    /// (boxed).
+    TlsMessage(Box<TlsMessage>),
     /// A connection attempt failed.
     ConnectFailed {
         /// The server host dialled.
@@ -1152,6 +1161,7 @@ impl EventKind {
             Self::PolicyReset(e) => Some(e.conn),
             Self::PolicyActed(e) => Some(e.conn),
             Self::TlsHandshake(e) => Some(e.conn),
+            Self::TlsMessage(e) => Some(e.conn),
             _ => None,
         }
     }
@@ -1196,6 +1206,7 @@ impl EventKind {
             | Self::ConnectWaiting { .. }
             | Self::Connected { .. }
             | Self::TlsHandshake(_)
+            | Self::TlsMessage(_)
             | Self::ConnectFailed { .. }
             | Self::ConnectAbandoned { .. }
             | Self::ConnReset { .. }

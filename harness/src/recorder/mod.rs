@@ -13,6 +13,7 @@ mod payloads;
 mod resolution;
 pub(crate) mod slow_polls;
 mod tls;
+mod tls_message;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

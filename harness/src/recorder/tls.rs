@@ -56,8 +56,9 @@ pub enum TlsOutcome {
         /// Why, as this end saw it.
         failure: TlsFailure,
         /// The fatal alert this end sent (RFC 8446 §6.2 code: 45 is
-        /// certificate_expired; [`alert_name`]), when it sent one. JSON:
-        /// its name.
+        /// certificate_expired; [`alert_name`]), when it sent one: rustls's
+        /// choice for the error (`None` too where that choice is not
+        /// known to the harness: see [`TlsFailure`]). JSON: its name.
         #[serde(serialize_with = "alert")]
         alert_sent: Option<u8>,
         /// The fatal alert this end received from the peer. JSON: its name.
@@ -94,9 +95,22 @@ pub enum TlsFailure {
     NoApplicationProtocol,
     /// The peer sent a fatal alert (its code is in `alert_received`).
     AlertReceived,
-    /// The peer does not speak TLS, or not a version or feature this end
-    /// requires (`Error::InvalidMessage`, `Error::PeerIncompatible`).
+    /// The peer's octets are not TLS records: it does not speak TLS (a
+    /// plaintext HTTP/2 peer; `Error::InvalidMessage(InvalidContentType)`
+    /// or `UnknownProtocolVersion`, a record header TLS never writes).
     NotTls,
+    /// The peer speaks TLS but sent a message this end cannot decode
+    /// (another `Error::InvalidMessage`).
+    Undecodable,
+    /// The peer speaks TLS, but not TLS 1.3, the only version the harness
+    /// offers (`Error::PeerIncompatible` of a version: no
+    /// `supported_versions`, TLS 1.2 only).
+    NotTls13,
+    /// The peer speaks TLS 1.3 but has nothing in common with this end
+    /// that it requires: cipher suites, key exchange groups, signature
+    /// schemes or a required extension (any other
+    /// `Error::PeerIncompatible`).
+    Incompatible,
     /// The connection closed before the handshake ended.
     Closed,
     /// The caller gave the dial up mid-handshake: tonic's

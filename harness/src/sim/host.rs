@@ -87,8 +87,8 @@ impl Host {
         configure: impl FnOnce(Endpoint) -> Endpoint,
     ) -> Channel {
         let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
-        let end = match tls.config(&clock, to) {
-            Ok((config, name)) => crate::tls::TlsEnd::client(config, name),
+        let end = match tls.end(&clock, to) {
+            Ok(end) => end,
             Err(why) => {
                 self.shared.misconfigured(format!(
                     "Host::channel_tls(\"{to}\") on host `{}`: {why}",
@@ -312,8 +312,8 @@ impl Host {
             None => None,
             Some(tls) => {
                 let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
-                match tls.config(&clock, set) {
-                    Ok((config, name)) => Some(crate::tls::TlsEnd::client(config, name)),
+                match tls.end(&clock, set) {
+                    Ok(end) => Some(end),
                     Err(why) => {
                         self.shared.misconfigured(format!(
                             "the TLS of balanced channel \"{set}\" on host `{}`: {why}",
@@ -375,6 +375,28 @@ impl Host {
         Ok(tower::Layer::layer(
             &self.retry_layer(to, config),
             self.channel(to),
+        ))
+    }
+
+    /// [`Host::retry_channel`] over TLS: the retry layer around a
+    /// [`Host::channel_tls`] channel. A handshake that fails fails the
+    /// attempt as tonic reports it (UNAVAILABLE for a refused
+    /// certificate, so a policy that retries UNAVAILABLE redials, and
+    /// each redial runs a new handshake; UNKNOWN "transport error" for a
+    /// client certificate the server refuses, see [`crate::tls`]).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] when `service_config` is not a valid A6 config.
+    pub fn retry_channel_tls(
+        &self,
+        to: &str,
+        tls: crate::tls::ClientTls,
+        service_config: &str,
+    ) -> Result<Retry<Channel>, ConfigError> {
+        let config: RetryConfig = service_config.parse()?;
+        Ok(tower::Layer::layer(
+            &self.retry_layer(to, config),
+            self.channel_tls(to, tls),
         ))
     }
 
@@ -503,6 +525,44 @@ impl Host {
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
         }
         crate::net::dial(self.shared.wiring(), self.name.clone(), to.into(), 1, None).await
+    }
+
+    /// [`Host::raw_connect`] over TLS ([`crate::tls`]): the connection runs
+    /// its TLS 1.3 handshake with `tls` first (recorded as for
+    /// [`Host::channel_tls`]), and what the code writes is then HTTP/2
+    /// inside TLS, still decoded by the wire tap below its plaintext side.
+    /// `to` must serve TLS ([`ServerHost::tls`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::raw_connect`]; a handshake that fails is
+    /// tokio-rustls's `io::Error` (`InvalidData` with rustls's reason:
+    /// `invalid peer certificate: UnknownIssuer`); a `tls` rustls refuses
+    /// (a name that is not a DNS name, a CA that does not parse) is
+    /// `InvalidInput` with rustls's reason, and no connection is made.
+    pub async fn raw_connect_tls(
+        &self,
+        to: &str,
+        tls: crate::tls::ClientTls,
+    ) -> std::io::Result<crate::server::SimConn> {
+        let context = format!("raw_connect_tls() on host `{}`", self.name);
+        if !self.shared.check_host(to, &context) {
+            let msg = format!("no server host `{to}`");
+            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
+        }
+        let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
+        let end = tls.end(&clock, to).map_err(|why| {
+            let msg = format!("{context}: {why}");
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, msg)
+        })?;
+        crate::net::dial(
+            self.shared.wiring(),
+            self.name.clone(),
+            to.into(),
+            1,
+            Some(end),
+        )
+        .await
     }
 
     /// [`Host::tonic_channel`] with `Endpoint` options.

@@ -224,7 +224,9 @@ fn register_server(
                     Some(tls) => {
                         let clock = crate::tls::clock::SimClock(shared.recorder.clone());
                         match tls.config(&clock) {
-                            Ok(config) => Some(crate::tls::TlsEnd::server(config, tls.stall)),
+                            Ok((config, chosen)) => {
+                                Some(crate::tls::TlsEnd::server(config, chosen, tls.stall))
+                            }
                             Err(why) => {
                                 let why = format!("ServerHost::tls on host `{host}`: {why}");
                                 shared.misconfigured(why.clone());

@@ -11,7 +11,8 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
 use super::clock::SimClock;
-use super::rotation::{ClientCaRotation, Rotation};
+use super::handshake::TlsEnd;
+use super::rotation::{Chosen, ClientCaRotation, ClientIdentity, Rotation};
 use super::{Certificate, Identity};
 
 /// The ALPN protocol id of HTTP/2 over TLS (RFC 9113 §3.2), the only one
@@ -138,7 +139,7 @@ impl ServerTls {
     }
 
     /// The rustls config: TLS 1.3, ALPN `h2`, the simulated clock.
-    pub(crate) fn config(&self, clock: &SimClock) -> Result<Arc<ServerConfig>, String> {
+    pub(crate) fn config(&self, clock: &SimClock) -> Result<(Arc<ServerConfig>, Chosen), String> {
         let provider = provider();
         let builder = ServerConfig::builder_with_details(provider.clone(), Arc::new(clock.clone()))
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -164,9 +165,10 @@ impl ServerTls {
             Some(rotation) => builder.with_client_cert_verifier(Arc::new(rotation)),
         };
         let rotation = Rotation::new(clock.clone(), &self.identity, &self.rotations, &provider)?;
+        let chosen = rotation.chosen();
         let mut config = builder.with_cert_resolver(Arc::new(rotation));
         config.alpn_protocols = self.alpn.clone().unwrap_or_else(|| vec![ALPN_H2.to_vec()]);
-        Ok(Arc::new(config))
+        Ok((Arc::new(config), chosen))
     }
 }
 
@@ -230,12 +232,30 @@ impl ClientTls {
         self
     }
 
+    /// The client end of a channel to `host`: its rustls config, the
+    /// server name, and where its identity's resolver leaves the
+    /// certificate it sends (for the trace's `certificate sent`).
+    pub(crate) fn end(&self, clock: &SimClock, host: &str) -> Result<TlsEnd, String> {
+        let (config, name, chosen) = self.build(clock, host)?;
+        Ok(TlsEnd::client(config, name, chosen))
+    }
+
     /// The rustls config and the server name, for a channel to `host`.
+    #[cfg(test)]
     pub(crate) fn config(
         &self,
         clock: &SimClock,
         host: &str,
     ) -> Result<(Arc<ClientConfig>, ServerName<'static>), String> {
+        self.build(clock, host)
+            .map(|(config, name, _)| (config, name))
+    }
+
+    fn build(
+        &self,
+        clock: &SimClock,
+        host: &str,
+    ) -> Result<(Arc<ClientConfig>, ServerName<'static>, Chosen), String> {
         let name = self.domain.as_deref().unwrap_or(host);
         let name = ServerName::try_from(name.to_owned())
             .map_err(|e| format!("`{name}` is not a server name ({e}); give a DNS name"))?;
@@ -243,17 +263,16 @@ impl ClientTls {
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| e.to_string())?
             .with_root_certificates(roots(&self.cas)?);
+        let chosen = Chosen::default();
         let mut config = match &self.identity {
             Some(id) => {
-                let id = id.clone();
-                builder
-                    .with_client_auth_cert(id.chain, id.key)
-                    .map_err(|e| format!("rustls refused the client identity: {e}"))?
+                let identity = ClientIdentity::new(id, &provider(), chosen.clone())?;
+                builder.with_client_cert_resolver(Arc::new(identity))
             }
             None => builder.with_no_client_auth(),
         };
         config.alpn_protocols = self.alpn.clone().unwrap_or_else(|| vec![ALPN_H2.to_vec()]);
-        Ok((Arc::new(config), name))
+        Ok((Arc::new(config), name, chosen))
     }
 }
 

@@ -67,27 +67,43 @@
 //!   connector returns the error, which tonic reports for the call).
 //! - Each end records [`EventKind::TlsHandshake`](crate::recorder::event::EventKind::TlsHandshake):
 //!   the cipher suite and ALPN, or the failure and the alerts by name
-//!   (RFC 8446 §6). Never key material, certificates or ciphertext.
+//!   (RFC 8446 §6); and [`EventKind::TlsMessage`](crate::recorder::event::EventKind::TlsMessage)s:
+//!   the hellos it writes (read from the first plaintext records below
+//!   rustls, which has no message hook), the certificate each end sends
+//!   (a server's; an mTLS client's when asked) and the one it receives
+//!   (subject, issuer, serial, validity in simulated seconds), and octets
+//!   read where a hello should be that
+//!   are not one. Never key material, random bytes or ciphertext.
 //! - Random bytes (the ClientHello random, key shares, session ids) come
 //!   from ring's system RNG: the ciphertext differs between runs, its
 //!   length does not, so the simulation, and the trace, are the same for
 //!   a seed.
-//! - Only [`Host::channel_tls`](crate::Host::channel_tls) and
+//! - What speaks TLS: [`Host::channel_tls`](crate::Host::channel_tls),
 //!   [`Host::balanced_channel_tls`](crate::Host::balanced_channel_tls)
-//!   channels, [`ServerHost::tls`](crate::ServerHost::tls) hosts and
-//!   [`Sim::server_fn_tls`](crate::Sim::server_fn_tls) hosts speak TLS
-//!   yet: a health-checked or outlier-detecting balanced channel, a retry
-//!   channel and a raw connection are plaintext.
+//!   and any balanced channel whose config has
+//!   [`BalanceConfig::tls`](crate::balance::BalanceConfig::tls) (health
+//!   checking included), [`Host::retry_channel_tls`](crate::Host::retry_channel_tls)
+//!   (or [`Host::retry_layer`](crate::Host::retry_layer) around a
+//!   `channel_tls`), [`Host::raw_connect_tls`](crate::Host::raw_connect_tls),
+//!   [`ServerHost::tls`](crate::ServerHost::tls) hosts and
+//!   [`Sim::server_fn_tls`](crate::Sim::server_fn_tls) hosts.
+//!   [`Host::tonic_channel`](crate::Host::tonic_channel) is plaintext: for
+//!   a plain tonic channel over TLS, take
+//!   [`Channel::into_inner`](crate::Channel::into_inner) of a `channel_tls`
+//!   channel.
 
 mod ca;
+mod cert_fields;
 pub(crate) mod clock;
 mod config;
 mod error;
 mod handshake;
+mod hello;
 mod pem;
 mod rotation;
 #[cfg(test)]
 mod tests;
+mod watch;
 mod writev;
 
 pub use ca::{Ca, Leaf, DEFAULT_VALID_AFTER, DEFAULT_VALID_BEFORE};
@@ -95,3 +111,4 @@ pub use config::{ClientTls, ServerTls};
 pub use error::TlsError;
 pub(crate) use handshake::{TlsEnd, TlsStream};
 pub use pem::{Certificate, Identity};
+pub(crate) use watch::Sink;

@@ -88,7 +88,7 @@ fn configs_build_from_made_certificates() {
     let clock = SimClock(Arc::new(Recorder::default()));
     let server =
         ServerTls::new(ca.leaf("store").identity().unwrap()).client_ca_root(ca.certificate());
-    let config = server.config(&clock).unwrap();
+    let (config, _) = server.config(&clock).unwrap();
     assert_eq!(config.alpn_protocols, vec![b"h2".to_vec()]);
     let client = ClientTls::new()
         .ca_certificate(ca.certificate())

@@ -21,10 +21,37 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use turmoil::net::TcpStream;
 
+use super::watch::Watch;
+
 /// A turmoil TCP stream whose vectored writes write every buffer that
-/// fits, in order, as one `writev` would.
-#[derive(Debug)]
-pub(crate) struct Writev(pub(crate) TcpStream);
+/// fits, in order, as one `writev` would; during the handshake, its
+/// octets in both directions go to a [`Watch`] too (set to `None` once
+/// the handshake has ended).
+pub(crate) struct Writev {
+    tcp: TcpStream,
+    pub(crate) watch: Option<Box<Watch>>,
+}
+
+impl Writev {
+    pub(crate) fn new(tcp: TcpStream, watch: Watch) -> Self {
+        Self {
+            tcp,
+            watch: Some(Box::new(watch)),
+        }
+    }
+
+    fn wrote(&mut self, bytes: &[u8]) {
+        if let Some(watch) = &mut self.watch {
+            watch.wrote(bytes);
+        }
+    }
+}
+
+impl std::fmt::Debug for Writev {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Writev").field(&self.tcp).finish()
+    }
+}
 
 impl AsyncRead for Writev {
     fn poll_read(
@@ -32,7 +59,17 @@ impl AsyncRead for Writev {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
+        let (before, room) = (buf.filled().len(), buf.remaining());
+        let polled = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        if let Some(watch) = &mut self.watch {
+            match &polled {
+                // An empty read with room in the buffer is the end.
+                Poll::Ready(Ok(())) if room > 0 => watch.read(&buf.filled()[before..]),
+                Poll::Ready(Err(_)) => watch.read_failed(),
+                _ => {}
+            }
+        }
+        polled
     }
 }
 
@@ -42,7 +79,11 @@ impl AsyncWrite for Writev {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.tcp).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = polled {
+            self.wrote(&buf[..n]);
+        }
+        polled
     }
 
     fn poll_write_vectored(
@@ -52,8 +93,9 @@ impl AsyncWrite for Writev {
     ) -> Poll<io::Result<usize>> {
         let mut written = 0;
         for buf in bufs.iter().filter(|b| !b.is_empty()) {
-            match Pin::new(&mut self.0).poll_write(cx, buf) {
+            match Pin::new(&mut self.tcp).poll_write(cx, buf) {
                 Poll::Ready(Ok(n)) => {
+                    self.wrote(&buf[..n]);
                     written += n;
                     if n < buf.len() {
                         break;
@@ -73,10 +115,10 @@ impl AsyncWrite for Writev {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
+        Pin::new(&mut self.tcp).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
     }
 }

@@ -21,6 +21,7 @@ mod hedging;
 mod injected_resets;
 mod keepalive_mismatch;
 mod keepalive_world;
+mod mtls_rotation_lockout;
 mod nginx_read_timeout;
 mod nlb_idle_reset;
 mod partition_heals;
@@ -45,6 +46,7 @@ pub(crate) mod retry_world;
 mod rolling_restart;
 mod slow_dependency;
 mod store_restart;
+mod tls_cert_expires;
 pub(crate) mod world;
 
 use grpc_chaos::Trace;
@@ -132,6 +134,8 @@ pub fn all() -> Vec<Scenario> {
         nlb_idle_reset::SCENARIO,
         hedging::SLOW_REPLICA,
         hedging::OVERLOAD,
+        tls_cert_expires::SCENARIO,
+        mtls_rotation_lockout::SCENARIO,
     ]
 }
 

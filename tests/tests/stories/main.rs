@@ -6,4 +6,5 @@
 
 mod catalog;
 mod catalog_middleboxes;
+mod catalog_tls;
 mod wire_stories;

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use grpc_chaos::recorder::event::{EventKind, TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
+use grpc_chaos::recorder::event::{
+    EventKind, TlsFailure, TlsHandshake, TlsMessageKind, TlsOutcome, TlsSide,
+};
 use grpc_chaos::tls::{Ca, ClientTls, ServerTls};
 use grpc_chaos::{Sim, Trace};
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
@@ -361,4 +363,44 @@ fn a_redial_after_expiry_resumes_the_session_and_checks_no_certificate() {
         .map(|h| matches!(h.outcome, TlsOutcome::Done { resumed: true, .. }))
         .collect();
     assert_eq!(resumed, [false, true], "{}", trace.render());
+    // The hellos say so on the wire: the redial's ClientHello offers the
+    // session (pre_shared_key), its ServerHello takes it, and the server
+    // sends, and the client receives, a certificate only the first time.
+    let kinds = messages(&trace);
+    let offered: Vec<bool> = kinds
+        .iter()
+        .filter_map(|m| match m {
+            TlsMessageKind::ClientHello(h) => Some(h.resumption_offered),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(offered, [false, true], "{}", trace.render());
+    let resumes: Vec<bool> = kinds
+        .iter()
+        .filter_map(|m| match m {
+            TlsMessageKind::ServerHello(h) => Some(h.resumes),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resumes, [false, true], "{}", trace.render());
+    let sent = |m: &&&TlsMessageKind| matches!(m, TlsMessageKind::CertificateSent(_));
+    let received = |m: &&&TlsMessageKind| matches!(m, TlsMessageKind::CertificateReceived(_));
+    assert_eq!(kinds.iter().filter(sent).count(), 1, "{}", trace.render());
+    assert_eq!(
+        kinds.iter().filter(received).count(),
+        1,
+        "{}",
+        trace.render()
+    );
+}
+
+fn messages(trace: &Trace) -> Vec<&TlsMessageKind> {
+    trace
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TlsMessage(m) => Some(&m.message),
+            _ => None,
+        })
+        .collect()
 }

@@ -9,5 +9,6 @@ mod alpn;
 mod balanced;
 mod certificate_faults;
 mod handshake;
+mod retry_raw;
 mod rotation;
 mod stall;

@@ -21,6 +21,7 @@ mod link;
 mod policy;
 mod retry;
 mod tls;
+mod tls_message;
 
 use crate::recorder::event;
 
@@ -398,6 +399,10 @@ pub(crate) fn kind(e: &Event) -> RowKind {
         EventKind::TlsHandshake(h) => match h.outcome {
             event::TlsOutcome::Done { .. } => RowKind::Connection,
             event::TlsOutcome::Failed { .. } => RowKind::ProtocolError,
+        },
+        EventKind::TlsMessage(m) => match m.message {
+            event::TlsMessageKind::Unreadable(_) => RowKind::ProtocolError,
+            _ => RowKind::Connection,
         },
         EventKind::HostCrashed
         | EventKind::HostRestarted

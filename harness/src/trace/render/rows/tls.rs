@@ -1,19 +1,22 @@
 //! The rows of a TLS handshake ([`crate::tls`]): what it negotiated, or
-//! why it failed and the alerts by their RFC 8446 names.
+//! why it failed and the alerts by their RFC 8446 names; and its messages
+//! (the hellos, the certificates, octets that are not a hello: the
+//! words are in [`super::tls_message`]).
 
+use super::tls_message;
 use crate::recorder::event::{
     alert_name, suite_name, Event, EventKind, TlsFailure, TlsOutcome, TlsSide,
 };
 
 /// The `where` column and text of a TLS event; `None` for any other.
 pub(super) fn line(e: &Event) -> Option<(String, String)> {
+    if let EventKind::TlsMessage(m) = &e.kind {
+        return Some((format!("{}→{}", e.host, m.peer), tls_message::text(m)));
+    }
     let EventKind::TlsHandshake(h) = &e.kind else {
         return None;
     };
-    let side = match h.side {
-        TlsSide::Client => "client",
-        TlsSide::Server => "server",
-    };
+    let side = side_name(h.side);
     let text = match &h.outcome {
         TlsOutcome::Done {
             cipher_suite,
@@ -54,6 +57,14 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
     Some((format!("{}→{}", e.host, h.peer), text))
 }
 
+/// An end's name in a TLS row.
+pub(super) fn side_name(side: TlsSide) -> &'static str {
+    match side {
+        TlsSide::Client => "client",
+        TlsSide::Server => "server",
+    }
+}
+
 fn failure_words(f: TlsFailure) -> &'static str {
     match f {
         TlsFailure::CertificateExpired => "the peer's certificate has expired",
@@ -64,7 +75,12 @@ fn failure_words(f: TlsFailure) -> &'static str {
         TlsFailure::NoClientCertificate => "the client sent no certificate",
         TlsFailure::NoApplicationProtocol => "no ALPN protocol in common",
         TlsFailure::AlertReceived => "the peer refused the handshake",
-        TlsFailure::NotTls => "the peer does not speak TLS 1.3",
+        TlsFailure::NotTls => "the peer's octets are not TLS records: it does not speak TLS",
+        TlsFailure::Undecodable => "the peer sent a TLS message this end cannot decode",
+        TlsFailure::NotTls13 => "the peer speaks TLS, but not TLS 1.3",
+        TlsFailure::Incompatible => {
+            "the peer speaks TLS 1.3, but offers nothing this end accepts (cipher suites, key exchange groups, signature schemes or a required extension)"
+        }
         TlsFailure::Closed => "the connection closed during the handshake",
         TlsFailure::Abandoned => {
             "given up by the caller mid-handshake (a connect timeout, or the channel dropped)"
