@@ -19,6 +19,7 @@
 //!
 //! The guide's page is [`crate::guide::exploration`].
 
+mod budget;
 mod instants;
 mod minimal;
 mod report;
@@ -31,13 +32,14 @@ use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-pub use report::{Coverage, Divergence, Failure, FailureGroup, Mode, Report, Shrunk};
+pub use report::{Coverage, Divergence, Ended, Failure, FailureGroup, Mode, Report, Shrunk};
 pub use schedule::{Placed, Schedule};
 pub use space::{Space, Target};
 
 use crate::error::{Error, Kind};
 use crate::sim::{first_difference, Record};
 use crate::{Sim, Trace};
+use budget::Budget;
 use instants::StreamLife;
 use rng::Rng;
 
@@ -62,7 +64,8 @@ type Reached = Box<dyn Fn(&Trace) -> bool>;
 /// |---|---|
 /// | [`Explorer::space`] | empty: an error until given |
 /// | [`Explorer::seed`] | 0 |
-/// | [`Explorer::budget`] | 100 runs |
+/// | [`Explorer::budget`] | 100 runs (no bound on runs with only a wall-time budget) |
+/// | [`Explorer::budget_time`] | none: runs alone bound it |
 /// | [`Explorer::shrink`] | on: each invariant's first failure shrinks |
 /// | [`Explorer::shrink_budget`] | 100 runs per failure shrunk |
 /// | invariants | none: only [`RUN_FAILED`] (the run itself failing) |
@@ -101,7 +104,7 @@ pub struct Explorer<S> {
     invariants: Vec<(String, Invariant)>,
     sometimes: Vec<(String, Reached)>,
     seed: u64,
-    budget: usize,
+    budget: Budget,
     shrink: bool,
     shrink_budget: usize,
 }
@@ -149,7 +152,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             invariants: Vec::new(),
             sometimes: Vec::new(),
             seed: 0,
-            budget: 100,
+            budget: Budget::default(),
             shrink: true,
             shrink_budget: 100,
         }
@@ -199,9 +202,29 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     }
 
     /// How many runs with a schedule to make (the baseline's two runs are
-    /// not counted). Zero is an error from [`Explorer::explore`].
+    /// not counted). Zero is an error from [`Explorer::explore`]. With
+    /// [`Explorer::budget_time`] too, the exploration stops at whichever
+    /// ends first.
     pub fn budget(mut self, runs: usize) -> Self {
-        self.budget = runs;
+        self.budget.runs = Some(runs);
+        self
+    }
+
+    /// A budget of *wall* time (real time, not simulated) for the runs
+    /// with a schedule: before each one the explorer reads the clock and
+    /// stops once `wall` has passed since the baseline ended
+    /// ([`Report::ended`] says so, [`Report::runs`] how many ran). It
+    /// decides only how many schedules run: schedule `n` is the same from
+    /// the seed and `n` however long the machine takes, so a failure found
+    /// under a time budget replays like any other. Without
+    /// [`Explorer::budget`], the runs are not bounded otherwise (the
+    /// instant sweep runs all its placements, in an order whose every
+    /// prefix is spread over the window); with it, whichever ends first.
+    /// The baseline's two runs and shrinking (bounded by
+    /// [`Explorer::shrink_budget`]) are not cut short: a zero budget runs
+    /// the baseline, and its checks, and no schedule.
+    pub fn budget_time(mut self, wall: Duration) -> Self {
+        self.budget.wall = Some(wall);
         self
     }
 
@@ -223,8 +246,9 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         self
     }
 
-    /// Runs [`Explorer::budget`] random schedules, numbered from 0, and
-    /// shrinks each invariant's first failure (see [`Explorer::shrink`]).
+    /// Runs [`Explorer::budget`] random schedules, numbered from 0 (fewer
+    /// when [`Explorer::budget_time`] runs out first), and shrinks each
+    /// invariant's first failure (see [`Explorer::shrink`]).
     ///
     /// # Errors
     /// Before any schedule runs: a budget of 0; an empty space, zero
@@ -238,12 +262,9 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     pub fn explore(&self) -> Result<Report, Error> {
         let base = self.baseline()?;
         let mut report = Report::new(Mode::Random, self.seed, self.space.targets());
-        crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
-        for number in 0..self.budget as u64 {
-            let schedule = self.draw(number, &base);
-            self.judge(&schedule, &base, &mut report);
-        }
-        crate::trace::forget_last_run();
+        let numbers = 0..self.budget.runs() as u64;
+        let schedules = numbers.map(|number| self.draw(number, &base));
+        self.run_each(schedules, &base, &mut report);
         Ok(report)
     }
 
@@ -260,16 +281,39 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     pub fn sweep_instants(&self) -> Result<Report, Error> {
         let base = self.baseline()?;
         let mut report = Report::new(Mode::Instants, self.seed, self.space.targets());
-        crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
         let placements = self.placements(&base.instants, &base);
         report.instants = Some((base.instants.len(), placements.len()));
-        for number in sample(&placements, self.budget) {
-            let (_, placed) = &placements[number];
-            let schedule = Schedule::new(self.seed, number as u64, vec![placed.clone()]);
-            self.judge(&schedule, &base, &mut report);
+        let mut chosen = sample(&placements, self.budget.runs());
+        if self.budget.wall.is_some() {
+            let order = budget::spread(chosen.len());
+            chosen = order.into_iter().map(|i| chosen[i]).collect();
+        }
+        let schedules = chosen.into_iter().map(|number| {
+            let placed = placements[number].1.clone();
+            Schedule::new(self.seed, number as u64, vec![placed])
+        });
+        self.run_each(schedules, &base, &mut report);
+        Ok(report)
+    }
+
+    /// Judges each schedule in turn until they or the wall-time budget
+    /// run out.
+    fn run_each(
+        &self,
+        schedules: impl Iterator<Item = Schedule>,
+        base: &Baseline,
+        report: &mut Report,
+    ) {
+        crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
+        let clock = self.budget.start();
+        for schedule in schedules {
+            if let Some(wall) = clock.ran_out() {
+                report.ended = Ended::WallTime(wall);
+                break;
+            }
+            self.judge(&schedule, base, report);
         }
         crate::trace::forget_last_run();
-        Ok(report)
     }
 
     /// Random schedule `number` (as [`Explorer::explore`] draws it).
@@ -296,7 +340,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     /// Checks the setup, runs the baseline twice and compares the runs.
     fn baseline(&self) -> Result<Baseline, Error> {
         let bad = |m: &str| Err(Error::new(Kind::Misconfigured(m.to_owned())));
-        if self.budget == 0 {
+        if self.budget.runs == Some(0) {
             return bad("Explorer::budget(0) runs nothing: give 1 or more runs");
         }
         let sim = (self.scenario)(self.seed);

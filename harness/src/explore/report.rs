@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::schedule::Schedule;
 use super::space::Target;
@@ -17,6 +18,18 @@ pub enum Mode {
     /// One fault at each instant the baseline visited
     /// ([`Explorer::sweep_instants`](super::Explorer::sweep_instants)).
     Instants,
+}
+
+/// What ended an exploration's runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Ended {
+    /// Every schedule the run budget allowed ran ([`Explorer::budget`](super::Explorer::budget);
+    /// for the instant sweep, every placement it sampled).
+    AllRuns,
+    /// The wall-time budget ([`Explorer::budget_time`](super::Explorer::budget_time),
+    /// this long) ran out first: [`Report::runs`] says how many ran.
+    WallTime(Duration),
 }
 
 /// Where a failing run first differed from the baseline (the run without
@@ -189,6 +202,8 @@ pub struct Report {
     /// Runs made with a schedule (the baseline's two runs and the runs of
     /// shrinking, [`Shrunk::runs`], not counted).
     pub runs: usize,
+    /// What ended the runs: the run budget, or the wall-time budget.
+    pub ended: Ended,
     /// For the instant sweep: how many instants the baseline visited in
     /// the window, and how many schedules placing one fault at one of
     /// them there were before the budget cut them down.
@@ -210,6 +225,7 @@ impl Report {
             mode,
             seed,
             runs: 0,
+            ended: Ended::AllRuns,
             instants: None,
             failures: Vec::new(),
             coverage: targets
@@ -300,8 +316,15 @@ impl Report {
                 None => "instant sweep".to_owned(),
             },
         };
+        let ended = match self.ended {
+            Ended::AllRuns => String::new(),
+            Ended::WallTime(wall) => format!(
+                " (the wall-time budget of {} ran out)",
+                crate::units::fmt_duration(wall)
+            ),
+        };
         let mut out = format!(
-            "explored {mode}, seed {}: {} run{}, {}",
+            "explored {mode}, seed {}: {} run{}{ended}, {}",
             self.seed,
             self.runs,
             if self.runs == 1 { "" } else { "s" },
