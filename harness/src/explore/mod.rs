@@ -22,6 +22,7 @@
 mod budget;
 mod instants;
 mod minimal;
+mod progress;
 mod report;
 mod rng;
 mod schedule;
@@ -41,6 +42,7 @@ use crate::sim::{first_difference, Record};
 use crate::{Sim, Trace};
 use budget::Budget;
 use instants::StreamLife;
+use progress::Progress;
 use rng::Rng;
 
 /// The invariant a [`Failure`] names when the run itself failed (a client
@@ -105,6 +107,7 @@ pub struct Explorer<S> {
     sometimes: Vec<(String, Reached)>,
     seed: u64,
     budget: Budget,
+    progress: Option<bool>,
     shrink: bool,
     shrink_budget: usize,
 }
@@ -119,6 +122,7 @@ impl<S> std::fmt::Debug for Explorer<S> {
             .field("sometimes", &sometimes)
             .field("seed", &self.seed)
             .field("budget", &self.budget)
+            .field("progress", &self.progress)
             .field("shrink", &self.shrink)
             .field("shrink_budget", &self.shrink_budget)
             .finish_non_exhaustive()
@@ -153,6 +157,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             sometimes: Vec::new(),
             seed: 0,
             budget: Budget::default(),
+            progress: None,
             shrink: true,
             shrink_budget: 100,
         }
@@ -228,6 +233,19 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         self
     }
 
+    /// Whether to draw a progress bar on standard error while the
+    /// schedules run: runs done of the budget (a count alone under a
+    /// wall-time budget only) and the invariants broken so far, cleared
+    /// at the end. Default: drawn when standard error is a terminal and
+    /// the exploration is not inside a test (libtest's thread for a test
+    /// is named after it); `false` never draws it, `true` draws it on a
+    /// terminal inside a test too. Never on anything but a terminal, and
+    /// never in the trace or the report.
+    pub fn progress(mut self, on: bool) -> Self {
+        self.progress = Some(on);
+        self
+    }
+
     /// Whether each invariant's first failure shrinks to a minimal
     /// schedule that still breaks it ([`FailureGroup::shrunk`]; the guide's
     /// [shrinking](crate::guide::exploration#shrinking) section says how).
@@ -262,9 +280,11 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     pub fn explore(&self) -> Result<Report, Error> {
         let base = self.baseline()?;
         let mut report = Report::new(Mode::Random, self.seed, self.space.targets());
-        let numbers = 0..self.budget.runs() as u64;
+        let runs = self.budget.runs();
+        let numbers = 0..runs as u64;
         let schedules = numbers.map(|number| self.draw(number, &base));
-        self.run_each(schedules, &base, &mut report);
+        let len = (runs != usize::MAX).then_some(runs as u64);
+        self.run_each(schedules, len, &base, &mut report);
         Ok(report)
     }
 
@@ -288,11 +308,12 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             let order = budget::spread(chosen.len());
             chosen = order.into_iter().map(|i| chosen[i]).collect();
         }
+        let len = Some(chosen.len() as u64);
         let schedules = chosen.into_iter().map(|number| {
             let placed = placements[number].1.clone();
             Schedule::new(self.seed, number as u64, vec![placed])
         });
-        self.run_each(schedules, &base, &mut report);
+        self.run_each(schedules, len, &base, &mut report);
         Ok(report)
     }
 
@@ -301,18 +322,22 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     fn run_each(
         &self,
         schedules: impl Iterator<Item = Schedule>,
+        len: Option<u64>,
         base: &Baseline,
         report: &mut Report,
     ) {
         crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
+        let bar = Progress::start(self.progress, len);
         let clock = self.budget.start();
         for schedule in schedules {
             if let Some(wall) = clock.ran_out() {
                 report.ended = Ended::WallTime(wall);
                 break;
             }
-            self.judge(&schedule, base, report);
+            self.judge(&schedule, base, report, &bar);
+            bar.ran(report.failures.len());
         }
+        bar.finish();
         crate::trace::forget_last_run();
     }
 
@@ -396,7 +421,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
 
     /// Runs `schedule` and adds what it broke to `report`; the first
     /// failure of an invariant is shrunk and its artifacts written.
-    fn judge(&self, schedule: &Schedule, base: &Baseline, report: &mut Report) {
+    fn judge(&self, schedule: &Schedule, base: &Baseline, report: &mut Report, bar: &Progress) {
         report.count(schedule);
         let Checked { broken, trace } = self.check(schedule);
         for (name, reached) in &self.sometimes {
@@ -417,6 +442,9 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
                 schedule: schedule.clone(),
                 left_baseline: left_baseline.clone(),
             };
+            if new && self.shrink {
+                bar.shrinking(&failure.invariant);
+            }
             let minimal = new.then(|| self.minimal(&failure, trace.as_ref(), base, report.mode));
             report.add(failure);
             if let Some((shrunk, trace)) = minimal {
