@@ -28,6 +28,7 @@ mod rng;
 mod schedule;
 mod shrink;
 mod space;
+mod workers;
 
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -107,6 +108,7 @@ pub struct Explorer<S> {
     sometimes: Vec<(String, Reached)>,
     seed: u64,
     budget: Budget,
+    part: (usize, usize),
     progress: Option<bool>,
     shrink: bool,
     shrink_budget: usize,
@@ -122,6 +124,7 @@ impl<S> std::fmt::Debug for Explorer<S> {
             .field("sometimes", &sometimes)
             .field("seed", &self.seed)
             .field("budget", &self.budget)
+            .field("partition", &self.part)
             .field("progress", &self.progress)
             .field("shrink", &self.shrink)
             .field("shrink_budget", &self.shrink_budget)
@@ -157,6 +160,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             sometimes: Vec::new(),
             seed: 0,
             budget: Budget::default(),
+            part: (0, 1),
             progress: None,
             shrink: true,
             shrink_budget: 100,
@@ -281,9 +285,9 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         let base = self.baseline()?;
         let mut report = Report::new(Mode::Random, self.seed, self.space.targets());
         let runs = self.budget.runs();
-        let numbers = 0..runs as u64;
+        let numbers = (0..runs as u64).filter(|&n| self.owns(n));
         let schedules = numbers.map(|number| self.draw(number, &base));
-        let len = (runs != usize::MAX).then_some(runs as u64);
+        let len = (runs != usize::MAX).then_some(self.owned_of(runs) as u64);
         self.run_each(schedules, len, &base, &mut report);
         Ok(report)
     }
@@ -304,6 +308,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         let placements = self.placements(&base.instants, &base);
         report.instants = Some((base.instants.len(), placements.len()));
         let mut chosen = sample(&placements, self.budget.runs());
+        chosen.retain(|&n| self.owns(n as u64));
         if self.budget.wall.is_some() {
             let order = budget::spread(chosen.len());
             chosen = order.into_iter().map(|i| chosen[i]).collect();
@@ -326,6 +331,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         base: &Baseline,
         report: &mut Report,
     ) {
+        report.partition = self.partition_named();
         crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
         let bar = Progress::start(self.progress, len);
         let clock = self.budget.start();
@@ -368,6 +374,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         if self.budget.runs == Some(0) {
             return bad("Explorer::budget(0) runs nothing: give 1 or more runs");
         }
+        self.check_partition()?;
         let sim = (self.scenario)(self.seed);
         let (servers, clients, end) = (sim.server_names(), sim.client_names(), sim.end());
         self.space.check(&servers, &clients)?;

@@ -6,11 +6,13 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::schedule::Schedule;
 use super::space::Target;
 
 /// How the schedules of an exploration were made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum Mode {
     /// Drawn at random from the space ([`Explorer::explore`](super::Explorer::explore)).
@@ -21,7 +23,7 @@ pub enum Mode {
 }
 
 /// What ended an exploration's runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum Ended {
     /// Every schedule the run budget allowed ran ([`Explorer::budget`](super::Explorer::budget);
@@ -34,7 +36,7 @@ pub enum Ended {
 
 /// Where a failing run first differed from the baseline (the run without
 /// faults): the line of the default render, 1-based, and both versions.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Divergence {
     /// The line number in both renders.
@@ -46,7 +48,7 @@ pub struct Divergence {
 }
 
 /// One failing run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Failure {
     /// The invariant it broke: a name given to
@@ -66,7 +68,7 @@ pub struct Failure {
 
 /// A failing schedule shrunk to a minimal one that still breaks the same
 /// invariant ([`Explorer::shrink`](super::Explorer::shrink)).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Shrunk {
     /// The minimal schedule (the seed and number of the one it came
@@ -112,7 +114,7 @@ fn faults(n: usize) -> String {
 
 /// The failures of one invariant: how many runs broke it, and the first,
 /// shrunk.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct FailureGroup {
     /// The invariant.
@@ -182,7 +184,7 @@ impl FailureGroup {
 }
 
 /// How often one point of the space was placed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Coverage {
     /// The fault kind and its target.
@@ -192,7 +194,7 @@ pub struct Coverage {
 }
 
 /// The result of an exploration.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Report {
     /// How the schedules were made.
@@ -204,6 +206,11 @@ pub struct Report {
     pub runs: usize,
     /// What ended the runs: the run budget, or the wall-time budget.
     pub ended: Ended,
+    /// The part of the schedules this report ran, `(index, count)`:
+    /// schedules `n` with `n % count == index`
+    /// ([`Explorer::partition`](super::Explorer::partition)); `None`: all
+    /// of them (a whole run, or reports merged with [`Report::merge`]).
+    pub partition: Option<(usize, usize)>,
     /// For the instant sweep: how many instants the baseline visited in
     /// the window, and how many schedules placing one fault at one of
     /// them there were before the budget cut them down.
@@ -226,6 +233,7 @@ impl Report {
             seed,
             runs: 0,
             ended: Ended::AllRuns,
+            partition: None,
             instants: None,
             failures: Vec::new(),
             coverage: targets
@@ -323,8 +331,12 @@ impl Report {
                 crate::units::fmt_duration(wall)
             ),
         };
+        let part = match self.partition {
+            Some((i, n)) => format!(", partition {i}/{n} (schedules n % {n} == {i})"),
+            None => String::new(),
+        };
         let mut out = format!(
-            "explored {mode}, seed {}: {} run{}{ended}, {}",
+            "explored {mode}, seed {}{part}: {} run{}{ended}, {}",
             self.seed,
             self.runs,
             if self.runs == 1 { "" } else { "s" },

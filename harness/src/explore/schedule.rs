@@ -5,13 +5,15 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::space::Target;
 use crate::wire::ErrorCode;
 use crate::Fault;
 
 /// One fault of a schedule, placed: its [`Target`] and its times
 /// (*simulated*, since the start of the run).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Placed {
     /// What it breaks.
@@ -132,7 +134,7 @@ fn rust_duration(d: Duration) -> String {
 /// A schedule is a list of placed faults, so a failing one can be cut
 /// down fault by fault; [`Explorer::run`](super::Explorer::run) runs any
 /// schedule, one from a report or one built by hand.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Schedule {
     /// The explorer's seed (the scenario's seed too).

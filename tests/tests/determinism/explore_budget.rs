@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use grpc_chaos::explore::{Ended, Explorer, Space};
+use grpc_chaos::explore::{Ended, Explorer, Report, Space};
 use grpc_chaos::Sim;
 use grpc_chaos_scenarios::zoo::cancel_unsafe::{self, stock_accounting, STOCK_ACCOUNTING};
 
@@ -81,5 +81,78 @@ fn with_both_budgets_the_runs_end_it_first_and_the_schedules_are_the_same() -> g
     let all = explorer().budget(10).shrink(false).sweep_instants()?;
     assert_eq!((swept.runs, swept.ended), (10, Ended::AllRuns));
     assert_eq!(swept.coverage, all.coverage);
+    Ok(())
+}
+
+#[test]
+fn three_partitions_merged_make_the_whole_runs_report() -> grpc_chaos::Result {
+    let sweep = |e: Explorer<_>| {
+        e.budget(24)
+            .sometimes("a cancel", |t| t.render().contains("RST_STREAM"))
+    };
+    let whole = sweep(explorer().space(cancel_unsafe::space().max_faults(3))).explore()?;
+    assert!(
+        !whole.passed(),
+        "the planted leak is found: {}",
+        whole.summary()
+    );
+    let parts: Vec<Report> = (0..3)
+        .map(|i| {
+            let part = sweep(explorer().space(cancel_unsafe::space().max_faults(3)))
+                .partition(i, 3)
+                .explore()?;
+            assert_eq!(part.partition, Some((i, 3)));
+            // Each worker writes its report; the merging job reads them.
+            Report::from_json(&part.to_json())
+        })
+        .collect::<grpc_chaos::Result<_>>()?;
+    assert_eq!(parts.iter().map(|p| p.runs).collect::<Vec<_>>(), [8, 8, 8]);
+    let merged = Report::merge(parts.clone())?;
+    assert_eq!(
+        merged,
+        whole,
+        "{}\n---\n{}",
+        merged.summary(),
+        whole.summary()
+    );
+    assert_eq!(merged.summary(), whole.summary());
+    // Not every part, or a part twice, is refused.
+    let e = Report::merge(parts[..2].to_vec()).unwrap_err();
+    assert!(e.to_string().contains("partitions 2/3 are missing"), "{e}");
+    let e = Report::merge([parts[0].clone(), parts[0].clone(), parts[1].clone()]).unwrap_err();
+    assert!(
+        e.to_string().contains("partition 0/3 is given twice"),
+        "{e}"
+    );
+    let e = Report::merge([whole]).unwrap_err();
+    assert!(e.to_string().contains("a report of a whole run"), "{e}");
+    let e = explorer().partition(3, 3).explore().unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Explorer::partition(3, 3) runs nothing"),
+        "{e}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_swept_partition_runs_its_share_of_the_placements() -> grpc_chaos::Result {
+    let whole = explorer().budget(20).sweep_instants()?;
+    assert!(
+        !whole.passed(),
+        "the sweep finds the leak: {}",
+        whole.summary()
+    );
+    let parts = (0..2)
+        .map(|i| explorer().budget(20).partition(i, 2).sweep_instants())
+        .collect::<grpc_chaos::Result<Vec<_>>>()?;
+    let merged = Report::merge(parts)?;
+    assert_eq!(
+        merged,
+        whole,
+        "{}\n---\n{}",
+        merged.summary(),
+        whole.summary()
+    );
     Ok(())
 }
