@@ -25,6 +25,7 @@ mod minimal;
 mod progress;
 mod report;
 mod rng;
+mod scenario;
 mod schedule;
 mod shrink;
 mod space;
@@ -35,6 +36,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 pub use report::{Coverage, Divergence, Ended, Failure, FailureGroup, Mode, Report, Shrunk};
+pub use scenario::{Scenario, WithCalls};
 pub use schedule::{Placed, Schedule};
 pub use space::{Space, Target};
 
@@ -153,6 +155,29 @@ struct Checked {
 impl<S: Fn(u64) -> Sim> Explorer<S> {
     /// An explorer of the scenario `scenario` builds (see the type's docs).
     pub fn new(scenario: S) -> Self {
+        Self::of(scenario)
+    }
+}
+
+impl<F: Fn(u64, usize) -> Sim> Explorer<WithCalls<F>> {
+    /// An explorer of a scenario that takes a number of calls:
+    /// `scenario(seed, calls)` builds the sim making `calls` calls (in a
+    /// loop of the client's, say), and every run makes `calls` unless its
+    /// schedule says fewer ([`Schedule::calls`]). Shrinking then also
+    /// tries fewer calls (bisecting toward the fewest that still break
+    /// the invariant, before the faults are touched), and the minimal
+    /// schedule's lines say the count to build the scenario with. The
+    /// baseline and every random schedule make `calls`.
+    pub fn with_calls(calls: usize, scenario: F) -> Self {
+        Explorer::of(WithCalls {
+            calls,
+            build: scenario,
+        })
+    }
+}
+
+impl<S> Explorer<S> {
+    fn of(scenario: S) -> Self {
         Self {
             scenario,
             space: Space::new(),
@@ -166,7 +191,9 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             shrink_budget: 100,
         }
     }
+}
 
+impl<S: Scenario> Explorer<S> {
     /// What may break.
     pub fn space(mut self, space: Space) -> Self {
         self.space = space;
@@ -361,7 +388,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     /// # Errors
     /// What [`Sim::run`] returns.
     pub fn run(&self, schedule: &Schedule) -> Result<Trace, Error> {
-        let mut sim = (self.scenario)(self.seed);
+        let mut sim = self.scenario.build(self.seed, schedule.calls);
         for fault in schedule.to_faults() {
             sim.fault(fault);
         }
@@ -375,12 +402,15 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             return bad("Explorer::budget(0) runs nothing: give 1 or more runs");
         }
         self.check_partition()?;
-        let sim = (self.scenario)(self.seed);
+        if self.scenario.calls() == Some(0) {
+            return bad("Explorer::with_calls(0, …) makes no call: give 1 or more calls");
+        }
+        let sim = self.scenario.build(self.seed, None);
         let (servers, clients, end) = (sim.server_names(), sim.client_names(), sim.end());
         self.space.check(&servers, &clients)?;
         let window = self.space.window_in(end)?;
         let first = sim.run();
-        let second = (self.scenario)(self.seed).run();
+        let second = self.scenario.build(self.seed, None).run();
         if let (Some(a), Some(b)) = (Record::of(&first), Record::of(&second)) {
             if let Some(diff) = a.difference(&b) {
                 let run_error = first.as_ref().err().map(Error::what);

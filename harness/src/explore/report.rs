@@ -84,6 +84,10 @@ pub struct Shrunk {
     pub exhausted: bool,
     /// How many faults the schedule found had.
     pub from: usize,
+    /// How many calls the scenario made when found, for one that takes a
+    /// count ([`Explorer::with_calls`](super::Explorer::with_calls)); the
+    /// minimal schedule's [`Schedule::calls`] says how many it kept.
+    pub calls_from: Option<usize>,
 }
 
 impl Shrunk {
@@ -92,8 +96,12 @@ impl Shrunk {
     /// the `sim.fault(…);` lines, ready to paste into a regression test.
     pub fn rust(&self) -> String {
         let s = &self.schedule;
+        let calls = match (self.calls_from, s.calls) {
+            (Some(from), Some(to)) if from != to => format!(" and from {from} calls to {to}"),
+            _ => String::new(),
+        };
         let mut out = format!(
-            "// grpc-chaos explore: seed {}, schedule {}, shrunk from {} to {} in {} run{}\n",
+            "// grpc-chaos explore: seed {}, schedule {}, shrunk from {} to {}{calls} in {} run{}\n",
             s.seed,
             s.number,
             faults(self.from),
@@ -101,10 +109,30 @@ impl Shrunk {
             self.runs,
             if self.runs == 1 { "" } else { "s" }
         );
+        out.extend(s.calls_line());
         for fault in &s.faults {
             out.push_str(&fault.rust());
         }
         out
+    }
+}
+
+impl Shrunk {
+    /// Whether shrinking changed `found`: its faults, or the calls.
+    fn changed(&self, found: &Schedule) -> bool {
+        let fewer_calls =
+            matches!((self.calls_from, self.schedule.calls), (Some(a), Some(b)) if a != b);
+        self.schedule.faults != found.faults || fewer_calls
+    }
+
+    /// ` and 3 calls of 50`, when shrinking took calls away.
+    fn calls_kept(&self) -> String {
+        match (self.calls_from, self.schedule.calls) {
+            (Some(from), Some(to)) if from != to => {
+                format!(" and {to} call{} of {from}", if to == 1 { "" } else { "s" })
+            }
+            _ => String::new(),
+        }
     }
 }
 
@@ -142,7 +170,7 @@ impl FailureGroup {
     /// first failure's ([`Schedule::rust`]).
     pub fn rust(&self) -> String {
         match &self.shrunk {
-            Some(s) if s.schedule.faults != self.first.schedule.faults => s.rust(),
+            Some(s) if s.changed(&self.first.schedule) => s.rust(),
             _ => self.first.schedule.rust(),
         }
     }
@@ -403,13 +431,14 @@ impl FailureGroup {
     fn write_schedules(&self, out: &mut String) {
         let found = &self.first.schedule;
         match &self.shrunk {
-            Some(s) if s.schedule.faults != found.faults => {
+            Some(s) if s.changed(found) => {
                 let _ = write!(out, "\n    as found ({}):", faults(found.faults.len()));
                 indented(out, &found.rust());
                 let _ = write!(
                     out,
-                    "\n    shrunk to {} in {} run{}{}, breaking it still: {}",
+                    "\n    shrunk to {}{} in {} run{}{}, breaking it still: {}",
                     faults(s.schedule.faults.len()),
+                    s.calls_kept(),
                     s.runs,
                     if s.runs == 1 { "" } else { "s" },
                     if s.exhausted {

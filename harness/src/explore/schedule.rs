@@ -146,6 +146,10 @@ pub struct Schedule {
     pub number: u64,
     /// The faults, in the order they are added.
     pub faults: Vec<Placed>,
+    /// How many calls the scenario makes, for one that takes a count
+    /// ([`Explorer::with_calls`](super::Explorer::with_calls)): set by
+    /// shrinking when fewer still fail; `None`: the scenario's own count.
+    pub calls: Option<usize>,
 }
 
 impl Schedule {
@@ -155,7 +159,26 @@ impl Schedule {
             seed,
             number,
             faults,
+            calls: None,
         }
+    }
+
+    /// The schedule with the scenario making `calls` calls (see
+    /// [`Schedule::calls`]).
+    pub fn with_calls(mut self, calls: usize) -> Self {
+        self.calls = Some(calls);
+        self
+    }
+
+    /// The comment line that says how many calls to build the scenario
+    /// with, when the schedule says.
+    pub(super) fn calls_line(&self) -> Option<String> {
+        self.calls.map(|n| {
+            format!(
+                "// build the scenario with {n} call{} (the `calls` of Explorer::with_calls)\n",
+                if n == 1 { "" } else { "s" }
+            )
+        })
     }
 
     /// Every fault of the schedule, to add to a sim.
@@ -170,6 +193,7 @@ impl Schedule {
             "// grpc-chaos explore: seed {}, schedule {}\n",
             self.seed, self.number
         );
+        out.extend(self.calls_line());
         for fault in &self.faults {
             out.push_str(&fault.rust());
         }
