@@ -71,6 +71,8 @@ type Reached = Box<dyn Fn(&Trace) -> bool>;
 /// | [`Explorer::seed`] | 0 |
 /// | [`Explorer::budget`] | 100 runs (no bound on runs with only a wall-time budget) |
 /// | [`Explorer::budget_time`] | none: runs alone bound it |
+/// | [`Explorer::partition`] | the whole run, `(0, 1)` |
+/// | [`Explorer::progress`] | drawn on a terminal, outside a test |
 /// | [`Explorer::shrink`] | on: each invariant's first failure shrinks |
 /// | [`Explorer::shrink_budget`] | 100 runs per failure shrunk |
 /// | invariants | none: only [`RUN_FAILED`] (the run itself failing) |
