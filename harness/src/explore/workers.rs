@@ -234,3 +234,36 @@ pub(super) mod code {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Target;
+    use tonic::Code;
+
+    #[test]
+    fn a_handler_fail_keeps_its_code_through_json_and_a_bad_code_is_refused() {
+        let fail = Target::HandlerFail {
+            host: "store".into(),
+            code: Code::ResourceExhausted,
+        };
+        let json = serde_json::to_string(&fail).expect("serializes");
+        assert_eq!(json, r#"{"HandlerFail":{"host":"store","code":8}}"#);
+        let back: Target = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, fail);
+        let unknown: Target = serde_json::from_str(r#"{"HandlerFail":{"host":"store","code":2}}"#)
+            .expect("2 is UNKNOWN");
+        assert!(matches!(
+            unknown,
+            Target::HandlerFail {
+                code: Code::Unknown,
+                ..
+            }
+        ));
+        let e = serde_json::from_str::<Target>(r#"{"HandlerFail":{"host":"store","code":17}}"#)
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("17 is not a gRPC status code"),
+            "{e}"
+        );
+    }
+}
