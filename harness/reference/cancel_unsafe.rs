@@ -26,8 +26,15 @@ const CALLS: usize = 5;
 const WORK: Duration = Duration::from_millis(50);
 const DEADLINE: Duration = Duration::from_millis(300);
 
-/// The scenario: `orders` reserves from `inventory`, buggy or `fixed`.
+/// The scenario: `orders` reserves from `inventory` five times, buggy or
+/// `fixed`.
 pub fn scenario(seed: u64, fixed: bool) -> Sim {
+    scenario_with_calls(seed, fixed, CALLS)
+}
+
+/// [`scenario`] with `calls` reservations in place of five, one after
+/// the other (for `Explorer::with_calls`, whose shrinking may lower it).
+pub fn scenario_with_calls(seed: u64, fixed: bool, calls: usize) -> Sim {
     let mut sim = Sim::builder()
         .seed(seed)
         .duration(Duration::from_secs(3))
@@ -41,9 +48,9 @@ pub fn scenario(seed: u64, fixed: bool) -> Sim {
         };
         s.add_service(inventory.into_server())
     });
-    sim.client("orders", |c| async move {
+    sim.client("orders", move |c| async move {
         let mut inventory = InventoryClient::new(c.channel("inventory"));
-        for _ in 0..CALLS {
+        for _ in 0..calls {
             let mut req = Request::new(ReserveRequest {
                 item: "apple".into(),
                 units: UNITS,

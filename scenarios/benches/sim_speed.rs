@@ -72,6 +72,11 @@
 //!    anchor/explorer is what exploring adds per run. A last line gives
 //!    the fixed cost of a run: an empty scenario (one server, a client
 //!    that returns at once) against the whole five-call run, CPU µs each.
+//!    Then issue #26's targets on a 3-host unary scenario
+//!    (`sim_speed/schedules.rs`): schedules per CPU second at 10, 50 and
+//!    200 calls against as many runs without faults, what a run costs
+//!    before its first call, and the instant sweep of a 100-instant
+//!    baseline in seconds.
 //!    Then shrinking (`sim_speed/shrink.rs`): `BENCH_SHRINK_SEEDS`
 //!    (default 20) explorations with up to five faults a schedule, each
 //!    first leak shrunk; the runs each shrink took and the wall time per
@@ -153,6 +158,8 @@ mod health;
 mod hedging;
 #[path = "sim_speed/outlier.rs"]
 mod outlier;
+#[path = "sim_speed/schedules.rs"]
+mod schedules;
 #[path = "sim_speed/shrink.rs"]
 mod shrink;
 
@@ -550,6 +557,7 @@ fn explore_rows(schedules: u64, repeat: u64) {
         per_run(empty),
         per_run(plain)
     );
+    schedules::schedule_rows(schedules, repeat);
     shrink::shrink_rows(env_u64("BENCH_SHRINK_SEEDS", 20));
 }
 

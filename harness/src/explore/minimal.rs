@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use super::report::{Failure, Mode, Report, Shrunk};
+use super::Scenario;
 use super::{instants, shrink, Baseline, Checked, Explorer};
-use crate::{Sim, Trace};
+use crate::Trace;
 
-impl<S: Fn(u64) -> Sim> Explorer<S> {
+impl<S: Scenario> Explorer<S> {
     /// The minimal schedule that still breaks `failure`'s invariant (when
     /// shrinking is on) and the trace of its run.
     pub(super) fn minimal(
@@ -36,19 +37,17 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             streams_at: &streams_at,
         };
         let found = (failure.message.clone(), trace.cloned());
-        let out = shrink::shrink(
-            failure.schedule.clone(),
-            found,
-            &moves,
-            self.shrink_budget,
-            |s| {
-                let Checked { broken, trace } = self.check(s);
-                let (_, why) = broken
-                    .into_iter()
-                    .find(|(name, _)| *name == failure.invariant)?;
-                Some((why, trace))
-            },
-        );
+        // A scenario that takes a count starts from the count it ran, so
+        // shrinking may lower it.
+        let mut start = failure.schedule.clone();
+        start.calls = start.calls.or(self.scenario.calls());
+        let out = shrink::shrink(start, found, &moves, self.shrink_budget, |s| {
+            let Checked { broken, trace } = self.check(s);
+            let (_, why) = broken
+                .into_iter()
+                .find(|(name, _)| *name == failure.invariant)?;
+            Some((why, trace))
+        });
         let ((message, trace), from) = (out.found, failure.schedule.faults.len());
         let shrunk = Shrunk {
             schedule: out.schedule,
@@ -56,6 +55,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
             runs: out.runs,
             exhausted: out.exhausted,
             from,
+            calls_from: self.scenario.calls(),
         };
         (Some(shrunk), trace)
     }

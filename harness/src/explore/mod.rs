@@ -19,26 +19,33 @@
 //!
 //! The guide's page is [`crate::guide::exploration`].
 
+mod budget;
 mod instants;
 mod minimal;
+mod progress;
 mod report;
 mod rng;
+mod scenario;
 mod schedule;
 mod shrink;
 mod space;
+mod workers;
 
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-pub use report::{Coverage, Divergence, Failure, FailureGroup, Mode, Report, Shrunk};
+pub use report::{Coverage, Divergence, Ended, Failure, FailureGroup, Mode, Report, Shrunk};
+pub use scenario::{Scenario, WithCalls};
 pub use schedule::{Placed, Schedule};
 pub use space::{Space, Target};
 
 use crate::error::{Error, Kind};
 use crate::sim::{first_difference, Record};
 use crate::{Sim, Trace};
+use budget::Budget;
 use instants::StreamLife;
+use progress::Progress;
 use rng::Rng;
 
 /// The invariant a [`Failure`] names when the run itself failed (a client
@@ -62,7 +69,10 @@ type Reached = Box<dyn Fn(&Trace) -> bool>;
 /// |---|---|
 /// | [`Explorer::space`] | empty: an error until given |
 /// | [`Explorer::seed`] | 0 |
-/// | [`Explorer::budget`] | 100 runs |
+/// | [`Explorer::budget`] | 100 runs (no bound on runs with only a wall-time budget) |
+/// | [`Explorer::budget_time`] | none: runs alone bound it |
+/// | [`Explorer::partition`] | the whole run, `(0, 1)` |
+/// | [`Explorer::progress`] | drawn on a terminal, outside a test |
 /// | [`Explorer::shrink`] | on: each invariant's first failure shrinks |
 /// | [`Explorer::shrink_budget`] | 100 runs per failure shrunk |
 /// | invariants | none: only [`RUN_FAILED`] (the run itself failing) |
@@ -102,7 +112,9 @@ pub struct Explorer<S> {
     invariants: Vec<(String, Invariant)>,
     sometimes: Vec<(String, Reached)>,
     seed: u64,
-    budget: usize,
+    budget: Budget,
+    part: (usize, usize),
+    progress: Option<bool>,
     shrink: bool,
     shrink_budget: usize,
 }
@@ -117,6 +129,8 @@ impl<S> std::fmt::Debug for Explorer<S> {
             .field("sometimes", &sometimes)
             .field("seed", &self.seed)
             .field("budget", &self.budget)
+            .field("partition", &self.part)
+            .field("progress", &self.progress)
             .field("shrink", &self.shrink)
             .field("shrink_budget", &self.shrink_budget)
             .finish_non_exhaustive()
@@ -144,18 +158,45 @@ struct Checked {
 impl<S: Fn(u64) -> Sim> Explorer<S> {
     /// An explorer of the scenario `scenario` builds (see the type's docs).
     pub fn new(scenario: S) -> Self {
+        Self::of(scenario)
+    }
+}
+
+impl<F: Fn(u64, usize) -> Sim> Explorer<WithCalls<F>> {
+    /// An explorer of a scenario that takes a number of calls:
+    /// `scenario(seed, calls)` builds the sim making `calls` calls (in a
+    /// loop of the client's, say), and every run makes `calls` unless its
+    /// schedule says fewer ([`Schedule::calls`]). Shrinking then also
+    /// tries fewer calls (bisecting toward the fewest that still break
+    /// the invariant, before the faults are touched), and the minimal
+    /// schedule's lines say the count to build the scenario with. The
+    /// baseline and every random schedule make `calls`.
+    pub fn with_calls(calls: usize, scenario: F) -> Self {
+        Explorer::of(WithCalls {
+            calls,
+            build: scenario,
+        })
+    }
+}
+
+impl<S> Explorer<S> {
+    fn of(scenario: S) -> Self {
         Self {
             scenario,
             space: Space::new(),
             invariants: Vec::new(),
             sometimes: Vec::new(),
             seed: 0,
-            budget: 100,
+            budget: Budget::default(),
+            part: (0, 1),
+            progress: None,
             shrink: true,
             shrink_budget: 100,
         }
     }
+}
 
+impl<S: Scenario> Explorer<S> {
     /// What may break.
     pub fn space(mut self, space: Space) -> Self {
         self.space = space;
@@ -200,9 +241,42 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     }
 
     /// How many runs with a schedule to make (the baseline's two runs are
-    /// not counted). Zero is an error from [`Explorer::explore`].
+    /// not counted). Zero is an error from [`Explorer::explore`]. With
+    /// [`Explorer::budget_time`] too, the exploration stops at whichever
+    /// ends first.
     pub fn budget(mut self, runs: usize) -> Self {
-        self.budget = runs;
+        self.budget.runs = Some(runs);
+        self
+    }
+
+    /// A budget of *wall* time (real time, not simulated) for the runs
+    /// with a schedule: before each one the explorer reads the clock and
+    /// stops once `wall` has passed since the baseline ended
+    /// ([`Report::ended`] says so, [`Report::runs`] how many ran). It
+    /// decides only how many schedules run: schedule `n` is the same from
+    /// the seed and `n` however long the machine takes, so a failure found
+    /// under a time budget replays like any other. Without
+    /// [`Explorer::budget`], the runs are not bounded otherwise (the
+    /// instant sweep runs all its placements, in an order whose every
+    /// prefix is spread over the window); with it, whichever ends first.
+    /// The baseline's two runs and shrinking (bounded by
+    /// [`Explorer::shrink_budget`]) are not cut short: a zero budget runs
+    /// the baseline, and its checks, and no schedule.
+    pub fn budget_time(mut self, wall: Duration) -> Self {
+        self.budget.wall = Some(wall);
+        self
+    }
+
+    /// Whether to draw a progress bar on standard error while the
+    /// schedules run: runs done of the budget (a count alone under a
+    /// wall-time budget only) and the invariants broken so far, cleared
+    /// at the end. Default: drawn when standard error is a terminal and
+    /// the exploration is not inside a test (libtest's thread for a test
+    /// is named after it); `false` never draws it, `true` draws it on a
+    /// terminal inside a test too. Never on anything but a terminal, and
+    /// never in the trace or the report.
+    pub fn progress(mut self, on: bool) -> Self {
+        self.progress = Some(on);
         self
     }
 
@@ -224,8 +298,9 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
         self
     }
 
-    /// Runs [`Explorer::budget`] random schedules, numbered from 0, and
-    /// shrinks each invariant's first failure (see [`Explorer::shrink`]).
+    /// Runs [`Explorer::budget`] random schedules, numbered from 0 (fewer
+    /// when [`Explorer::budget_time`] runs out first), and shrinks each
+    /// invariant's first failure (see [`Explorer::shrink`]).
     ///
     /// # Errors
     /// Before any schedule runs: a budget of 0; an empty space, zero
@@ -239,12 +314,11 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     pub fn explore(&self) -> Result<Report, Error> {
         let base = self.baseline()?;
         let mut report = Report::new(Mode::Random, self.seed, self.space.targets());
-        crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
-        for number in 0..self.budget as u64 {
-            let schedule = self.draw(number, &base);
-            self.judge(&schedule, &base, &mut report);
-        }
-        crate::trace::forget_last_run();
+        let runs = self.budget.runs();
+        let numbers = (0..runs as u64).filter(|&n| self.owns(n));
+        let schedules = numbers.map(|number| self.draw(number, &base));
+        let len = (runs != usize::MAX).then_some(self.owned_of(runs) as u64);
+        self.run_each(schedules, len, &base, &mut report);
         Ok(report)
     }
 
@@ -261,16 +335,46 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     pub fn sweep_instants(&self) -> Result<Report, Error> {
         let base = self.baseline()?;
         let mut report = Report::new(Mode::Instants, self.seed, self.space.targets());
-        crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
         let placements = self.placements(&base.instants, &base);
         report.instants = Some((base.instants.len(), placements.len()));
-        for number in sample(&placements, self.budget) {
-            let (_, placed) = &placements[number];
-            let schedule = Schedule::new(self.seed, number as u64, vec![placed.clone()]);
-            self.judge(&schedule, &base, &mut report);
+        let mut chosen = sample(&placements, self.budget.runs());
+        chosen.retain(|&n| self.owns(n as u64));
+        if self.budget.wall.is_some() {
+            let order = budget::spread(chosen.len());
+            chosen = order.into_iter().map(|i| chosen[i]).collect();
         }
-        crate::trace::forget_last_run();
+        let len = Some(chosen.len() as u64);
+        let schedules = chosen.into_iter().map(|number| {
+            let placed = placements[number].1.clone();
+            Schedule::new(self.seed, number as u64, vec![placed])
+        });
+        self.run_each(schedules, len, &base, &mut report);
         Ok(report)
+    }
+
+    /// Judges each schedule in turn until they or the wall-time budget
+    /// run out.
+    fn run_each(
+        &self,
+        schedules: impl Iterator<Item = Schedule>,
+        len: Option<u64>,
+        base: &Baseline,
+        report: &mut Report,
+    ) {
+        report.partition = self.partition_named();
+        crate::trace::clear_stale_artifacts_under(&report.artifacts_folder());
+        let bar = Progress::start(self.progress, len);
+        let clock = self.budget.start();
+        for schedule in schedules {
+            if let Some(wall) = clock.ran_out() {
+                report.ended = Ended::WallTime(wall);
+                break;
+            }
+            self.judge(&schedule, base, report, &bar);
+            bar.ran(report.failures.len());
+        }
+        bar.finish();
+        crate::trace::forget_last_run();
     }
 
     /// Random schedule `number` (as [`Explorer::explore`] draws it).
@@ -287,7 +391,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     /// # Errors
     /// What [`Sim::run`] returns.
     pub fn run(&self, schedule: &Schedule) -> Result<Trace, Error> {
-        let mut sim = (self.scenario)(self.seed);
+        let mut sim = self.scenario.build(self.seed, schedule.calls);
         for fault in schedule.to_faults() {
             sim.fault(fault);
         }
@@ -297,15 +401,19 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
     /// Checks the setup, runs the baseline twice and compares the runs.
     fn baseline(&self) -> Result<Baseline, Error> {
         let bad = |m: &str| Err(Error::new(Kind::Misconfigured(m.to_owned())));
-        if self.budget == 0 {
+        if self.budget.runs == Some(0) {
             return bad("Explorer::budget(0) runs nothing: give 1 or more runs");
         }
-        let sim = (self.scenario)(self.seed);
+        self.check_partition()?;
+        if self.scenario.calls() == Some(0) {
+            return bad("Explorer::with_calls(0, …) makes no call: give 1 or more calls");
+        }
+        let sim = self.scenario.build(self.seed, None);
         let (servers, clients, end) = (sim.server_names(), sim.client_names(), sim.end());
         self.space.check(&servers, &clients)?;
         let window = self.space.window_in(end)?;
         let first = sim.run();
-        let second = (self.scenario)(self.seed).run();
+        let second = self.scenario.build(self.seed, None).run();
         if let (Some(a), Some(b)) = (Record::of(&first), Record::of(&second)) {
             if let Some(diff) = a.difference(&b) {
                 let run_error = first.as_ref().err().map(Error::what);
@@ -353,7 +461,7 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
 
     /// Runs `schedule` and adds what it broke to `report`; the first
     /// failure of an invariant is shrunk and its artifacts written.
-    fn judge(&self, schedule: &Schedule, base: &Baseline, report: &mut Report) {
+    fn judge(&self, schedule: &Schedule, base: &Baseline, report: &mut Report, bar: &Progress) {
         report.count(schedule);
         let Checked { broken, trace } = self.check(schedule);
         for (name, reached) in &self.sometimes {
@@ -374,6 +482,9 @@ impl<S: Fn(u64) -> Sim> Explorer<S> {
                 schedule: schedule.clone(),
                 left_baseline: left_baseline.clone(),
             };
+            if new && self.shrink {
+                bar.shrinking(&failure.invariant);
+            }
             let minimal = new.then(|| self.minimal(&failure, trace.as_ref(), base, report.mode));
             report.add(failure);
             if let Some((shrunk, trace)) = minimal {

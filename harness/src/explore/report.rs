@@ -4,12 +4,15 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use super::schedule::Schedule;
 use super::space::Target;
 
 /// How the schedules of an exploration were made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum Mode {
     /// Drawn at random from the space ([`Explorer::explore`](super::Explorer::explore)).
@@ -19,9 +22,21 @@ pub enum Mode {
     Instants,
 }
 
+/// What ended an exploration's runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Ended {
+    /// Every schedule the run budget allowed ran ([`Explorer::budget`](super::Explorer::budget);
+    /// for the instant sweep, every placement it sampled).
+    AllRuns,
+    /// The wall-time budget ([`Explorer::budget_time`](super::Explorer::budget_time),
+    /// this long) ran out first: [`Report::runs`] says how many ran.
+    WallTime(Duration),
+}
+
 /// Where a failing run first differed from the baseline (the run without
 /// faults): the line of the default render, 1-based, and both versions.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Divergence {
     /// The line number in both renders.
@@ -33,7 +48,7 @@ pub struct Divergence {
 }
 
 /// One failing run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Failure {
     /// The invariant it broke: a name given to
@@ -53,7 +68,7 @@ pub struct Failure {
 
 /// A failing schedule shrunk to a minimal one that still breaks the same
 /// invariant ([`Explorer::shrink`](super::Explorer::shrink)).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Shrunk {
     /// The minimal schedule (the seed and number of the one it came
@@ -69,6 +84,10 @@ pub struct Shrunk {
     pub exhausted: bool,
     /// How many faults the schedule found had.
     pub from: usize,
+    /// How many calls the scenario made when found, for one that takes a
+    /// count ([`Explorer::with_calls`](super::Explorer::with_calls)); the
+    /// minimal schedule's [`Schedule::calls`] says how many it kept.
+    pub calls_from: Option<usize>,
 }
 
 impl Shrunk {
@@ -77,8 +96,12 @@ impl Shrunk {
     /// the `sim.fault(…);` lines, ready to paste into a regression test.
     pub fn rust(&self) -> String {
         let s = &self.schedule;
+        let calls = match (self.calls_from, s.calls) {
+            (Some(from), Some(to)) if from != to => format!(" and from {from} calls to {to}"),
+            _ => String::new(),
+        };
         let mut out = format!(
-            "// grpc-chaos explore: seed {}, schedule {}, shrunk from {} to {} in {} run{}\n",
+            "// grpc-chaos explore: seed {}, schedule {}, shrunk from {} to {}{calls} in {} run{}\n",
             s.seed,
             s.number,
             faults(self.from),
@@ -86,10 +109,30 @@ impl Shrunk {
             self.runs,
             if self.runs == 1 { "" } else { "s" }
         );
+        out.extend(s.calls_line());
         for fault in &s.faults {
             out.push_str(&fault.rust());
         }
         out
+    }
+}
+
+impl Shrunk {
+    /// Whether shrinking changed `found`: its faults, or the calls.
+    fn changed(&self, found: &Schedule) -> bool {
+        let fewer_calls =
+            matches!((self.calls_from, self.schedule.calls), (Some(a), Some(b)) if a != b);
+        self.schedule.faults != found.faults || fewer_calls
+    }
+
+    /// ` and 3 calls of 50`, when shrinking took calls away.
+    fn calls_kept(&self) -> String {
+        match (self.calls_from, self.schedule.calls) {
+            (Some(from), Some(to)) if from != to => {
+                format!(" and {to} call{} of {from}", if to == 1 { "" } else { "s" })
+            }
+            _ => String::new(),
+        }
     }
 }
 
@@ -99,7 +142,7 @@ fn faults(n: usize) -> String {
 
 /// The failures of one invariant: how many runs broke it, and the first,
 /// shrunk.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct FailureGroup {
     /// The invariant.
@@ -127,7 +170,7 @@ impl FailureGroup {
     /// first failure's ([`Schedule::rust`]).
     pub fn rust(&self) -> String {
         match &self.shrunk {
-            Some(s) if s.schedule.faults != self.first.schedule.faults => s.rust(),
+            Some(s) if s.changed(&self.first.schedule) => s.rust(),
             _ => self.first.schedule.rust(),
         }
     }
@@ -169,7 +212,7 @@ impl FailureGroup {
 }
 
 /// How often one point of the space was placed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Coverage {
     /// The fault kind and its target.
@@ -179,7 +222,7 @@ pub struct Coverage {
 }
 
 /// The result of an exploration.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Report {
     /// How the schedules were made.
@@ -189,6 +232,13 @@ pub struct Report {
     /// Runs made with a schedule (the baseline's two runs and the runs of
     /// shrinking, [`Shrunk::runs`], not counted).
     pub runs: usize,
+    /// What ended the runs: the run budget, or the wall-time budget.
+    pub ended: Ended,
+    /// The part of the schedules this report ran, `(index, count)`:
+    /// schedules `n` with `n % count == index`
+    /// ([`Explorer::partition`](super::Explorer::partition)); `None`: all
+    /// of them (a whole run, or reports merged with [`Report::merge`]).
+    pub partition: Option<(usize, usize)>,
     /// For the instant sweep: how many instants the baseline visited in
     /// the window, and how many schedules placing one fault at one of
     /// them there were before the budget cut them down.
@@ -210,6 +260,8 @@ impl Report {
             mode,
             seed,
             runs: 0,
+            ended: Ended::AllRuns,
+            partition: None,
             instants: None,
             failures: Vec::new(),
             coverage: targets
@@ -300,8 +352,19 @@ impl Report {
                 None => "instant sweep".to_owned(),
             },
         };
+        let ended = match self.ended {
+            Ended::AllRuns => String::new(),
+            Ended::WallTime(wall) => format!(
+                " (the wall-time budget of {} ran out)",
+                crate::units::fmt_duration(wall)
+            ),
+        };
+        let part = match self.partition {
+            Some((i, n)) => format!(", partition {i}/{n} (schedules n % {n} == {i})"),
+            None => String::new(),
+        };
         let mut out = format!(
-            "explored {mode}, seed {}: {} run{}, {}",
+            "explored {mode}, seed {}{part}: {} run{}{ended}, {}",
             self.seed,
             self.runs,
             if self.runs == 1 { "" } else { "s" },
@@ -368,13 +431,14 @@ impl FailureGroup {
     fn write_schedules(&self, out: &mut String) {
         let found = &self.first.schedule;
         match &self.shrunk {
-            Some(s) if s.schedule.faults != found.faults => {
+            Some(s) if s.changed(found) => {
                 let _ = write!(out, "\n    as found ({}):", faults(found.faults.len()));
                 indented(out, &found.rust());
                 let _ = write!(
                     out,
-                    "\n    shrunk to {} in {} run{}{}, breaking it still: {}",
+                    "\n    shrunk to {}{} in {} run{}{}, breaking it still: {}",
                     faults(s.schedule.faults.len()),
+                    s.calls_kept(),
                     s.runs,
                     if s.runs == 1 { "" } else { "s" },
                     if s.exhausted {

@@ -5,13 +5,15 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::space::Target;
 use crate::wire::ErrorCode;
 use crate::Fault;
 
 /// One fault of a schedule, placed: its [`Target`] and its times
 /// (*simulated*, since the start of the run).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Placed {
     /// What it breaks.
@@ -135,7 +137,7 @@ fn rust_duration(d: Duration) -> String {
 /// A schedule is a list of placed faults, so a failing one can be cut
 /// down fault by fault; [`Explorer::run`](super::Explorer::run) runs any
 /// schedule, one from a report or one built by hand.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Schedule {
     /// The explorer's seed (the scenario's seed too).
@@ -147,6 +149,10 @@ pub struct Schedule {
     pub number: u64,
     /// The faults, in the order they are added.
     pub faults: Vec<Placed>,
+    /// How many calls the scenario makes, for one that takes a count
+    /// ([`Explorer::with_calls`](super::Explorer::with_calls)): set by
+    /// shrinking when fewer still fail; `None`: the scenario's own count.
+    pub calls: Option<usize>,
 }
 
 impl Schedule {
@@ -156,7 +162,26 @@ impl Schedule {
             seed,
             number,
             faults,
+            calls: None,
         }
+    }
+
+    /// The schedule with the scenario making `calls` calls (see
+    /// [`Schedule::calls`]).
+    pub fn with_calls(mut self, calls: usize) -> Self {
+        self.calls = Some(calls);
+        self
+    }
+
+    /// The comment line that says how many calls to build the scenario
+    /// with, when the schedule says.
+    pub(super) fn calls_line(&self) -> Option<String> {
+        self.calls.map(|n| {
+            format!(
+                "// build the scenario with {n} call{} (the `calls` of Explorer::with_calls)\n",
+                if n == 1 { "" } else { "s" }
+            )
+        })
     }
 
     /// Every fault of the schedule, to add to a sim.
@@ -171,6 +196,7 @@ impl Schedule {
             "// grpc-chaos explore: seed {}, schedule {}\n",
             self.seed, self.number
         );
+        out.extend(self.calls_line());
         for fault in &self.faults {
             out.push_str(&fault.rust());
         }

@@ -3,8 +3,11 @@
 //! greedy steps, each kept only when the run still fails, repeated until a
 //! round changes nothing or the budget of runs is spent.
 //!
-//! A round, in order (fewest faults first, because every later step costs
-//! a run per fault):
+//! A round, in order (fewest calls and faults first, because every later
+//! step costs a run per fault, and a run with fewer calls is shorter):
+//! 0. for a scenario that takes a count of calls, bisect toward the
+//!    fewest calls that still fail (as proptest shrinks a collection's
+//!    length first);
 //! 1. drop each fault in turn (never the last one: the baseline passes);
 //! 2. swap each fault for a simpler kind the space has on the same host or
 //!    link ([`rank`]), simplest first;
@@ -16,7 +19,7 @@
 //!    milliseconds, toward the shortest that still fails.
 //!
 //! The sweep's schedules are one fault at an instant already: for them
-//! only step 4 runs. Nothing here is random; a schedule already tried is
+//! only steps 0 and 4 run. Nothing here is random; a schedule already tried is
 //! never run again, and neither is a candidate the run would refuse (two
 //! crashes of one host at once, [`super::clashes`]) nor a cancel outside
 //! its call's life in the baseline (where the space would not place it).
@@ -66,7 +69,7 @@ pub(super) fn shrink<T>(
     fails: impl FnMut(&Schedule) -> Option<T>,
 ) -> Shrinking<T> {
     let mut tried = HashSet::new();
-    tried.insert(start.faults.clone());
+    tried.insert((start.calls, start.faults.clone()));
     let mut s = Shrinker {
         done: HashSet::new(),
         best: start,
@@ -79,14 +82,15 @@ pub(super) fn shrink<T>(
         fails,
     };
     loop {
-        let before = s.best.faults.clone();
+        let before = (s.best.calls, s.best.faults.clone());
+        s.fewer_calls();
         if moves.all {
             s.drop_faults();
             s.each(Step::Kind, Shrinker::simpler_kind);
             s.each(Step::Move, Shrinker::move_earlier);
         }
         s.each(Step::Shorten, Shrinker::shorten);
-        if s.best.faults == before || s.exhausted {
+        if (s.best.calls, &s.best.faults) == (before.0, &before.1) || s.exhausted {
             break;
         }
     }
@@ -116,7 +120,7 @@ struct Shrinker<'a, T, F> {
     runs: usize,
     budget: usize,
     exhausted: bool,
-    tried: HashSet<Vec<Placed>>,
+    tried: HashSet<(Option<usize>, Vec<Placed>)>,
     moves: &'a Moves<'a>,
     fails: F,
 }
@@ -125,13 +129,19 @@ impl<T, F: FnMut(&Schedule) -> Option<T>> Shrinker<'_, T, F> {
     /// Runs `faults` unless tried, empty, refused or over budget; keeps
     /// it when it still fails.
     fn attempt(&mut self, faults: Vec<Placed>) -> bool {
+        self.attempt_calls(self.best.calls, faults)
+    }
+
+    /// [`Shrinker::attempt`] with the scenario making `calls` calls.
+    fn attempt_calls(&mut self, calls: Option<usize>, faults: Vec<Placed>) -> bool {
         let end = self.moves.end;
         let clash = faults
             .iter()
             .enumerate()
             .any(|(i, a)| faults[i + 1..].iter().any(|b| super::clashes(a, b, end)));
         let outside = faults.iter().any(|p| !self.in_life(p));
-        if faults.is_empty() || clash || outside || self.tried.contains(&faults) {
+        let key = (calls, faults);
+        if key.1.is_empty() || clash || outside || self.tried.contains(&key) {
             return false;
         }
         if self.runs >= self.budget {
@@ -139,8 +149,10 @@ impl<T, F: FnMut(&Schedule) -> Option<T>> Shrinker<'_, T, F> {
             return false;
         }
         self.runs += 1;
-        self.tried.insert(faults.clone());
-        let candidate = Schedule::new(self.best.seed, self.best.number, faults);
+        self.tried.insert(key.clone());
+        let (calls, faults) = key;
+        let mut candidate = Schedule::new(self.best.seed, self.best.number, faults);
+        candidate.calls = calls;
         match (self.fails)(&candidate) {
             Some(found) => {
                 (self.best, self.found) = (candidate, found);
@@ -177,6 +189,24 @@ impl<T, F: FnMut(&Schedule) -> Option<T>> Shrinker<'_, T, F> {
             }
             step(self, i);
             self.done.insert((id, i, self.best.faults.clone()));
+        }
+    }
+
+    /// Bisects `1..calls` for the fewest calls that still fail, the
+    /// faults as they are.
+    fn fewer_calls(&mut self) {
+        let Some(calls) = self.best.calls else {
+            return;
+        };
+        let (mut lo, mut hi) = (1, calls);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let faults = self.best.faults.clone();
+            if self.attempt_calls(Some(mid), faults) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
         }
     }
 

@@ -11,7 +11,7 @@ use crate::error::{Error, Kind};
 ///
 /// Coverage ([`Report::coverage`](super::Report::coverage)) counts the
 /// schedules that placed each.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Target {
     /// Crash server host `host`, then restart it after the space's outage
@@ -46,6 +46,7 @@ pub enum Target {
         /// The server host.
         host: String,
         /// The status code the requests get.
+        #[serde(with = "super::workers::code")]
         code: Code,
     },
     /// Hang every request reaching server host `host`'s handlers (no

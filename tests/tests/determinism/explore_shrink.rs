@@ -176,3 +176,53 @@ fn a_swept_crash_keeps_its_instant_and_shrinks_its_outage() -> grpc_chaos::Resul
     assert_eq!(stock_accounting(&replayed), Err(shrunk.message.clone()));
     Ok(())
 }
+
+#[test]
+fn a_scenario_that_takes_a_count_shrinks_to_fewer_calls_and_says_how_many() -> grpc_chaos::Result {
+    let explorer = Explorer::with_calls(5, |seed, calls| {
+        cancel_unsafe::scenario_with_calls(seed, false, calls)
+    })
+    .space((cancel_unsafe::BUG.space)().max_faults(5))
+    .invariant(STOCK_ACCOUNTING, stock_accounting)
+    .seed(1)
+    .budget(3);
+    let report = explorer.explore()?;
+    let found = report
+        .broken(STOCK_ACCOUNTING)
+        .unwrap_or_else(|| panic!("{}", report.summary()));
+    assert_eq!(
+        found.first.schedule.calls, None,
+        "found with the scenario's own 5"
+    );
+    let shrunk = found.shrunk.as_ref().expect("shrinking is on");
+    // The leak is the first reservation's: one call and its cancel.
+    assert_eq!(shrunk.schedule.calls, Some(1), "{}", report.summary());
+    assert_eq!(shrunk.calls_from, Some(5));
+    assert_eq!(shrunk.schedule.faults.len(), 1, "{}", report.summary());
+    let rust = found.rust();
+    assert!(
+        rust.contains("shrunk from 5 faults to 1 fault and from 5 calls to 1 in ")
+            && rust.contains(
+                "// build the scenario with 1 call (the `calls` of Explorer::with_calls)"
+            ),
+        "{rust}"
+    );
+    assert!(
+        report
+            .summary()
+            .contains("shrunk to 1 fault and 1 call of 5 in "),
+        "{}",
+        report.summary()
+    );
+    // Replayed, the minimal schedule makes one call, and leaks.
+    let trace = explorer.run(&shrunk.schedule)?;
+    assert_eq!(trace.calls_from("orders").count(), 1);
+    assert!(stock_accounting(&trace).is_err());
+    // Without the count, the same exploration keeps all five calls.
+    let plain = self::explorer().explore()?;
+    let kept = plain
+        .broken(STOCK_ACCOUNTING)
+        .and_then(|g| g.shrunk.as_ref());
+    assert_eq!(kept.map(|s| s.schedule.calls), Some(None));
+    Ok(())
+}

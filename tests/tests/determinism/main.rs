@@ -6,6 +6,7 @@
 
 mod determinism_check;
 mod explore;
+mod explore_budget;
 mod explore_shrink;
 mod replay_hint;
 mod slow_polls;
