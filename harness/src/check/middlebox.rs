@@ -90,11 +90,11 @@ impl MiddleboxReport {
         let first_cut = events.iter().enumerate().find_map(|(i, e)| match &e.kind {
             EventKind::PolicyClosed(policy_closed) => {
                 let event::PolicyClosed { reason, .. } = &**policy_closed;
-                Some((e.at(), reason.clone()))
+                Some((e.at(), crate::trace::act_words::policy_end(reason)))
             }
             EventKind::PolicyReset(policy_reset) => {
                 let event::PolicyReset { reason, .. } = &**policy_reset;
-                Some((e.at(), reason.clone()))
+                Some((e.at(), crate::trace::act_words::policy_end(reason)))
             }
             EventKind::Frame {
                 conn,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 pub(crate) use crate::fault::FrameView;
-use crate::recorder::event::EventKind;
+use crate::recorder::event::{EventKind, PolicyEnd};
 use crate::wire::{encode, BlockKind, Direction, ErrorCode};
 
 /// Connection policies: code that sits on one connection in the wire tap,
@@ -173,8 +173,8 @@ pub(crate) enum Close {
     Policy {
         /// The policy's name.
         policy: String,
-        /// Its words.
-        reason: String,
+        /// Why.
+        reason: PolicyEnd,
     },
 }
 
@@ -184,8 +184,8 @@ pub(crate) enum Close {
 pub(crate) struct PolicyReset {
     /// The policy's name.
     pub(crate) policy: String,
-    /// Its words.
-    pub(crate) reason: String,
+    /// Why.
+    pub(crate) reason: PolicyEnd,
 }
 
 /// A frame a policy sends.
@@ -302,9 +302,14 @@ impl Effects {
     /// is shown in the trace. Later frames of the connection are no longer
     /// shown to the policy.
     pub fn close(&mut self, reason: impl Into<String>) {
+        self.close_for(PolicyEnd::Said(reason.into()));
+    }
+
+    /// [`Effects::close`] with a typed reason (the middlebox's).
+    pub(crate) fn close_for(&mut self, reason: PolicyEnd) {
         self.close = Some(Close::Policy {
             policy: self.name.to_string(),
-            reason: reason.into(),
+            reason,
         });
     }
 
@@ -323,9 +328,14 @@ impl Effects {
     /// for in the same call. Later frames of the connection are no longer
     /// shown to any policy.
     pub fn reset(&mut self, reason: impl Into<String>) {
+        self.reset_for(PolicyEnd::Said(reason.into()));
+    }
+
+    /// [`Effects::reset`] with a typed reason (the middlebox's).
+    pub(crate) fn reset_for(&mut self, reason: PolicyEnd) {
         self.reset = Some(PolicyReset {
             policy: self.name.to_string(),
-            reason: reason.into(),
+            reason,
         });
     }
 

@@ -248,3 +248,57 @@ fn display<S: serde::Serializer>(v: &impl std::fmt::Display, s: S) -> Result<S::
 fn frame_types<S: serde::Serializer>(types: &[FrameType], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(types.iter().map(ToString::to_string))
 }
+
+/// Why a connection policy closed or reset a connection:
+/// [`PolicyClosed::reason`](super::event::PolicyClosed::reason) and
+/// [`PolicyReset::reason`](super::event::PolicyReset::reason). A policy of
+/// your own gives its words ([`PolicyEnd::Said`]); the built-in middlebox
+/// gives the numbers, and the trace's renderers say them. The trace's JSON
+/// export writes the words (`"reason": "idle timeout 350000ms: …"`), as it
+/// always has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PolicyEnd {
+    /// A policy's own words, as given to
+    /// [`Effects::close`](crate::policy::Effects::close) or
+    /// [`Effects::reset`](crate::policy::Effects::reset).
+    Said(String),
+    /// A middlebox timer ran out.
+    Timer(TimerRanOut),
+    /// A frame came after the middlebox forgot the flow (its idle timeout
+    /// with [`Expiry::ForgetFlow`](crate::policy::Expiry::ForgetFlow)): the
+    /// box answers it with a TCP RST.
+    ForgottenFlow {
+        /// When the flow was forgotten, *simulated* time since the start of
+        /// the run.
+        at: Duration,
+        /// The frame that came.
+        frame: FrameType,
+        /// Which end sent it.
+        from: Writer,
+    },
+    /// The connection lifetime ran out and the box closed the connection
+    /// right after its GOAWAY (no grace).
+    LifetimeNoGrace {
+        /// The lifetime, *simulated* time.
+        after: Duration,
+    },
+    /// The grace after the connection lifetime's GOAWAY ended.
+    LifetimeGraceOver {
+        /// The lifetime, *simulated* time.
+        after: Duration,
+        /// The grace, *simulated* time.
+        grace: Duration,
+    },
+}
+
+impl PolicyEnd {
+    /// The policy's own words, for [`PolicyEnd::Said`]; `None` for the
+    /// built-in middlebox's reasons (the renderers say those).
+    pub fn said(&self) -> Option<&str> {
+        match self {
+            Self::Said(s) => Some(s),
+            _ => None,
+        }
+    }
+}

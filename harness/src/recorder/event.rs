@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use super::acts::{
-    FaultAction, FaultReply, IdleReset, PolicyAction, TimerRanOut, UpstreamReply, UpstreamSince,
-    Writer,
+    FaultAction, FaultReply, IdleReset, PolicyAction, PolicyEnd, TimerRanOut, UpstreamReply,
+    UpstreamSince, Writer,
 };
 pub use super::fields::DebugData;
 pub use super::fields::{

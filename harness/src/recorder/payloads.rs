@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::event::{
     BalancerChange, CallId, FaultAction, FrameDetail, FrameFlags, HostName, KeepaliveVerdict,
-    LayerSide, OpenRun, Outcome, PanicSite, PolicyAction, RunId, WaitingFor,
+    LayerSide, OpenRun, Outcome, PanicSite, PolicyAction, PolicyEnd, RunId, WaitingFor,
 };
 use crate::wire::FrameType;
 
@@ -420,8 +420,10 @@ pub struct PolicyClosed {
     pub to: HostName,
     /// The policy, by its [`name`](crate::policy::ConnectionPolicy::name).
     pub policy: String,
-    /// Why, in the policy's words.
-    pub reason: String,
+    /// Why: a policy's own words, or the middlebox's timer. JSON: its
+    /// words (the trace's JSON export).
+    #[serde(skip)]
+    pub reason: PolicyEnd,
 }
 
 /// The fields of [`EventKind::PolicyReset`](super::event::EventKind::PolicyReset),
@@ -436,8 +438,10 @@ pub struct PolicyReset {
     pub to: HostName,
     /// The policy, by its [`name`](crate::policy::ConnectionPolicy::name).
     pub policy: String,
-    /// Why, in the policy's words.
-    pub reason: String,
+    /// Why: a policy's own words, or what the middlebox saw. JSON: its
+    /// words (the trace's JSON export).
+    #[serde(skip)]
+    pub reason: PolicyEnd,
     /// Frames either end had kept back (a frame rule, a partition) that
     /// were discarded.
     pub discarded: usize,

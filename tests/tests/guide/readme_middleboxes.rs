@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use grpc_chaos::policy::Middlebox;
-use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::recorder::event::{EventKind, PolicyEnd, TimerRanOut};
 use grpc_chaos::Sim;
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::WatchRequest;
@@ -54,13 +54,19 @@ fn an_alb_cuts_a_quiet_watch() -> grpc_chaos::Result {
         Ok(())
     });
     let trace = sim.run()?;
+    // Why the box closed it, typed: its idle timer, 60 s after the last
+    // DATA or HEADERS (20 ms); the trace's row says "idle timeout
+    // 60000ms: no DATA or HEADERS since 20ms".
     let closed = trace.events().iter().find_map(|e| match &e.kind {
         EventKind::PolicyClosed(c) => Some(c.reason.clone()),
         _ => None,
     });
+    let Some(PolicyEnd::Timer(TimerRanOut::Idle { after, since, .. })) = closed else {
+        panic!("not the box's idle timer: {closed:?}");
+    };
     assert_eq!(
-        closed.as_deref(),
-        Some("idle timeout 60000ms: no DATA or HEADERS since 20ms")
+        (after, since),
+        (Duration::from_secs(60), Duration::from_millis(20))
     );
     Ok(())
 }

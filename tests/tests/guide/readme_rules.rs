@@ -115,13 +115,13 @@ fn an_idle_timer_closes_the_connection_under_a_slow_call() -> grpc_chaos::Result
     let trace = sim.run()?;
     // The request's last DATA left at 1ms: the timer fired 500ms later.
     let closed = trace.events().iter().find_map(|e| match &e.kind {
-        EventKind::PolicyClosed(c) => Some((e.at(), c.policy.as_str(), c.reason.as_str())),
+        EventKind::PolicyClosed(c) => Some((e.at(), c.policy.as_str(), c.reason.said())),
         _ => None,
     });
     let at = Duration::from_millis(501);
     assert_eq!(
         closed,
-        Some((at, "the proxy's idle timer", "no DATA for 500ms"))
+        Some((at, "the proxy's idle timer", Some("no DATA for 500ms")))
     );
     assert_eq!(
         trace.calls()[0].outcome().map(|o| o.spec_code),

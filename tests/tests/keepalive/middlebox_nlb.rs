@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use grpc_chaos::policy::Middlebox;
-use grpc_chaos::recorder::event::EventKind;
+use grpc_chaos::recorder::event::{EventKind, PolicyEnd};
 use grpc_chaos::Sim;
 use grpc_chaos_scenarios::services::pb::store_client::StoreClient;
 use grpc_chaos_scenarios::services::pb::SaveRequest;
@@ -76,7 +76,7 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
         .collect();
     assert_eq!(forgot.len(), 1, "{text}");
     assert!(forgot[0] >= secs(350) && forgot[0] < secs(351), "{text}");
-    let resets: Vec<(Duration, String, usize)> = trace
+    let resets: Vec<(Duration, PolicyEnd, usize)> = trace
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
@@ -108,8 +108,8 @@ fn a_call_after_the_nlb_idle_timeout_is_reset_at_its_first_frame() -> grpc_chaos
     assert!(*reset_at >= secs(400) && *reset_at < secs(401), "{text}");
     assert_eq!(*discarded, 0, "{text}");
     assert!(
-        reason.starts_with("frame after the idle timeout: RST; the flow was forgotten at 350"),
-        "{reason}"
+        matches!(reason, PolicyEnd::ForgottenFlow { at, .. } if *at >= secs(350) && *at < secs(351)),
+        "{reason:?}"
     );
     assert!(
         text.contains("c1 reset at both ends by AWS NLB (frame after the idle timeout: RST;"),

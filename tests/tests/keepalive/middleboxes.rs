@@ -14,8 +14,8 @@ use std::time::Duration;
 use grpc_chaos::policy::{
     Activity, ConnectionLifetime, Expiry, IdleTimeout, Middlebox, StreamLifetime,
 };
-use grpc_chaos::recorder::event::EventKind;
 use grpc_chaos::recorder::event::Fate;
+use grpc_chaos::recorder::event::{EventKind, PolicyEnd, TimerRanOut};
 use grpc_chaos::wire::{ErrorCode, FrameType};
 use grpc_chaos::{Fault, Sim, Trace};
 use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
@@ -84,7 +84,7 @@ fn seen() -> Seen {
 }
 
 /// (time, policy, reason) of each close a policy made.
-fn closes(trace: &Trace) -> Vec<(Duration, String, String)> {
+fn closes(trace: &Trace) -> Vec<(Duration, String, PolicyEnd)> {
     trace
         .events()
         .iter()
@@ -172,8 +172,12 @@ fn an_alb_idle_timeout_cuts_a_watch_although_keepalive_pings_flow() -> grpc_chao
     let (at, policy, reason) = &closes[0];
     assert_eq!(policy, "AWS ALB");
     assert!(
-        reason.starts_with("idle timeout 60000ms: no DATA or HEADERS since 20ms"),
-        "{reason}"
+        matches!(
+            reason,
+            PolicyEnd::Timer(TimerRanOut::Idle { after, since, .. })
+                if *after == secs(60) && *since == Duration::from_millis(20)
+        ),
+        "{reason:?}"
     );
     assert!(*at >= secs(60) && *at < secs(61), "{at:?}");
     // tonic: the stream fails with UNKNOWN ("transport error"-like h2
@@ -409,7 +413,10 @@ fn a_connection_lifetime_cap_sends_goaway_then_closes_after_the_grace() -> grpc_
     );
     assert_eq!(
         closes[0].2,
-        "connection lifetime 5000ms: grace 2000ms after its GOAWAY over"
+        PolicyEnd::LifetimeGraceOver {
+            after: secs(5),
+            grace: secs(2)
+        }
     );
     // The gateway's own connection to the store is not the box's: the
     // box fronts `gateway` only.

@@ -15,10 +15,8 @@ use std::time::Duration;
 
 use crate::policy::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 use crate::recorder::event::{
-    EventKind, Fate, FrameDetail, IdleReset, PolicyAction, TimerRanOut, Writer,
+    EventKind, Fate, FrameDetail, IdleReset, PolicyAction, PolicyEnd, TimerRanOut, Writer,
 };
-use crate::trace::act_words;
-use crate::units::fmt_duration;
 use crate::wire::{Direction, ErrorCode, FrameType};
 
 /// A load balancer or proxy in front of a server host, emulated in the wire
@@ -645,13 +643,13 @@ impl BoxConn {
 
     fn expire(&mut self, fx: &mut Effects, expiry: Expiry, stream: Option<u32>, why: TimerRanOut) {
         match expiry {
-            Expiry::Close => fx.close(act_words::timer(&why)),
+            Expiry::Close => fx.close_for(PolicyEnd::Timer(why)),
             Expiry::ForgetFlow => {
                 self.forgotten = Some(fx.now());
                 self.note(fx, PolicyAction::ForgetFlow { why });
             }
             Expiry::GoAway(code) => {
-                let reason = act_words::timer(&why);
+                let reason = PolicyEnd::Timer(why.clone());
                 self.note(
                     fx,
                     PolicyAction::GoAwayThenClose {
@@ -661,7 +659,7 @@ impl BoxConn {
                     },
                 );
                 fx.goaway(Direction::ServerToClient, self.max_stream, code, b"");
-                fx.close(reason);
+                fx.close_for(reason);
             }
             Expiry::RstStream(code) => {
                 let ids: Vec<u32> = match stream {
@@ -724,16 +722,14 @@ impl ConnectionPolicy for BoxConn {
             // The box has no entry for the flow: the frame goes nowhere,
             // and the connection is reset (see Expiry::ForgetFlow).
             fx.swallow();
-            fx.reset(format!(
-                "frame after the idle timeout: RST; the flow was forgotten at {}, this {} from \
-                 the {} did not pass",
-                fmt_duration(at),
-                frame.frame_type(),
-                match frame.direction() {
-                    Direction::ClientToServer => "client",
-                    Direction::ServerToClient => "server",
-                }
-            ));
+            fx.reset_for(PolicyEnd::ForgottenFlow {
+                at,
+                frame: frame.frame_type(),
+                from: match frame.direction() {
+                    Direction::ClientToServer => Writer::Client,
+                    Direction::ServerToClient => Writer::Server,
+                },
+            });
             fx.clear_timer();
             return;
         }
@@ -808,21 +804,17 @@ impl ConnectionPolicy for BoxConn {
                         b"",
                     );
                     if l.grace.is_zero() {
-                        fx.close(format!(
-                            "connection lifetime {}: closed right after its GOAWAY",
-                            fmt_duration(l.after)
-                        ));
+                        fx.close_for(PolicyEnd::LifetimeNoGrace { after: l.after });
                     }
                 }
                 Due::GraceOver => {
                     let Some(l) = self.cfg.connection_lifetime else {
                         continue;
                     };
-                    fx.close(format!(
-                        "connection lifetime {}: grace {} after its GOAWAY over",
-                        fmt_duration(l.after),
-                        fmt_duration(l.grace)
-                    ));
+                    fx.close_for(PolicyEnd::LifetimeGraceOver {
+                        after: l.after,
+                        grace: l.grace,
+                    });
                 }
             }
             if fx.close.is_some() {

@@ -85,7 +85,7 @@ fn closed(fx: &Effects) -> Option<String> {
     match &fx.close {
         Some(Close::Policy { policy, reason }) => {
             assert_eq!(policy, "box");
-            Some(reason.clone())
+            Some(crate::trace::act_words::policy_end(reason))
         }
         other => other.as_ref().map(|c| panic!("not the box's close: {c:?}")),
     }
@@ -95,7 +95,7 @@ fn closed(fx: &Effects) -> Option<String> {
 fn reset(fx: &Effects) -> Option<String> {
     fx.reset.as_ref().map(|r| {
         assert_eq!(r.policy, "box");
-        r.reason.clone()
+        crate::trace::act_words::policy_end(&r.reason)
     })
 }
 

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use crate::recorder::event::{
-    FaultAction, FaultReply, IdleReset, PolicyAction, TimerRanOut, UpstreamReply, UpstreamSince,
-    Writer,
+    FaultAction, FaultReply, IdleReset, PolicyAction, PolicyEnd, TimerRanOut, UpstreamReply,
+    UpstreamSince, Writer,
 };
 use crate::units::fmt_duration;
 
@@ -187,6 +187,36 @@ fn upstream_reply(reply: &UpstreamReply) -> String {
             content_type,
             body_len,
         } => format!(":status {status} ({content_type}, {body_len} bytes of body) to the client"),
+    }
+}
+
+/// Why a policy closed or reset a connection, in the words its row and the
+/// JSON export give: a policy's own words as it said them, the middlebox's
+/// timer as [`timer`] says it, `frame after the idle timeout: RST; the flow
+/// was forgotten at 1ms, this DATA from the client did not pass`,
+/// `connection lifetime 5000ms: grace 1000ms after its GOAWAY over`.
+pub(crate) fn policy_end(why: &PolicyEnd) -> String {
+    match why {
+        PolicyEnd::Said(words) => words.clone(),
+        PolicyEnd::Timer(t) => timer(t),
+        PolicyEnd::ForgottenFlow { at, frame, from } => format!(
+            "frame after the idle timeout: RST; the flow was forgotten at {}, this {frame} from \
+             the {} did not pass",
+            fmt_duration(*at),
+            match from {
+                Writer::Client => "client",
+                Writer::Server => "server",
+            }
+        ),
+        PolicyEnd::LifetimeNoGrace { after } => format!(
+            "connection lifetime {}: closed right after its GOAWAY",
+            fmt_duration(*after)
+        ),
+        PolicyEnd::LifetimeGraceOver { after, grace } => format!(
+            "connection lifetime {}: grace {} after its GOAWAY over",
+            fmt_duration(*after),
+            fmt_duration(*grace)
+        ),
     }
 }
 

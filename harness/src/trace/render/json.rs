@@ -414,6 +414,28 @@ impl Serialize for JsonEvent<'_> {
                 action: super::act_words::policy(&p.action),
             }
             .serialize(s),
+            EventKind::PolicyClosed(p) => PolicyEndWords {
+                at_us,
+                host,
+                event: "policy_closed",
+                conn: format!("c{}", p.conn),
+                to: p.to.as_str(),
+                policy: &p.policy,
+                reason: super::act_words::policy_end(&p.reason),
+                discarded: None,
+            }
+            .serialize(s),
+            EventKind::PolicyReset(p) => PolicyEndWords {
+                at_us,
+                host,
+                event: "policy_reset",
+                conn: format!("c{}", p.conn),
+                to: p.to.as_str(),
+                policy: &p.policy,
+                reason: super::act_words::policy_end(&p.reason),
+                discarded: Some(p.discarded),
+            }
+            .serialize(s),
             _ => e.serialize(s),
         }
     }
@@ -444,6 +466,21 @@ struct PolicyActedWords<'a> {
     action: String,
 }
 
+/// A `policy_closed` or `policy_reset` event, its fields in the order the
+/// event writes them (`discarded` only on a reset).
+#[derive(Serialize)]
+struct PolicyEndWords<'a> {
+    at_us: u64,
+    host: &'a str,
+    event: &'static str,
+    conn: String,
+    to: &'a str,
+    policy: &'a str,
+    reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    discarded: Option<usize>,
+}
+
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
@@ -452,7 +489,9 @@ fn micros(d: Duration) -> u64 {
 mod tests {
     use std::time::Duration;
 
-    use crate::recorder::event::{self, Event, EventKind, FaultAction, PolicyAction, RunId};
+    use crate::recorder::event::{
+        self, Event, EventKind, FaultAction, PolicyAction, PolicyEnd, RunId,
+    };
     use crate::trace::query::Trace;
 
     #[test]
@@ -486,5 +525,39 @@ mod tests {
                      SETTINGS_MAX_CONCURRENT_STREAMS = 2 to the client, in place of the server's \
                      SETTINGS\"\n";
         assert!(json.contains(acted), "{json}");
+    }
+
+    #[test]
+    fn a_policy_end_is_written_in_its_rows_words_in_the_events_order() {
+        let ms = Duration::from_millis;
+        let closed = EventKind::PolicyClosed(Box::new(event::PolicyClosed {
+            conn: 1,
+            to: "player".into(),
+            policy: "the edge proxy".into(),
+            reason: PolicyEnd::LifetimeGraceOver {
+                after: ms(5000),
+                grace: ms(2000),
+            },
+        }));
+        let reset = EventKind::PolicyReset(Box::new(event::PolicyReset {
+            conn: 2,
+            to: "player".into(),
+            policy: "mine".into(),
+            reason: PolicyEnd::Said("my words".into()),
+            discarded: 3,
+        }));
+        let events = vec![
+            Event::new(ms(1), "store", closed),
+            Event::new(ms(2), "store", reset),
+        ];
+        let json = Trace::new(1, vec!["store".into()], events, ms(3)).to_json();
+        let closed = "\"event\": \"policy_closed\",\n      \"conn\": \"c1\",\n      \"to\": \
+                      \"player\",\n      \"policy\": \"the edge proxy\",\n      \"reason\": \
+                      \"connection lifetime 5000ms: grace 2000ms after its GOAWAY over\"\n";
+        assert!(json.contains(closed), "{json}");
+        let reset = "\"event\": \"policy_reset\",\n      \"conn\": \"c2\",\n      \"to\": \
+                     \"player\",\n      \"policy\": \"mine\",\n      \"reason\": \"my words\",\n      \
+                     \"discarded\": 3\n";
+        assert!(json.contains(reset), "{json}");
     }
 }

@@ -84,7 +84,10 @@ fn middlebox(e: &Event) -> Option<(String, String)> {
             } = &**policy_closed;
             (
                 format!("{host}→{to}"),
-                format!("c{conn} connection closed by {policy} ({reason})"),
+                format!(
+                    "c{conn} connection closed by {policy} ({})",
+                    act_words::policy_end(reason)
+                ),
             )
         }
         EventKind::PolicyReset(policy_reset) => {
@@ -96,7 +99,8 @@ fn middlebox(e: &Event) -> Option<(String, String)> {
                 discarded,
             } = &**policy_reset;
             let text = format!(
-                "c{conn} reset at both ends by {policy} ({reason}){}",
+                "c{conn} reset at both ends by {policy} ({}){}",
+                act_words::policy_end(reason),
                 discarded_words(*discarded)
             );
             (format!("{host}→{to}"), text)
