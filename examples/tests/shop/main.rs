@@ -4,6 +4,7 @@
 //! story (grpc-chaos is a dev-dependency only).
 
 mod deadline;
+mod explore;
 mod methods;
 mod middlebox;
 mod readme;
