@@ -11,17 +11,15 @@ every scenario takes about 45 s.
 """
 
 import argparse
-import datetime
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 import h2peer  # noqa: E402
+from recording import message_every, meta, record_runs, wait_port  # noqa: E402
 
 PORT_READ, PORT_BODY, PORT_BACKEND = 18081, 18082, 18090
 
@@ -67,28 +65,6 @@ def config(prefix):
     with open(path, "w") as f:
         f.write(text)
     return path
-
-
-def wait_port(port, limit_s=5):
-    import socket
-
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("nginx did not listen on 127.0.0.1:%d" % port)
-
-
-def message_every(sid, every_s, count, start_s=0.0, end_last=False):
-    """Client actions: one gRPC message every `every_s`, `count` times."""
-    out = []
-    for i in range(1, count + 1):
-        last = end_last and i == count
-        out.append((start_s + every_s * i, lambda c, last=last: c.send_message(sid, end_stream=last)))
-    return out
 
 
 # Each scenario: (name, what it asks, function(clock) -> client record).
@@ -236,44 +212,10 @@ def main():
     clock = h2peer.Clock()
     backend = h2peer.Backend(PORT_BACKEND, clock)
     try:
-        wait_port(PORT_READ)
-        wait_port(PORT_BODY)
-        meta = {
-            "software": nginx_version(),
-            "timers_s": TIMERS,
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "h2": __import__("h2").__version__,
-        }
-        for run in range(1, args.runs + 1):
-            for scenario in SCENARIOS:
-                name = scenario.__name__[2:]
-                if args.only and name != args.only:
-                    continue
-                backend.take()
-                client = scenario(clock)
-                client.close()
-                time.sleep(0.3)  # let the backend see the upstream's end
-                record = dict(meta)
-                record.update(
-                    {
-                        "scenario": name,
-                        "asks": " ".join(scenario.__doc__.split()),
-                        "run": run,
-                        "client": {
-                            "frames": client.log.frames,
-                            "end": client.log.end,
-                            "h2_error": client.h2_error,
-                            "requests": client.requests,
-                        },
-                        "backend_connections": backend.take(),
-                    }
-                )
-                d = os.path.join(args.out, "run%d" % run)
-                os.makedirs(d, exist_ok=True)
-                with open(os.path.join(d, name + ".json"), "w") as f:
-                    json.dump(record, f, indent=1, sort_keys=True)
-                    f.write("\n")
-                print("run %d %-28s %d frames, end %s" % (run, name, len(client.log.frames), client.log.end))
+        wait_port(PORT_READ, "nginx")
+        wait_port(PORT_BODY, "nginx")
+        head = meta(nginx_version(), TIMERS)
+        record_runs(SCENARIOS, head, clock, backend, args.out, args.runs, args.only)
     finally:
         nginx.terminate()
         nginx.wait(5)

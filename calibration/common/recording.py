@@ -1,0 +1,77 @@
+"""What every proxy's record.py shares: waiting for a port, client
+schedules, and running the scenarios into one JSON fixture per scenario
+and run (the software's version, the timers, the date, the client's
+frames and each upstream connection's)."""
+
+import datetime
+import json
+import os
+import socket
+import time
+
+
+def wait_port(port, what, limit_s=10):
+    """Returns when 127.0.0.1:`port` accepts, or exits after `limit_s`."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("%s did not listen on 127.0.0.1:%d" % (what, port))
+
+
+def message_every(sid, every_s, count, start_s=0.0, end_last=False):
+    """Client actions: one gRPC message every `every_s`, `count` times."""
+    out = []
+    for i in range(1, count + 1):
+        last = end_last and i == count
+        out.append((start_s + every_s * i, lambda c, last=last: c.send_message(sid, end_stream=last)))
+    return out
+
+
+def meta(software, timers):
+    """The fields every fixture of a recording carries."""
+    return {
+        "software": software,
+        "timers_s": timers,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "h2": __import__("h2").__version__,
+    }
+
+
+def record_runs(scenarios, head, clock, backend, out, runs, only=None):
+    """Runs each scenario (a function of the clock returning its
+    h2peer.Client; its docstring says what it asks) `runs` times and
+    writes out/runN/<name>.json."""
+    for run in range(1, runs + 1):
+        for scenario in scenarios:
+            name = scenario.__name__[2:]
+            if only and name != only:
+                continue
+            backend.take()
+            client = scenario(clock)
+            client.close()
+            time.sleep(0.3)  # let the backend see the upstream's end
+            record = dict(head)
+            record.update(
+                {
+                    "scenario": name,
+                    "asks": " ".join(scenario.__doc__.split()),
+                    "run": run,
+                    "client": {
+                        "frames": client.log.frames,
+                        "end": client.log.end,
+                        "h2_error": client.h2_error,
+                        "requests": client.requests,
+                    },
+                    "backend_connections": backend.take(),
+                }
+            )
+            d = os.path.join(out, "run%d" % run)
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, name + ".json"), "w") as f:
+                json.dump(record, f, indent=1, sort_keys=True)
+                f.write("\n")
+            print("run %d %-28s %d frames, end %s" % (run, name, len(client.log.frames), client.log.end))
