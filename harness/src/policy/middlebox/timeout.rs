@@ -118,9 +118,9 @@ impl UpstreamTimeout {
     /// |---|---|---|
     /// | `after` | 15 s | `RouteAction.timeout`: "If not specified, the default is 15s" (envoyproxy.io, `config/route/v3/route_components.proto`; read) |
     /// | `starts` | [`TimeoutStart::RequestEnd`] | same field's docs (quoted on [`TimeoutStart::RequestEnd`]); the timeouts FAQ adds that it "is not compatible with streaming responses" and must be disabled (`0s`) for them (read) |
-    /// | `before_headers` | trailers-only, `grpc-status: 14` (UNAVAILABLE), `grpc-message: upstream request timeout` | router `onResponseTimeout` → `onUpstreamTimeoutAbort`: code 504 and body "upstream request timeout"; `Utility::sendLocalReply` turns a local reply to a gRPC request into a trailers-only response with `:status 200` and `grpc-status` = `Grpc::Utility::httpToGrpcStatus(504)` = Unavailable, `grpc-message` = the body (`source/common/http/utility.cc`, `source/common/grpc/status.cc`; read, not measured) |
-    /// | `after_headers` | NO_ERROR | `sendLocalReply` after response headers went out: "All we can do at this point is reset the stream" (`filter_manager.cc`); the HTTP/2 codec's `resetStreamWorker` sends NO_ERROR for every reason but a refused stream (`codec_impl.cc`; read) |
-    /// | `reset_upstream` | `true` | `onResponseTimeout` resets every upstream request in flight (`router.cc`; read) |
+    /// | `before_headers` | trailers-only, `grpc-status: 14` (UNAVAILABLE), `grpc-message: upstream request timeout` | router `onResponseTimeout` → `onUpstreamTimeoutAbort`: code 504 and body "upstream request timeout"; `Utility::sendLocalReply` turns a local reply to a gRPC request into a trailers-only response with `:status 200` and `grpc-status` = `Grpc::Utility::httpToGrpcStatus(504)` = Unavailable, `grpc-message` = the body (`source/common/http/utility.cc`, `source/common/grpc/status.cc`; read, and measured with Envoy 1.40.0: `route_timeout_before_headers.json`, which also carries `server: envoy`) |
+    /// | `after_headers` | INTERNAL_ERROR | measured with Envoy 1.40.0 (`calibration/fixtures/envoy/run*/route_timeout_after_headers.json`: RST_STREAM(INTERNAL_ERROR) at the 2 s route timeout, after `:status 200`). `sendLocalReply` after response headers went out resets the stream ("All we can do at this point is reset the stream", `filter_manager.cc`); the code was read as NO_ERROR from `codec_impl.cc` and the wire says INTERNAL_ERROR |
+    /// | `reset_upstream` | `true` | `onResponseTimeout` resets every upstream request in flight (`router.cc`; read). Measured: the backend reads RST_STREAM(INTERNAL_ERROR) at the timeout on a pooled connection that stays open; the box sends RST_STREAM(CANCEL) (a known mismatch of the comparison) |
     ///
     /// Envoy also adds its own headers to a local reply (`date`, `server:
     /// envoy`); the box does not. `max_stream_duration` and
@@ -134,7 +134,7 @@ impl UpstreamTimeout {
                 status: 14,
                 message: "upstream request timeout".to_owned(),
             },
-            ErrorCode::NoError,
+            ErrorCode::InternalError,
             true,
         )
     }
