@@ -115,8 +115,11 @@ pub enum PolicyAction {
         since: UpstreamSince,
         /// What the client got.
         reply: UpstreamReply,
-        /// Whether the server got RST_STREAM(CANCEL).
+        /// Whether the server got RST_STREAM(`upstream_code`).
         reset_upstream: bool,
+        /// The code of that RST_STREAM.
+        #[serde(serialize_with = "display")]
+        upstream_code: ErrorCode,
     },
     /// The server's HEADERS on a stream the box ended went on with
     /// END_STREAM cleared (noted once per stream).
@@ -132,6 +135,18 @@ pub enum PolicyAction {
         open: usize,
         /// The limit it advertised.
         limit: u32,
+    },
+    /// The server's RST_STREAM(`from`) went on to the client as
+    /// RST_STREAM(`to`) (`Middlebox::server_reset_code`).
+    RewritesServerReset {
+        /// The stream.
+        stream: u32,
+        /// The server's code.
+        #[serde(serialize_with = "display")]
+        from: ErrorCode,
+        /// The code the client got.
+        #[serde(serialize_with = "display")]
+        to: ErrorCode,
     },
     /// SETTINGS_MAX_CONCURRENT_STREAMS sent to the client in place of the
     /// server's SETTINGS (noted once).

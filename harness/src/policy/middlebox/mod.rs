@@ -19,7 +19,7 @@ use crate::recorder::event::{
 };
 use crate::trace::act_words;
 use crate::units::fmt_duration;
-use crate::wire::{Direction, ErrorCode, FrameType};
+use crate::wire::{encode, Direction, ErrorCode, FrameType};
 
 /// A load balancer or proxy in front of a server host, emulated in the wire
 /// tap as a [`ConnectionPolicy`]; register it with
@@ -141,6 +141,12 @@ pub struct Middlebox {
     /// other hosts are not touched. [`Sim::middlebox_between`](crate::Sim::middlebox_between)
     /// sets it to the one host it names.
     pub clients: Vec<String>,
+    /// The code a server's RST_STREAM reaches the client with: `None` (the
+    /// default), the server's own; `Some(code)`, the box rewrites it, as a
+    /// proxy that terminates HTTP/2 answers an upstream reset with a
+    /// reset of its own (Envoy 1.40.0 sends INTERNAL_ERROR whatever the
+    /// server's code, measured: [`Middlebox::envoy`]).
+    pub server_reset_code: Option<ErrorCode>,
 }
 
 /// An idle timer: how long, what resets it, what happens at expiry.
@@ -381,6 +387,7 @@ impl Middlebox {
             max_concurrent_streams: None,
             upstream_timeout: None,
             clients: Vec::new(),
+            server_reset_code: None,
         }
     }
 
@@ -681,6 +688,21 @@ impl BoxConn {
 }
 
 impl BoxConn {
+    /// A server's RST_STREAM goes on with `server_reset_code`, if set.
+    fn rewrite_server_reset(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
+        let (Some(to), FrameDetail::RstStream { code: from }) =
+            (self.cfg.server_reset_code, frame.detail())
+        else {
+            return;
+        };
+        if frame.direction() != Direction::ServerToClient || *from == to {
+            return;
+        }
+        let (stream, from) = (frame.stream(), *from);
+        self.note(fx, PolicyAction::RewritesServerReset { stream, from, to });
+        fx.rewrite(bytes::Bytes::from(encode::rst_stream(stream, to)));
+    }
+
     /// A PING (not an ACK) the box answers itself: the ACK goes back to
     /// its writer, the PING goes no further.
     fn answer_ping(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
@@ -741,6 +763,7 @@ impl ConnectionPolicy for BoxConn {
             self.arm(fx);
             return;
         }
+        self.rewrite_server_reset(frame, fx);
         self.track(frame);
         self.activity(frame);
         self.answer_ping(frame, fx);

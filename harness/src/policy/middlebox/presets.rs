@@ -106,6 +106,7 @@ impl Middlebox {
     /// | `connection_idle.on_expiry` | [`Expiry::GoAway`]`(NO_ERROR)` then close; the real drain sequence has two GOAWAYs (below) |
     /// | `pings` | [`Pings::Answer`]: Envoy terminates HTTP/2 on each side and PING is a frame of one connection (RFC 9113 §6.7); read |
     /// | `server_pings` | [`Pings::Answer`]: the backend's PINGs never reach the client (measured: `backend_pings.json`, none of 8) |
+    /// | `server_reset_code` | INTERNAL_ERROR: the backend's RST_STREAM(CANCEL) after response headers reaches the client as RST_STREAM(INTERNAL_ERROR) (measured: `upstream_reset_after_headers.json`) |
     ///
     /// `upstream_timeout`: the route `timeout`, 15 s from the end of the
     /// request, answered with a trailers-only UNAVAILABLE "upstream request
@@ -130,19 +131,15 @@ impl Middlebox {
     ///   the last stream and closes at once. A connection that never
     ///   carried a request gets the same sequence (last-stream-id 0); the
     ///   sim's tonic client dials only on a call.
-    /// - A backend's RST_STREAM after response headers reaches the client
-    ///   as RST_STREAM(INTERNAL_ERROR) whatever its code (CANCEL measured,
-    ///   `upstream_reset_after_headers.json`); the box is drawn transparent
-    ///   and passes the backend's code.
     /// - A client that opens a stream past the acknowledged
     ///   `max_concurrent_streams`: Envoy resets every stream of the
     ///   connection upstream with RST_STREAM(INTERNAL_ERROR) and closes the
     ///   client's connection 1 s later without a GOAWAY
     ///   (`over_stream_limit.json`); a tonic client never exceeds a limit
     ///   it has read, so the sim cannot drive this.
-    /// - Upstream, Envoy pools its connections: the backend reads
-    ///   RST_STREAM(INTERNAL_ERROR) at each timeout; the box sends
-    ///   RST_STREAM(CANCEL) at the route timeout.
+    /// - Upstream, Envoy pools its connections: the backend never reads
+    ///   the client's GOAWAY or the end of its connection; the box is drawn
+    ///   transparent (one connection), so the sim's backend does.
     /// - The client reads Envoy's own SETTINGS (`HEADER_TABLE_SIZE` 4096,
     ///   `INITIAL_WINDOW_SIZE` 16777216, `ENABLE_CONNECT_PROTOCOL` 0,
     ///   `MAX_CONCURRENT_STREAMS` as configured) and a connection
@@ -165,6 +162,7 @@ impl Middlebox {
             }),
             pings: Pings::Answer,
             server_pings: Pings::Answer,
+            server_reset_code: Some(ErrorCode::InternalError),
             upstream_timeout: Some(UpstreamTimeout::envoy_route()),
             ..Self::new("Envoy")
         }

@@ -624,3 +624,58 @@ fn a_stream_limit_refuses_the_stream_over_it() {
             .swallow
     );
 }
+
+#[test]
+fn a_server_reset_reaches_the_client_with_the_box_code_when_set() {
+    let mut cfg = Middlebox::new("box");
+    cfg.server_reset_code = Some(ErrorCode::InternalError);
+    let mut wire = Wire::new(cfg);
+    wire.open(secs(3), 1);
+    let cancel = FrameDetail::RstStream {
+        code: ErrorCode::Cancel,
+    };
+    let fx = wire.0.frame(
+        secs(4),
+        DOWN,
+        FrameType::RstStream,
+        NO,
+        1,
+        &cancel,
+        Fate::Passed,
+    );
+    assert_eq!(
+        fx.rewrite.as_deref(),
+        Some(&crate::wire::encode::rst_stream(1, ErrorCode::InternalError)[..])
+    );
+    assert_eq!(
+        acts(fx),
+        [
+            "the server's RST_STREAM(CANCEL) on s1 goes on to the client as \
+          RST_STREAM(INTERNAL_ERROR), the box's own reset"
+        ]
+    );
+    // The same code, or the client's reset: passed as written.
+    let same = FrameDetail::RstStream {
+        code: ErrorCode::InternalError,
+    };
+    let fx = wire.0.frame(
+        secs(5),
+        DOWN,
+        FrameType::RstStream,
+        NO,
+        3,
+        &same,
+        Fate::Passed,
+    );
+    assert!(fx.rewrite.is_none());
+    let fx = wire.0.frame(
+        secs(6),
+        UP,
+        FrameType::RstStream,
+        NO,
+        5,
+        &cancel,
+        Fate::Passed,
+    );
+    assert!(fx.rewrite.is_none());
+}

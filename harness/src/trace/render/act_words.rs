@@ -81,15 +81,16 @@ pub(crate) fn policy(action: &PolicyAction) -> String {
             since,
             reply,
             reset_upstream,
+            upstream_code,
         } => format!(
             "s{stream} upstream timeout {} ({}): {}; {}",
             fmt_duration(*after),
             upstream_since(since),
             upstream_reply(reply),
             if *reset_upstream {
-                "RST_STREAM(CANCEL) to the server"
+                format!("RST_STREAM({upstream_code}) to the server")
             } else {
-                "the server's handler is not told (reset_upstream: false)"
+                "the server's handler is not told (reset_upstream: false)".to_owned()
             }
         ),
         PolicyAction::LateHeaders { stream } => format!(
@@ -106,6 +107,10 @@ pub(crate) fn policy(action: &PolicyAction) -> String {
              advertised is {limit} (RFC 9113 §5.1.2); the header block goes on to the server \
              with `connection: close` appended, so its HPACK decoder stays in step and h2 \
              rejects the request before any handler"
+        ),
+        PolicyAction::RewritesServerReset { stream, from, to } => format!(
+            "the server's RST_STREAM({from}) on s{stream} goes on to the client as \
+             RST_STREAM({to}), the box's own reset"
         ),
         PolicyAction::AdvertisesMaxStreams { value } => format!(
             "advertises SETTINGS_MAX_CONCURRENT_STREAMS = {value} to the client, in place of \
@@ -277,6 +282,7 @@ mod tests {
                 body_len: 15,
             },
             reset_upstream: false,
+            upstream_code: ErrorCode::Cancel,
         };
         assert_eq!(
             policy(&act),

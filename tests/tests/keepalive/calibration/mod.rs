@@ -40,6 +40,11 @@ pub enum View {
     ClientPings,
     /// RST_STREAM, GOAWAY and the connection's end at the backend.
     Upstream,
+    /// Only the RST_STREAMs at the backend: for a proxy that pools its
+    /// upstream connections (Envoy), whose backend never reads the
+    /// client's GOAWAY or end (the box is drawn transparent, so the sim's
+    /// backend does; `Upstream` shows that difference once).
+    UpstreamResets,
 }
 
 /// One behaviour: which scenario shows it, through which view.
@@ -97,19 +102,20 @@ fn view(rec: &Recording, v: View, window_ms: f64) -> Vec<Mark> {
             let n = pick(&|m| m.what == "PING").len();
             vec![untimed(format!("{n} PINGs"))]
         }
-        View::Upstream => rec
-            .backend
-            .iter()
-            .filter(inside)
-            .filter(|m| m.t > 0.0)
-            .filter(|m| {
-                ["RST_STREAM", "GOAWAY", "closed"]
-                    .iter()
-                    .any(|p| m.what.starts_with(p))
-            })
-            .cloned()
-            .collect(),
+        View::Upstream => upstream(rec, &["RST_STREAM", "GOAWAY", "closed"], window_ms),
+        View::UpstreamResets => upstream(rec, &["RST_STREAM"], window_ms),
     }
+}
+
+/// The marks at the backend, after the request, that start with one of
+/// `kinds`.
+fn upstream(rec: &Recording, kinds: &[&str], window_ms: f64) -> Vec<Mark> {
+    rec.backend
+        .iter()
+        .filter(|m| m.t > 0.0 && m.t < window_ms - 50.0)
+        .filter(|m| kinds.iter().any(|p| m.what.starts_with(p)))
+        .cloned()
+        .collect()
 }
 
 /// The marks as the table prints them: `HEADERS :status 504 @2.0s, …`.
