@@ -121,6 +121,19 @@ pub enum PolicyAction {
         #[serde(serialize_with = "display")]
         upstream_code: ErrorCode,
     },
+    /// A stream's idle timer ran out before its response headers and the
+    /// box answered the client (`Middlebox::stream_idle_reply`).
+    StreamIdleReply {
+        /// The stream.
+        stream: u32,
+        /// What the client got.
+        reply: UpstreamReply,
+        /// The code of the RST_STREAM the server got.
+        #[serde(serialize_with = "display")]
+        upstream_code: ErrorCode,
+        /// The timer that ran out.
+        why: TimerRanOut,
+    },
     /// The server's HEADERS on a stream the box ended went on with
     /// END_STREAM cleared (noted once per stream).
     LateHeaders {

@@ -147,6 +147,14 @@ pub struct Middlebox {
     /// reset of its own (Envoy 1.40.0 sends INTERNAL_ERROR whatever the
     /// server's code, measured: [`Middlebox::envoy`]).
     pub server_reset_code: Option<ErrorCode>,
+    /// What the client gets when `stream_idle` runs out on a stream whose
+    /// response headers have not gone out: `None` (the default),
+    /// `stream_idle.on_expiry` as after them; `Some(reply)`, this local
+    /// reply, and the server RST_STREAM with the code of
+    /// `stream_idle.on_expiry` when that is [`Expiry::RstStream`] (CANCEL
+    /// otherwise). Envoy answers a trailers-only UNAVAILABLE `stream
+    /// timeout` (measured: [`Middlebox::envoy`]).
+    pub stream_idle_reply: Option<LocalReply>,
 }
 
 /// An idle timer: how long, what resets it, what happens at expiry.
@@ -388,6 +396,7 @@ impl Middlebox {
             upstream_timeout: None,
             clients: Vec::new(),
             server_reset_code: None,
+            stream_idle_reply: None,
         }
     }
 
@@ -688,6 +697,34 @@ impl BoxConn {
 }
 
 impl BoxConn {
+    /// Stream `id`'s idle timer ran out before its response headers: the
+    /// box's `stream_idle_reply` to the client, RST_STREAM upstream.
+    fn idle_reply(&mut self, fx: &mut Effects, id: u32, expiry: Expiry, why: TimerRanOut) {
+        let Some(local) = self.cfg.stream_idle_reply.clone() else {
+            return;
+        };
+        let upstream_code = match expiry {
+            Expiry::RstStream(code) => code,
+            _ => ErrorCode::Cancel,
+        };
+        let reply = timeout::send_local_reply(fx, id, &local);
+        fx.rst_stream(Direction::ClientToServer, id, upstream_code);
+        self.note(
+            fx,
+            PolicyAction::StreamIdleReply {
+                stream: id,
+                reply,
+                upstream_code,
+                why,
+            },
+        );
+        self.streams.remove(&id);
+        self.ended.streams.insert(id);
+        if self.streams.is_empty() {
+            self.last = fx.now();
+        }
+    }
+
     /// A server's RST_STREAM goes on with `server_reset_code`, if set.
     fn rewrite_server_reset(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
         let (Some(to), FrameDetail::RstStream { code: from }) =
@@ -792,7 +829,11 @@ impl ConnectionPolicy for BoxConn {
                         continue;
                     };
                     let why = self.idle_timer(Some(id), &t, s.last);
-                    self.expire(fx, t.on_expiry, Some(id), why);
+                    if !s.response_headers && self.cfg.stream_idle_reply.is_some() {
+                        self.idle_reply(fx, id, t.on_expiry, why);
+                    } else {
+                        self.expire(fx, t.on_expiry, Some(id), why);
+                    }
                 }
                 Due::StreamLife(id) => {
                     let (Some(l), Some(s)) = (self.cfg.stream_lifetime, self.streams.get(&id))

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::timeout::UpstreamTimeout;
+use super::timeout::{LocalReply, UpstreamTimeout};
 use super::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers};
 use crate::wire::ErrorCode;
 
@@ -101,6 +101,7 @@ impl Middlebox {
     /// | `stream_idle.after` | 5 min ("stream_idle_timeout is the amount of time that the connection manager will allow a stream to exist with no upstream or downstream activity. The default stream idle timeout is 5 minutes.") |
     /// | `stream_idle.reset_by` | DATA or HEADERS on the stream, either way ("upstream or downstream activity") |
     /// | `stream_idle.on_expiry` | RST_STREAM(INTERNAL_ERROR) both ways (measured after response headers: `calibration/fixtures/envoy/run*/stream_idle_after_headers.json`, 2 s after the last DATA with `stream_idle_timeout 2s`, to the client and to the backend) |
+    /// | `stream_idle_reply` | before response headers, a trailers-only response, `grpc-status: 14` (UNAVAILABLE), `grpc-message: stream timeout`, and RST_STREAM(INTERNAL_ERROR) to the backend (measured: `stream_idle_before_headers.json`, where Envoy also sends `server: envoy`; the box does not) |
     /// | `connection_idle.after` | 1 h ("The default idle timeout if not otherwise specified is 1 hour") |
     /// | `connection_idle.only_without_streams` | `true` ("idle timeout only fires when there are no active streams"; "independent of TCP-level activity"), so `reset_by` is [`Activity::NONE`] |
     /// | `connection_idle.on_expiry` | [`Expiry::GoAway`]`(NO_ERROR)` then close; the real drain sequence has two GOAWAYs (below) |
@@ -118,11 +119,6 @@ impl Middlebox {
     /// What real Envoy 1.40.0 does that this preset does not reproduce
     /// (measured; each is a known mismatch in the comparison):
     ///
-    /// - `stream_idle_timeout` before response headers: a trailers-only
-    ///   response, `:status 200`, `grpc-status: 14` (UNAVAILABLE),
-    ///   `grpc-message: stream timeout` (`stream_idle_before_headers.json`);
-    ///   the box sends RST_STREAM(INTERNAL_ERROR) whether or not response
-    ///   headers went out.
     /// - The idle timeout's drain: GOAWAY(NO_ERROR, last-stream-id
     ///   2147483647) at `idle_timeout`, a second GOAWAY(NO_ERROR,
     ///   last-stream-id = the last stream) `drain_timeout` later (5 s
@@ -163,6 +159,10 @@ impl Middlebox {
             pings: Pings::Answer,
             server_pings: Pings::Answer,
             server_reset_code: Some(ErrorCode::InternalError),
+            stream_idle_reply: Some(LocalReply::Grpc {
+                status: 14,
+                message: "stream timeout".to_owned(),
+            }),
             upstream_timeout: Some(UpstreamTimeout::envoy_route()),
             ..Self::new("Envoy")
         }

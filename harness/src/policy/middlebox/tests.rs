@@ -679,3 +679,36 @@ fn a_server_reset_reaches_the_client_with_the_box_code_when_set() {
     );
     assert!(fx.rewrite.is_none());
 }
+
+#[test]
+fn a_stream_idle_reply_answers_before_the_response_headers_and_resets_after() {
+    let mut cfg = Middlebox::new("box");
+    let t = idle(
+        5,
+        Activity::DATA_OR_HEADERS,
+        Expiry::RstStream(ErrorCode::InternalError),
+    );
+    cfg.stream_idle = Some(t);
+    cfg.stream_idle_reply = Some(LocalReply::Grpc {
+        status: 14,
+        message: "stream timeout".to_owned(),
+    });
+    let mut wire = Wire::new(cfg);
+    wire.open(secs(3), 1);
+    wire.open(secs(3), 3);
+    wire.frame(secs(4), DOWN, FrameType::Headers, NO, 3);
+    // s1 never had response headers: the local reply, and a reset upstream.
+    let fx = wire.timer(secs(8));
+    assert_eq!(sent(fx), [(DOWN, 0x1, 1), (UP, 0x3, 1)]);
+    assert_eq!(
+        acts(fx),
+        [
+            "s1 idle timeout 5000ms: no DATA or HEADERS since 3000ms: a trailers-only response \
+          grpc-status=14 \"stream timeout\" to the client; RST_STREAM(INTERNAL_ERROR) to the \
+          server"
+        ]
+    );
+    // s3's response headers went out at 4 s: the expiry's reset both ways.
+    let fx = wire.timer(secs(9));
+    assert_eq!(sent(fx), [(DOWN, 0x3, 3), (UP, 0x3, 3)]);
+}

@@ -182,7 +182,7 @@ const NGINX_504_PAGE: &str = "<html>\r\n<head><title>504 Gateway Time-out</title
 /// ended itself.
 #[derive(Debug, Default)]
 pub(crate) struct Ended {
-    streams: BTreeSet<u32>,
+    pub(super) streams: BTreeSet<u32>,
     /// Streams whose late HEADERS the trace already explained.
     noted: BTreeSet<u32>,
 }
@@ -223,41 +223,7 @@ impl BoxConn {
                 code: t.after_headers,
             }
         } else {
-            match &t.before_headers {
-                LocalReply::Grpc { status, message } => {
-                    let frame = status_headers(id, true, *status, message);
-                    fx.send_as(
-                        Direction::ServerToClient,
-                        Bytes::from(frame),
-                        Some(BlockKind::TrailersOnly),
-                    );
-                    UpstreamReply::TrailersOnly {
-                        status: *status,
-                        message: message.clone(),
-                    }
-                }
-                LocalReply::Http {
-                    status,
-                    content_type,
-                    body,
-                } => {
-                    let frame = http_headers(id, *status, content_type, body.is_empty());
-                    fx.send_as(
-                        Direction::ServerToClient,
-                        Bytes::from(frame),
-                        Some(BlockKind::Response),
-                    );
-                    if !body.is_empty() {
-                        let cut = &body.as_bytes()[..body.len().min(16_384)];
-                        fx.send(Direction::ServerToClient, encode::data(id, cut, true));
-                    }
-                    UpstreamReply::Http {
-                        status: *status,
-                        content_type: content_type.clone(),
-                        body_len: body.len(),
-                    }
-                }
-            }
+            send_local_reply(fx, id, &t.before_headers)
         };
         if t.reset_upstream {
             fx.rst_stream(Direction::ClientToServer, id, t.upstream_code);
@@ -322,6 +288,46 @@ impl BoxConn {
             _ => fx.swallow(),
         }
         true
+    }
+}
+
+/// Sends stream `id`'s local reply `reply` to the client; what the trace
+/// records of it.
+pub(super) fn send_local_reply(fx: &mut Effects, id: u32, reply: &LocalReply) -> UpstreamReply {
+    match reply {
+        LocalReply::Grpc { status, message } => {
+            let frame = status_headers(id, true, *status, message);
+            fx.send_as(
+                Direction::ServerToClient,
+                Bytes::from(frame),
+                Some(BlockKind::TrailersOnly),
+            );
+            UpstreamReply::TrailersOnly {
+                status: *status,
+                message: message.clone(),
+            }
+        }
+        LocalReply::Http {
+            status,
+            content_type,
+            body,
+        } => {
+            let frame = http_headers(id, *status, content_type, body.is_empty());
+            fx.send_as(
+                Direction::ServerToClient,
+                Bytes::from(frame),
+                Some(BlockKind::Response),
+            );
+            if !body.is_empty() {
+                let cut = &body.as_bytes()[..body.len().min(16_384)];
+                fx.send(Direction::ServerToClient, encode::data(id, cut, true));
+            }
+            UpstreamReply::Http {
+                status: *status,
+                content_type: content_type.clone(),
+                body_len: body.len(),
+            }
+        }
     }
 }
 

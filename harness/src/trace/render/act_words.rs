@@ -108,6 +108,16 @@ pub(crate) fn policy(action: &PolicyAction) -> String {
              with `connection: close` appended, so its HPACK decoder stays in step and h2 \
              rejects the request before any handler"
         ),
+        PolicyAction::StreamIdleReply {
+            reply,
+            upstream_code,
+            why,
+            ..
+        } => format!(
+            "{}: {}; RST_STREAM({upstream_code}) to the server",
+            timer(why),
+            upstream_reply(reply)
+        ),
         PolicyAction::RewritesServerReset { stream, from, to } => format!(
             "the server's RST_STREAM({from}) on s{stream} goes on to the client as \
              RST_STREAM({to}), the box's own reset"

@@ -64,6 +64,11 @@ const ROWS: &[Row] = &[
         view: View::Stream,
     },
     Row {
+        behaviour: "upstream at stream_idle_timeout before response headers",
+        scenario: "stream_idle_before_headers",
+        view: View::UpstreamResets,
+    },
+    Row {
         behaviour: "stream_idle_timeout after response headers",
         scenario: "stream_idle_after_headers",
         view: View::Stream,
@@ -128,13 +133,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "the backend resets the stream after response headers",
         "HEADERS :status 200 @0.0s, DATA @0.5s, RST_STREAM INTERNAL_ERROR @1.0s",
         "HEADERS :status 200 @0.0s, DATA @0.5s, RST_STREAM CANCEL @1.0s",
-    ),
-    // Envoy answers a trailers-only UNAVAILABLE "stream timeout"; the box
-    // resets the stream.
-    (
-        "stream_idle_timeout before response headers",
-        "HEADERS grpc-status 14 END_STREAM @2.0s",
-        "RST_STREAM INTERNAL_ERROR @2.0s",
     ),
     // A tonic client never exceeds a limit it read; Envoy closes the
     // connection 1 s later, without GOAWAY.
