@@ -195,7 +195,9 @@ SCENARIOS = [
 
 def envoy_version():
     out = subprocess.run(["envoy", "--version"], capture_output=True, text=True)
-    return " ".join((out.stdout or out.stderr).split())
+    # Without the binary's path, which is the machine's.
+    line = " ".join((out.stdout or out.stderr).split())
+    return "envoy version:" + line.split("version:", 1)[-1]
 
 
 def main():
