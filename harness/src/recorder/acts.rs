@@ -121,6 +121,30 @@ pub enum PolicyAction {
         #[serde(serialize_with = "display")]
         upstream_code: ErrorCode,
     },
+    /// The connection's idle timer ran out and its drain began:
+    /// GOAWAY(`code`, last-stream-id 2^31-1) to the client.
+    DrainStarted {
+        /// The GOAWAY's code.
+        #[serde(serialize_with = "display")]
+        code: ErrorCode,
+        /// Until the second GOAWAY, *simulated* time.
+        #[serde(rename = "drain_timeout_us", serialize_with = "super::event::micros")]
+        drain_timeout: Duration,
+        /// The timer that ran out.
+        why: TimerRanOut,
+    },
+    /// The drain's second GOAWAY(`code`, `last_stream`); the close follows
+    /// `close_delay` later.
+    DrainGoAway {
+        /// The GOAWAY's code.
+        #[serde(serialize_with = "display")]
+        code: ErrorCode,
+        /// Its last-stream-id.
+        last_stream: u32,
+        /// Until the close, *simulated* time.
+        #[serde(rename = "close_delay_us", serialize_with = "super::event::micros")]
+        close_delay: Duration,
+    },
     /// A stream's idle timer ran out before its response headers and the
     /// box answered the client (`Middlebox::stream_idle_reply`).
     StreamIdleReply {

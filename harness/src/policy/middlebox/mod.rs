@@ -2,10 +2,12 @@
 //! server host: idle timers, PINGs answered by the box, lifetime caps
 //! ([`Middlebox`]); one [`BoxConn`] per connection runs it.
 
+mod drain;
 mod presets;
 mod streams;
 mod timeout;
 
+pub use drain::Drain;
 pub use timeout::{LocalReply, TimeoutStart, UpstreamTimeout};
 
 use crate::recorder::event;
@@ -155,6 +157,12 @@ pub struct Middlebox {
     /// otherwise). Envoy answers a trailers-only UNAVAILABLE `stream
     /// timeout` (measured: [`Middlebox::envoy`]).
     pub stream_idle_reply: Option<LocalReply>,
+    /// How a `connection_idle` expiry of [`Expiry::GoAway`] drains the
+    /// connection: `None` (the default), one GOAWAY (last-stream-id = the
+    /// last stream) and the close at once; `Some`, two GOAWAYs and a
+    /// delayed close ([`Drain`]), as Envoy does (measured:
+    /// [`Middlebox::envoy`]).
+    pub idle_drain: Option<Drain>,
 }
 
 /// An idle timer: how long, what resets it, what happens at expiry.
@@ -397,6 +405,7 @@ impl Middlebox {
             clients: Vec::new(),
             server_reset_code: None,
             stream_idle_reply: None,
+            idle_drain: None,
         }
     }
 
@@ -452,6 +461,8 @@ pub(crate) struct BoxConn {
     /// When an [`Expiry::ForgetFlow`] timer ran out: the box no longer
     /// knows the connection, and resets it at its next frame.
     pub(super) forgotten: Option<Duration>,
+    /// The idle drain under way, if any ([`Drain`]).
+    pub(super) drain: drain::Draining,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -477,6 +488,7 @@ enum Due {
     Upstream(u32),
     GoAway,
     GraceOver,
+    Drain,
 }
 
 impl BoxConn {
@@ -494,6 +506,7 @@ impl BoxConn {
             pings_noted: false,
             server_pings_noted: false,
             goaway_at: None,
+            drain: drain::Draining::default(),
             limit: Default::default(),
             ended: Default::default(),
             forgotten: None,
@@ -517,9 +530,12 @@ impl BoxConn {
             return out;
         }
         if let Some(t) = &self.cfg.connection_idle {
-            if !t.only_without_streams || self.streams.is_empty() {
+            if !self.draining() && (!t.only_without_streams || self.streams.is_empty()) {
                 out.push((self.last + t.after, Due::ConnIdle));
             }
+        }
+        if let Some(at) = self.drain_due() {
+            out.push((at, Due::Drain));
         }
         for (&id, s) in &self.streams {
             if let Some(t) = &self.cfg.stream_idle {
@@ -822,7 +838,19 @@ impl ConnectionPolicy for BoxConn {
                         continue;
                     };
                     let why = self.idle_timer(None, &t, self.last);
-                    self.expire(fx, t.on_expiry, None, why);
+                    match t.on_expiry {
+                        Expiry::GoAway(code) if self.cfg.idle_drain.is_some() => {
+                            self.start_drain(fx, code, why);
+                        }
+                        expiry => self.expire(fx, expiry, None, why),
+                    }
+                }
+                Due::Drain => {
+                    if let Some(Expiry::GoAway(code)) =
+                        self.cfg.connection_idle.map(|t| t.on_expiry)
+                    {
+                        self.drain_step(fx, code);
+                    }
                 }
                 Due::StreamIdle(id) => {
                     let (Some(t), Some(s)) = (self.cfg.stream_idle, self.streams.get(&id)) else {

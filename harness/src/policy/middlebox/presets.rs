@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use super::timeout::{LocalReply, UpstreamTimeout};
+use super::Drain;
 use super::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers};
 use crate::wire::ErrorCode;
 
@@ -104,7 +105,8 @@ impl Middlebox {
     /// | `stream_idle_reply` | before response headers, a trailers-only response, `grpc-status: 14` (UNAVAILABLE), `grpc-message: stream timeout`, and RST_STREAM(INTERNAL_ERROR) to the backend (measured: `stream_idle_before_headers.json`, where Envoy also sends `server: envoy`; the box does not) |
     /// | `connection_idle.after` | 1 h ("The default idle timeout if not otherwise specified is 1 hour") |
     /// | `connection_idle.only_without_streams` | `true` ("idle timeout only fires when there are no active streams"; "independent of TCP-level activity"), so `reset_by` is [`Activity::NONE`] |
-    /// | `connection_idle.on_expiry` | [`Expiry::GoAway`]`(NO_ERROR)` then close; the real drain sequence has two GOAWAYs (below) |
+    /// | `connection_idle.on_expiry` | [`Expiry::GoAway`]`(NO_ERROR)` ("For HTTP/2 downstream connections, when idle timeout is reached, a drain sequence begins") |
+    /// | `idle_drain` | [`Drain`]: GOAWAY(NO_ERROR, last-stream-id 2147483647) at `idle_timeout`, GOAWAY(NO_ERROR, the last stream) `drain_timeout` later (5 s default), the close `delayed_close_timeout` after that (1 s default); measured with `idle_timeout 4s`, `drain_timeout 1.5s`: GOAWAYs at 4.0 s and 5.5 s, the FIN at 6.5 s (`idle_after_call.json`, `never_used.json`) |
     /// | `pings` | [`Pings::Answer`]: Envoy terminates HTTP/2 on each side and PING is a frame of one connection (RFC 9113 §6.7); read |
     /// | `server_pings` | [`Pings::Answer`]: the backend's PINGs never reach the client (measured: `backend_pings.json`, none of 8) |
     /// | `server_reset_code` | INTERNAL_ERROR: the backend's RST_STREAM(CANCEL) after response headers reaches the client as RST_STREAM(INTERNAL_ERROR) (measured: `upstream_reset_after_headers.json`) |
@@ -119,14 +121,9 @@ impl Middlebox {
     /// What real Envoy 1.40.0 does that this preset does not reproduce
     /// (measured; each is a known mismatch in the comparison):
     ///
-    /// - The idle timeout's drain: GOAWAY(NO_ERROR, last-stream-id
-    ///   2147483647) at `idle_timeout`, a second GOAWAY(NO_ERROR,
-    ///   last-stream-id = the last stream) `drain_timeout` later (5 s
-    ///   default; 1.5 s measured), and the close 1 s after that
-    ///   (`delayed_close_timeout`'s default); the box sends one GOAWAY with
-    ///   the last stream and closes at once. A connection that never
-    ///   carried a request gets the same sequence (last-stream-id 0); the
-    ///   sim's tonic client dials only on a call.
+    /// - A connection that never carried a request gets the same drain
+    ///   (its second GOAWAY with last-stream-id 0); the sim's tonic client
+    ///   dials only on a call, so the comparison has no such connection.
     /// - A client that opens a stream past the acknowledged
     ///   `max_concurrent_streams`: Envoy resets every stream of the
     ///   connection upstream with RST_STREAM(INTERNAL_ERROR) and closes the
@@ -159,6 +156,7 @@ impl Middlebox {
             pings: Pings::Answer,
             server_pings: Pings::Answer,
             server_reset_code: Some(ErrorCode::InternalError),
+            idle_drain: Some(Drain::new(Duration::from_secs(5), Duration::from_secs(1))),
             stream_idle_reply: Some(LocalReply::Grpc {
                 status: 14,
                 message: "stream timeout".to_owned(),

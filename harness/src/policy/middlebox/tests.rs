@@ -712,3 +712,42 @@ fn a_stream_idle_reply_answers_before_the_response_headers_and_resets_after() {
     let fx = wire.timer(secs(9));
     assert_eq!(sent(fx), [(DOWN, 0x3, 3), (UP, 0x3, 3)]);
 }
+
+#[test]
+fn an_idle_drain_sends_two_goaways_then_closes_later() {
+    let mut cfg = Middlebox::new("box");
+    let mut t = idle(4, Activity::NONE, Expiry::GoAway(ErrorCode::NoError));
+    t.only_without_streams = true;
+    cfg.connection_idle = Some(t);
+    cfg.idle_drain = Some(Drain::new(Duration::from_millis(1_500), secs(1)));
+    let mut wire = Wire::new(cfg);
+    wire.open(secs(3), 1);
+    wire.frame(secs(3), UP, FrameType::Data, ES, 1);
+    let fx = wire.frame(secs(3), DOWN, FrameType::Headers, ES, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(7)));
+    // At 7 s: the first GOAWAY refuses nothing; the idle timer is done.
+    let fx = wire.timer(secs(7));
+    assert_eq!(sent(fx), [(DOWN, 0x7, 0)]);
+    assert_eq!(fx.sends[0].bytes[9..13], (u32::MAX >> 1).to_be_bytes());
+    assert_eq!(fx.timer, TimerChange::Set(Duration::from_millis(8_500)));
+    assert_eq!(closed(fx), None);
+    assert_eq!(
+        acts(fx),
+        [
+            "GOAWAY(NO_ERROR, last s2147483647) starts a drain: idle timeout 4000ms: open \
+          since 3000ms; the last stream's GOAWAY in 1500ms"
+        ]
+    );
+    // drain_timeout later: the GOAWAY with the last stream.
+    let fx = wire.timer(Duration::from_millis(8_500));
+    assert_eq!(sent(fx), [(DOWN, 0x7, 0)]);
+    assert_eq!(fx.sends[0].bytes[9..13], 1u32.to_be_bytes());
+    assert_eq!(fx.timer, TimerChange::Set(Duration::from_millis(9_500)));
+    assert_eq!(closed(fx), None);
+    // close_delay after it: the close.
+    let fx = wire.timer(Duration::from_millis(9_500));
+    assert_eq!(
+        closed(fx).as_deref(),
+        Some("drain over: closed 1000ms after its last GOAWAY")
+    );
+}

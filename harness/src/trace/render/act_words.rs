@@ -108,6 +108,24 @@ pub(crate) fn policy(action: &PolicyAction) -> String {
              with `connection: close` appended, so its HPACK decoder stays in step and h2 \
              rejects the request before any handler"
         ),
+        PolicyAction::DrainStarted {
+            code,
+            drain_timeout,
+            why,
+        } => format!(
+            "GOAWAY({code}, last s2147483647) starts a drain: {}; the last stream's GOAWAY \
+             in {}",
+            timer(why),
+            fmt_duration(*drain_timeout)
+        ),
+        PolicyAction::DrainGoAway {
+            code,
+            last_stream,
+            close_delay,
+        } => format!(
+            "GOAWAY({code}, last s{last_stream}): the drain is over; close in {}",
+            fmt_duration(*close_delay)
+        ),
         PolicyAction::StreamIdleReply {
             reply,
             upstream_code,
