@@ -10,16 +10,14 @@ every loop is bounded; a whole run of every scenario takes about 45 s.
     python3 calibration/envoy/record.py --out calibration/fixtures/envoy --runs 2
 """
 
-import argparse
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 import h2peer  # noqa: E402
-from recording import meta, record_runs, wait_port  # noqa: E402
+import recording  # noqa: E402
+from recording import shared_scenarios  # noqa: E402
 
 PORT_ROUTE, PORT_IDLE, PORT_BACKEND, PORT_ADMIN = 18181, 18182, 18190, 18199
 
@@ -46,8 +44,6 @@ SAVE = "/tt.v1.Store/Save"
 
 def config(prefix):
     here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "envoy.yaml.in")) as f:
-        text = f.read()
     subst = {
         "@PORT_ROUTE@": str(PORT_ROUTE),
         "@PORT_IDLE@": str(PORT_IDLE),
@@ -61,12 +57,7 @@ def config(prefix):
         "@DRAIN@": "%ss" % TIMERS["drain_timeout"],
         "@MAX_STREAMS@": str(TIMERS["max_concurrent_streams"]),
     }
-    for k, v in subst.items():
-        text = text.replace(k, v)
-    path = os.path.join(prefix, "envoy.yaml")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    return recording.fill(os.path.join(here, "envoy.yaml.in"), subst, os.path.join(prefix, "envoy.yaml"))
 
 
 def unary(port, behaviour, clock, window_s):
@@ -90,38 +81,8 @@ def watch(port, behaviour, clock, window_s, end_request=True):
 
 # Each scenario: a function of the clock returning its client; its
 # docstring says what it asks.
-def s_settings_and_unary(clock):
-    """Whose SETTINGS the client sees; a unary call that succeeds."""
-    c = h2peer.Client(PORT_ROUTE, clock)
-    clock.reset()
-    c.run(0.3)
-    sid = c.request(SAVE, "ok", end_stream=False)
-    c.send_message(sid, end_stream=True)
-    c.run(1.5, stop_after_end_s=0.3)
-    return c
-
-
 def idle_window():
     return TIMERS["idle_timeout"] + TIMERS["drain_timeout"] + 2.5
-
-
-def s_never_used(clock):
-    """A connection that never carries a request: what Envoy sends, when."""
-    c = h2peer.Client(PORT_ROUTE, clock)
-    clock.reset()
-    c.run(idle_window())
-    return c
-
-
-def s_idle_after_call(clock):
-    """A connection idle after one finished call: the GOAWAY sequence of
-    idle_timeout (and drain_timeout)."""
-    c = h2peer.Client(PORT_ROUTE, clock)
-    clock.reset()
-    sid = c.request(SAVE, "ok", end_stream=False)
-    c.send_message(sid, end_stream=True)
-    c.run(idle_window())
-    return c
 
 
 def s_route_timeout_before_headers(clock):
@@ -179,10 +140,7 @@ def s_backend_pings(clock):
     return watch(PORT_ROUTE, "pings", clock, 7, end_request=False)
 
 
-SCENARIOS = [
-    s_settings_and_unary,
-    s_never_used,
-    s_idle_after_call,
+SCENARIOS = shared_scenarios(PORT_ROUTE, idle_window()) + [
     s_route_timeout_before_headers,
     s_route_timeout_after_headers,
     s_upstream_reset_after_headers,
@@ -200,34 +158,15 @@ def envoy_version():
     return "envoy version:" + line.split("version:", 1)[-1]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--only", default=None, help="one scenario's name")
-    args = ap.parse_args()
-    prefix = tempfile.mkdtemp(prefix="calib-envoy-")
-    conf = config(prefix)
+def start(prefix):
+    """Envoy on the config, its log in the prefix."""
     log = open(os.path.join(prefix, "envoy.log"), "w")
-    envoy = subprocess.Popen(
-        ["envoy", "-c", conf, "--disable-hot-restart", "--concurrency", "1", "-l", "warning"],
+    return subprocess.Popen(
+        ["envoy", "-c", config(prefix), "--disable-hot-restart", "--concurrency", "1", "-l", "warning"],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    clock = h2peer.Clock()
-    backend = h2peer.Backend(PORT_BACKEND, clock)
-    try:
-        wait_port(PORT_ROUTE, "envoy", limit_s=20)
-        wait_port(PORT_IDLE, "envoy")
-        head = meta(envoy_version(), TIMERS)
-        record_runs(SCENARIOS, head, clock, backend, args.out, args.runs, args.only)
-    finally:
-        envoy.terminate()
-        envoy.wait(10)
-        backend.close()
-        log.close()
-        shutil.rmtree(prefix, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    recording.main("envoy", start, [PORT_ROUTE, PORT_IDLE], envoy_version, TIMERS, SCENARIOS, PORT_BACKEND)

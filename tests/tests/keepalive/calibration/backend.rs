@@ -12,6 +12,7 @@ use grpc_chaos::policy::Middlebox;
 use grpc_chaos::Channel;
 use grpc_chaos::Fault;
 use grpc_chaos::{Sim, Trace};
+use grpc_chaos_scenarios::services::pb::scoreboard_client::ScoreboardClient;
 use grpc_chaos_scenarios::services::pb::scoreboard_server::{Scoreboard, ScoreboardServer};
 use grpc_chaos_scenarios::services::pb::{Rally, Score, WatchRequest};
 use grpc_chaos_tests::ms;
@@ -105,6 +106,38 @@ pub fn rallies(every: Duration, count: usize, end: bool) -> impl Stream<Item = R
     })
     .filter_map(|()| async { None });
     sent.chain(tail)
+}
+
+/// The client side of a scenario every recording has
+/// (`calibration/common/recording.py`'s `shared_scenarios`); `false` when
+/// `scenario` is none of them.
+pub async fn shared(scenario: &str, c: &mut ScoreboardClient<Channel>) -> bool {
+    match scenario {
+        "settings_and_unary" => {
+            tokio::time::sleep(ms(300)).await;
+            let _ = c.hit(with_behaviour(Rally::default(), "ok")).await;
+        }
+        // tonic dials on the first call (its channel is lazy, and tower's
+        // `ready` does not reach the connector), so the sim has no
+        // connection without a request: a known mismatch.
+        "never_used" => std::future::pending::<()>().await,
+        "idle_after_call" => {
+            let _ = c.hit(with_behaviour(Rally::default(), "ok")).await;
+            std::future::pending::<()>().await;
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Runs `call`, then reads on for 0.5 s as record.py's client does after
+/// a call's end, all within `window`.
+pub async fn bounded(window: Duration, call: impl Future<Output = ()>) {
+    let call = async {
+        call.await;
+        tokio::time::sleep(ms(500)).await;
+    };
+    let _ = tokio::time::timeout(window, call).await;
 }
 
 /// Whose keepalive PINGs the world sends.

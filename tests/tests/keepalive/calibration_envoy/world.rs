@@ -22,20 +22,13 @@ async fn watch(c: &mut ScoreboardClient<Channel>, b: &'static str) {
 
 /// The client side of `scenario`, bounded by the recording's window.
 async fn drive(scenario: &str, channel: Channel) {
-    let mut c = ScoreboardClient::new(channel.clone());
+    let mut c = ScoreboardClient::new(channel);
     let half = ms(500);
-    let call = async {
+    backend::bounded(window(scenario), async {
+        if backend::shared(scenario, &mut c).await {
+            return;
+        }
         match scenario {
-            "settings_and_unary" => {
-                tokio::time::sleep(ms(300)).await;
-                let _ = c.hit(with_behaviour(Rally::default(), "ok")).await;
-            }
-            // tonic dials on the first call: no connection without one.
-            "never_used" => std::future::pending::<()>().await,
-            "idle_after_call" => {
-                let _ = c.hit(with_behaviour(Rally::default(), "ok")).await;
-                std::future::pending::<()>().await;
-            }
             "route_timeout_before_headers" | "stream_idle_before_headers" => {
                 let _ = c.hit(with_behaviour(Rally::default(), "silent")).await;
             }
@@ -60,10 +53,8 @@ async fn drive(scenario: &str, channel: Channel) {
             }
             other => panic!("no sim scenario {other}"),
         }
-        // As record.py's client: it reads on for 0.5 s after the call's end.
-        tokio::time::sleep(half).await;
-    };
-    let _ = tokio::time::timeout(window(scenario), call).await;
+    })
+    .await;
 }
 
 /// How long `record.py` reads in `scenario`, from its first request.

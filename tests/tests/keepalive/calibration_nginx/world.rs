@@ -13,22 +13,16 @@ use grpc_chaos_tests::ms;
 
 /// The client side of `scenario`, bounded by the recording's window.
 async fn drive(scenario: &str, channel: Channel) {
-    let mut c = ScoreboardClient::new(channel.clone());
+    let mut c = ScoreboardClient::new(channel);
     let half = ms(500);
-    let call = async {
+    backend::bounded(window(scenario), async {
+        if backend::shared(scenario, &mut c).await {
+            return;
+        }
         match scenario {
-            "settings_and_unary" => {
-                tokio::time::sleep(ms(300)).await;
-                let _ = c.hit(with_behaviour(Rally::default(), "ok")).await;
-            }
-            // tonic dials on the first call (its channel is lazy, and
-            // tower's `ready` does not reach the connector), so the sim
-            // has no connection without a request: a known mismatch.
-            "never_used" => std::future::pending::<()>().await,
-            // With PINGs every second in idle_with_pings (see `run`).
-            "idle_after_call" | "idle_with_pings" => {
-                let _ = c.hit(with_behaviour(Rally::default(), "ok")).await;
-                std::future::pending::<()>().await;
+            // idle_after_call with PINGs every second (see `run`).
+            "idle_with_pings" => {
+                backend::shared("idle_after_call", &mut c).await;
             }
             "unary_silent_backend" => {
                 let _ = c.hit(with_behaviour(Rally::default(), "silent")).await;
@@ -68,10 +62,8 @@ async fn drive(scenario: &str, channel: Channel) {
             }
             other => panic!("no sim scenario {other}"),
         }
-        // As record.py's client: it reads on for 0.5 s after the call's end.
-        tokio::time::sleep(half).await;
-    };
-    let _ = tokio::time::timeout(window(scenario), call).await;
+    })
+    .await;
 }
 
 /// How long `record.py` reads in `scenario`, from its request.
