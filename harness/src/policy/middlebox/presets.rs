@@ -106,7 +106,7 @@ impl Middlebox {
     /// | `connection_idle.after` | 1 h ("The default idle timeout if not otherwise specified is 1 hour") |
     /// | `connection_idle.only_without_streams` | `true` ("idle timeout only fires when there are no active streams"; "independent of TCP-level activity"), so `reset_by` is [`Activity::NONE`] |
     /// | `connection_idle.on_expiry` | [`Expiry::GoAway`]`(NO_ERROR)` ("For HTTP/2 downstream connections, when idle timeout is reached, a drain sequence begins") |
-    /// | `idle_drain` | [`Drain`]: GOAWAY(NO_ERROR, last-stream-id 2147483647) at `idle_timeout`, GOAWAY(NO_ERROR, the last stream) `drain_timeout` later (5 s default), the close `delayed_close_timeout` after that (1 s default); measured with `idle_timeout 4s`, `drain_timeout 1.5s`: GOAWAYs at 4.0 s and 5.5 s, the FIN at 6.5 s (`idle_after_call.json`, `never_used.json`) |
+    /// | `idle_drain` | [`Drain`]: GOAWAY(NO_ERROR, last-stream-id 2147483647) at `idle_timeout`, GOAWAY(NO_ERROR, the last stream) `drain_timeout` later (5 s default), the close `delayed_close_timeout` after that (1 s default; both defaults read in the HTTP connection manager's proto docs, not measured); measured with `idle_timeout 4s`, `drain_timeout 1.5s`: GOAWAYs at 4.0 s and 5.5 s, the FIN at 6.5 s (`idle_after_call.json`, `never_used.json`) |
     /// | `pings` | [`Pings::Answer`]: Envoy terminates HTTP/2 on each side and PING is a frame of one connection (RFC 9113 §6.7); read |
     /// | `server_pings` | [`Pings::Answer`]: the backend's PINGs never reach the client (measured: `backend_pings.json`, none of 8) |
     /// | `server_reset_code` | INTERNAL_ERROR: the backend's RST_STREAM(CANCEL) after response headers reaches the client as RST_STREAM(INTERNAL_ERROR) (measured: `upstream_reset_after_headers.json`) |
@@ -128,8 +128,15 @@ impl Middlebox {
     ///   `max_concurrent_streams`: Envoy resets every stream of the
     ///   connection upstream with RST_STREAM(INTERNAL_ERROR) and closes the
     ///   client's connection 1 s later without a GOAWAY
-    ///   (`over_stream_limit.json`); a tonic client never exceeds a limit
-    ///   it has read, so the sim cannot drive this.
+    ///   (`over_stream_limit.json`); the box, given a
+    ///   `max_concurrent_streams`, refuses that one stream with
+    ///   RST_STREAM(REFUSED_STREAM) instead. A tonic client never exceeds a
+    ///   limit it has read, so the sim cannot drive the comparison; a
+    ///   stream past the limit before the client ACKed the SETTINGS was
+    ///   not measured.
+    /// - A response that ends while the client's request is still open:
+    ///   Envoy sends RST_STREAM(NO_ERROR) after the trailers
+    ///   (`backend_pings.json`); the box sends nothing.
     /// - Upstream, Envoy pools its connections: the backend never reads
     ///   the client's GOAWAY or the end of its connection; the box is drawn
     ///   transparent (one connection), so the sim's backend does.
