@@ -10,18 +10,14 @@ every scenario takes about 45 s.
     python3 calibration/nginx/record.py --out calibration/fixtures/nginx --runs 2
 """
 
-import argparse
-import datetime
-import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 import h2peer  # noqa: E402
+import recording  # noqa: E402
+from recording import message_every, shared_scenarios  # noqa: E402
 
 PORT_READ, PORT_BODY, PORT_BACKEND = 18081, 18082, 18090
 
@@ -46,8 +42,6 @@ SAVE = "/tt.v1.Store/Save"
 
 def config(prefix):
     here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "nginx.conf.in")) as f:
-        text = f.read()
     subst = {
         "@PREFIX@": prefix,
         "@PORT_READ@": str(PORT_READ),
@@ -61,66 +55,10 @@ def config(prefix):
         "@KEEPALIVE@": "%ds" % TIMERS["keepalive_timeout"],
         "@HEADER@": "%ds" % TIMERS["client_header_timeout"],
     }
-    for k, v in subst.items():
-        text = text.replace(k, v)
-    path = os.path.join(prefix, "nginx.conf")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def wait_port(port, limit_s=5):
-    import socket
-
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("nginx did not listen on 127.0.0.1:%d" % port)
-
-
-def message_every(sid, every_s, count, start_s=0.0, end_last=False):
-    """Client actions: one gRPC message every `every_s`, `count` times."""
-    out = []
-    for i in range(1, count + 1):
-        last = end_last and i == count
-        out.append((start_s + every_s * i, lambda c, last=last: c.send_message(sid, end_stream=last)))
-    return out
+    return recording.fill(os.path.join(here, "nginx.conf.in"), subst, os.path.join(prefix, "nginx.conf"))
 
 
 # Each scenario: (name, what it asks, function(clock) -> client record).
-def s_settings_and_unary(clock):
-    """Whose SETTINGS the client sees; a unary call that succeeds."""
-    c = h2peer.Client(PORT_READ, clock)
-    clock.reset()
-    c.run(0.3)
-    sid = c.request(SAVE, "ok", end_stream=False)
-    c.send_message(sid, end_stream=True)
-    c.run(1.5, stop_after_end_s=0.3)
-    return c
-
-
-def s_never_used(clock):
-    """A connection that never carries a request: what nginx sends, when."""
-    c = h2peer.Client(PORT_READ, clock)
-    clock.reset()
-    c.run(TIMERS["client_header_timeout"] + TIMERS["keepalive_timeout"] + 1)
-    return c
-
-
-def s_idle_after_call(clock):
-    """A connection idle after one finished call."""
-    c = h2peer.Client(PORT_READ, clock)
-    clock.reset()
-    sid = c.request(SAVE, "ok", end_stream=False)
-    c.send_message(sid, end_stream=True)
-    c.run(TIMERS["client_header_timeout"] + TIMERS["keepalive_timeout"] + 1)
-    return c
-
-
 def s_idle_with_pings(clock):
     """A connection after one finished call whose client sends a PING every
     second for 7 s: do PINGs hold off keepalive_timeout?"""
@@ -204,10 +142,9 @@ def s_silent_client_stream(clock):
     return c
 
 
-SCENARIOS = [
-    s_settings_and_unary,
-    s_never_used,
-    s_idle_after_call,
+IDLE_WINDOW_S = TIMERS["client_header_timeout"] + TIMERS["keepalive_timeout"] + 1
+
+SCENARIOS = shared_scenarios(PORT_READ, IDLE_WINDOW_S) + [
     s_idle_with_pings,
     s_unary_silent_backend,
     s_upload_messages_then_end,
@@ -224,67 +161,21 @@ def nginx_version():
     return (out.stderr or out.stdout).strip()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--only", default=None, help="one scenario's name")
-    args = ap.parse_args()
-    prefix = tempfile.mkdtemp(prefix="calib-nginx-")
-    conf = config(prefix)
-    nginx = subprocess.Popen(["nginx", "-p", prefix, "-c", conf])
-    clock = h2peer.Clock()
-    backend = h2peer.Backend(PORT_BACKEND, clock)
-    try:
-        wait_port(PORT_READ)
-        wait_port(PORT_BODY)
-        meta = {
-            "software": nginx_version(),
-            "timers_s": TIMERS,
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "h2": __import__("h2").__version__,
-        }
-        for run in range(1, args.runs + 1):
-            for scenario in SCENARIOS:
-                name = scenario.__name__[2:]
-                if args.only and name != args.only:
-                    continue
-                backend.take()
-                client = scenario(clock)
-                client.close()
-                time.sleep(0.3)  # let the backend see the upstream's end
-                record = dict(meta)
-                record.update(
-                    {
-                        "scenario": name,
-                        "asks": " ".join(scenario.__doc__.split()),
-                        "run": run,
-                        "client": {
-                            "frames": client.log.frames,
-                            "end": client.log.end,
-                            "h2_error": client.h2_error,
-                            "requests": client.requests,
-                        },
-                        "backend_connections": backend.take(),
-                    }
-                )
-                d = os.path.join(args.out, "run%d" % run)
-                os.makedirs(d, exist_ok=True)
-                with open(os.path.join(d, name + ".json"), "w") as f:
-                    json.dump(record, f, indent=1, sort_keys=True)
-                    f.write("\n")
-                print("run %d %-28s %d frames, end %s" % (run, name, len(client.log.frames), client.log.end))
-    finally:
-        nginx.terminate()
-        nginx.wait(5)
-        backend.close()
-        with open(os.path.join(prefix, "error.log")) as f:
-            errors = f.read()
-        with open(os.path.join(args.out, "nginx-error.log.txt"), "w") as f:
-            # Without the date, time and pid#tid, which change every run.
-            f.write("".join(" ".join(line.split(" ")[2:3] + line.split(" ")[4:]) for line in errors.splitlines(True)))
-        shutil.rmtree(prefix, ignore_errors=True)
+def start(prefix):
+    """nginx on the config, in the foreground."""
+    return subprocess.Popen(["nginx", "-p", prefix, "-c", config(prefix)])
+
+
+def keep_error_log(prefix, out):
+    """nginx's error log, without the date, time and pid#tid, which change
+    every run."""
+    with open(os.path.join(prefix, "error.log")) as f:
+        errors = f.read()
+    with open(os.path.join(out, "nginx-error.log.txt"), "w") as f:
+        f.write("".join(" ".join(line.split(" ")[2:3] + line.split(" ")[4:]) for line in errors.splitlines(True)))
 
 
 if __name__ == "__main__":
-    main()
+    recording.main(
+        "nginx", start, [PORT_READ, PORT_BODY], nginx_version, TIMERS, SCENARIOS, PORT_BACKEND, after=keep_error_log
+    )

