@@ -235,9 +235,11 @@ impl ClientTls {
     /// The client end of a channel to `host`: its rustls config, the
     /// server name, and where its identity's resolver leaves the
     /// certificate it sends (for the trace's `certificate sent`).
-    pub(crate) fn end(&self, clock: &SimClock, host: &str) -> Result<TlsEnd, String> {
+    /// `seed` is the run's: the end's random bytes come from it
+    /// ([`super::seeded`]).
+    pub(crate) fn end(&self, clock: &SimClock, host: &str, seed: u64) -> Result<TlsEnd, String> {
         let (config, name, chosen) = self.build(clock, host)?;
-        Ok(TlsEnd::client(config, name, chosen))
+        Ok(TlsEnd::client(config, name, chosen, seed))
     }
 
     /// The rustls config and the server name, for a channel to `host`.
@@ -276,10 +278,10 @@ impl ClientTls {
     }
 }
 
-/// rustls's ring provider, whole (its cipher suites, key exchange groups
-/// and signature algorithms; rustls 0.23 `crypto/ring/mod.rs`).
+/// rustls's ring provider with every random byte from the run's seed
+/// ([`super::seeded::provider`]).
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    Arc::new(super::seeded::provider())
 }
 
 fn roots(cas: &[Certificate]) -> Result<RootCertStore, String> {

@@ -15,6 +15,7 @@ use turmoil::net::TcpStream;
 
 use super::cert_fields::certificate_fields;
 use super::rotation::Chosen;
+use super::seeded::{Seeded, Stream};
 use super::watch::{Sink, Watch};
 use super::writev::Writev;
 use crate::recorder::event::{TlsFailure, TlsMessageKind, TlsOutcome, TlsSide};
@@ -33,6 +34,8 @@ pub(crate) enum TlsEnd {
         name: ServerName<'static>,
         /// Where its identity's resolver leaves the certificate it sends.
         chosen: Chosen,
+        /// The run's seed, which its random bytes come from.
+        seed: u64,
     },
     Server {
         acceptor: TlsAcceptor,
@@ -40,6 +43,8 @@ pub(crate) enum TlsEnd {
         chosen: Chosen,
         /// How long the server holds its first flight, *simulated* time.
         stall: Duration,
+        /// The run's seed, which its random bytes come from.
+        seed: u64,
     },
 }
 
@@ -48,11 +53,13 @@ impl TlsEnd {
         config: Arc<rustls::ClientConfig>,
         name: ServerName<'static>,
         chosen: Chosen,
+        seed: u64,
     ) -> Self {
         Self::Client {
             connector: TlsConnector::from(config),
             name,
             chosen,
+            seed,
         }
     }
 
@@ -60,11 +67,13 @@ impl TlsEnd {
         config: Arc<rustls::ServerConfig>,
         chosen: Chosen,
         stall: Duration,
+        seed: u64,
     ) -> Self {
         Self::Server {
             acceptor: TlsAcceptor::from(config),
             chosen,
             stall,
+            seed,
         }
     }
 
@@ -96,22 +105,30 @@ impl TlsEnd {
                 tokio::time::sleep(*stall).await;
             }
         }
-        let chosen = match self {
-            Self::Server { chosen, .. } | Self::Client { chosen, .. } => chosen.clone(),
+        let (chosen, seed) = match self {
+            Self::Server { chosen, seed, .. } | Self::Client { chosen, seed, .. } => {
+                (chosen.clone(), *seed)
+            }
         };
+        // This end's random bytes: drawn while rustls runs the handshake
+        // (its hello, key share, session id, tickets), from its own stream.
+        let random = Stream::new(seed, &sink.host, sink.side, sink.conn);
         let stream = Writev::new(stream, Watch::new(sink, chosen));
-        let done = match self {
-            Self::Client {
-                connector, name, ..
-            } => connector
-                .connect(name.clone(), stream)
-                .await
-                .map(tokio_rustls::TlsStream::Client),
-            Self::Server { acceptor, .. } => acceptor
-                .accept(stream)
-                .await
-                .map(tokio_rustls::TlsStream::Server),
-        };
+        let done = Seeded::new(random, async {
+            match self {
+                Self::Client {
+                    connector, name, ..
+                } => connector
+                    .connect(name.clone(), stream)
+                    .await
+                    .map(tokio_rustls::TlsStream::Client),
+                Self::Server { acceptor, .. } => acceptor
+                    .accept(stream)
+                    .await
+                    .map(tokio_rustls::TlsStream::Server),
+            }
+        })
+        .await;
         match done {
             Ok(mut tls) => {
                 let outcome = done_outcome(tls.get_ref().1, self.side());

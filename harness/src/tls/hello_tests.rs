@@ -8,8 +8,10 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, ServerConnection};
 
 use super::*;
+use crate::recorder::event::TlsSide;
 use crate::recorder::Recorder;
 use crate::tls::clock::SimClock;
+use crate::tls::seeded::{with_stream, Stream};
 use crate::tls::{Ca, ClientTls, ServerTls};
 
 /// A ClientHello rustls writes with the harness's client config, and the
@@ -26,12 +28,15 @@ fn flights() -> (Vec<u8>, Vec<u8>) {
         .config(&clock, "store")
         .unwrap();
     let name = ServerName::try_from("store").unwrap();
-    let mut c = ClientConnection::new(client, name).unwrap();
+    // Each end's random bytes from its seeded stream, as in a run.
+    let mut client_random = Some(Stream::new(3, "player", TlsSide::Client, 1));
+    let mut server_random = Some(Stream::new(3, "store", TlsSide::Server, 1));
+    let mut c = with_stream(&mut client_random, || ClientConnection::new(client, name)).unwrap();
     let mut hello = Vec::new();
     c.write_tls(&mut hello).unwrap();
     let mut s = ServerConnection::new(server).unwrap();
     s.read_tls(&mut hello.as_slice()).unwrap();
-    s.process_new_packets().unwrap();
+    with_stream(&mut server_random, || s.process_new_packets()).unwrap();
     let mut answer = Vec::new();
     while s.wants_write() {
         s.write_tls(&mut answer).unwrap();

@@ -74,10 +74,20 @@
 //!   (subject, issuer, serial, validity in simulated seconds), and octets
 //!   read where a hello should be that
 //!   are not one. Never key material, random bytes or ciphertext.
-//! - Random bytes (the ClientHello random, key shares, session ids) come
-//!   from ring's system RNG: the ciphertext differs between runs, its
-//!   length does not, so the simulation, and the trace, are the same for
-//!   a seed.
+//! - Every random byte rustls draws comes from the run's seed, none from
+//!   the system RNG or the wall clock: the provider is ring's with its
+//!   `secure_random` replaced (the hello randoms, session ids, GREASE,
+//!   ticket nonces, ids and `age_add`) and X25519, its one key exchange
+//!   group, made from the same bytes (x25519-dalek; ring's own takes only
+//!   its system RNG, so P-256 and P-384 are not offered). Each connection
+//!   end draws from its own stream, keyed by the seed, its host, its side
+//!   and the connection's id, so the ciphertext on the simulated TCP is
+//!   byte-identical for a seed, whatever order handshakes at one instant
+//!   run in. The harness's certificates are Ed25519, whose signatures
+//!   take no random; a PEM identity with an ECDSA or RSA key signs with
+//!   ring's system RNG (ring's signing takes no other), so its
+//!   CertificateVerify differs between runs. The keys are predictable from
+//!   the seed by design: this TLS protects nothing.
 //! - What speaks TLS: [`Host::channel_tls`](crate::Host::channel_tls),
 //!   [`Host::balanced_channel_tls`](crate::Host::balanced_channel_tls)
 //!   and any balanced channel whose config has
@@ -101,6 +111,7 @@ mod handshake;
 mod hello;
 mod pem;
 mod rotation;
+mod seeded;
 #[cfg(test)]
 mod tests;
 mod watch;

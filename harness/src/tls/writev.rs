@@ -41,10 +41,25 @@ impl Writev {
     }
 
     fn wrote(&mut self, bytes: &[u8]) {
+        #[cfg(test)]
+        WRITTEN.with(|w| w.borrow_mut().extend_from_slice(bytes));
         if let Some(watch) = &mut self.watch {
             watch.wrote(bytes);
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Every octet written to turmoil's TCP by a TLS end on this thread,
+    /// in order: the ciphertext below rustls, for the determinism test.
+    static WRITTEN: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The octets written since the last call (see `WRITTEN`).
+#[cfg(test)]
+pub(crate) fn take_written() -> Vec<u8> {
+    WRITTEN.with(|w| std::mem::take(&mut *w.borrow_mut()))
 }
 
 impl std::fmt::Debug for Writev {
