@@ -147,6 +147,7 @@ impl TlsEnd {
 
 fn done_outcome(state: &CommonState, side: TlsSide) -> TlsOutcome {
     TlsOutcome::Done {
+        version: state.protocol_version().map_or(0, u16::from),
         cipher_suite: state
             .negotiated_cipher_suite()
             .map_or(0, |s| u16::from(s.suite())),

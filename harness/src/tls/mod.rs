@@ -54,7 +54,8 @@
 //! # What the handshake does here (read, and measured by the tests in
 //! `tests/tests/server/tls/`)
 //!
-//! - TLS 1.3 only (RFC 8446), rustls 0.23 with its ring provider; both
+//! - TLS 1.3 only (RFC 8446) unless an end's `tls_versions` adds TLS 1.2
+//!   (RFC 5246; [`TlsVersion`]), rustls 0.23 with its ring provider; both
 //!   ends offer ALPN `h2` only (RFC 9113 §3.2).
 //! - Certificate validity is checked by rustls-webpki against the
 //!   simulated clock: the sim's epoch (2026-01-01T00:00:00Z) plus the
@@ -118,7 +119,7 @@ mod watch;
 mod writev;
 
 pub use ca::{Ca, Leaf, DEFAULT_VALID_AFTER, DEFAULT_VALID_BEFORE};
-pub use config::{ClientTls, ServerTls};
+pub use config::{ClientTls, ServerTls, TlsVersion};
 pub use error::TlsError;
 pub(crate) use handshake::{TlsEnd, TlsStream};
 pub use pem::{Certificate, Identity};

@@ -12,3 +12,4 @@ mod handshake;
 mod retry_raw;
 mod rotation;
 mod stall;
+mod versions;
