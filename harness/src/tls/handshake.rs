@@ -17,7 +17,7 @@ use super::cert_fields::certificate_fields;
 use super::rotation::Chosen;
 use super::seeded::{Seeded, Stream};
 use super::watch::{Sink, Watch};
-use super::writev::Writev;
+use super::writev::{Gate, Writev};
 use crate::recorder::event::{TlsFailure, TlsMessageKind, TlsOutcome, TlsSide};
 
 /// A TLS connection over turmoil's TCP (with gathering writes, see
@@ -89,10 +89,13 @@ impl TlsEnd {
     /// the error (tokio-rustls's `io::Error`, rustls's `Error` inside) and
     /// how it failed. Its hellos, the certificates sent and received, and
     /// octets that are not a hello are recorded to `sink` as they cross.
+    /// Its writes wait while `gate`'s link holds bytes (a partition, a
+    /// pause).
     pub(crate) async fn handshake(
         &self,
         stream: TcpStream,
         sink: Sink,
+        gate: Gate,
     ) -> (Result<TlsStream, io::Error>, TlsOutcome) {
         let recorder = &sink.recorder;
         if let Self::Server { stall, .. } = self {
@@ -113,7 +116,7 @@ impl TlsEnd {
         // This end's random bytes: drawn while rustls runs the handshake
         // (its hello, key share, session id, tickets), from its own stream.
         let random = Stream::new(seed, &sink.host, sink.side, sink.conn);
-        let stream = Writev::new(stream, Watch::new(sink, chosen));
+        let stream = Writev::new(stream, Watch::new(sink, chosen), gate);
         let done = Seeded::new(random, async {
             match self {
                 Self::Client {
@@ -131,6 +134,8 @@ impl TlsEnd {
         .await;
         match done {
             Ok(mut tls) => {
+                // From here the wire tap holds the connection's frames.
+                tls.get_mut().0.gate = None;
                 let outcome = done_outcome(tls.get_ref().1, self.side());
                 if let Some(watch) = tls.get_mut().0.watch.take() {
                     certificate_received(tls.get_ref().1, &outcome, watch.sink());

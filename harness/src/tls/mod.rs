@@ -62,8 +62,13 @@
 //!   simulated time, in whole seconds.
 //! - The handshake runs when the TCP connection is up, before the
 //!   connection is handed to tonic: its bytes bypass the wire tap, so
-//!   frame rules, link faults (partitions, pauses) and connection
-//!   policies do not act on them; a handshake that fails is never handed
+//!   frame rules and connection policies do not act on them. Link faults
+//!   do: while a partition or a pause holds the link, the handshake's
+//!   writes wait at their sender and leave when it opens, as the tap's
+//!   frames do (`tls/writev.rs`, `Gate`); a black hole loses them
+//!   (turmoil's own partition). A partition's `reset_after` does not
+//!   reset a handshake: the caller's connect timeout gives it up. A
+//!   handshake that fails is never handed
 //!   to tonic (on the server the connection is dropped, on the client the
 //!   connector returns the error, which tonic reports for the call).
 //! - Each end records [`EventKind::TlsHandshake`](crate::recorder::event::EventKind::TlsHandshake):
@@ -124,3 +129,4 @@ pub use error::TlsError;
 pub(crate) use handshake::{TlsEnd, TlsStream};
 pub use pem::{Certificate, Identity};
 pub(crate) use watch::Sink;
+pub(crate) use writev::Gate;
