@@ -14,7 +14,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::futures::Notified;
+use tokio::sync::futures::{Notified, OwnedNotified};
 use tokio::sync::Notify;
 
 /// How long a connect to an unreachable host waits when neither the
@@ -80,7 +80,7 @@ pub(crate) struct Links {
     active: bool,
     table: Mutex<Table>,
     /// Wakes writer tasks and connects waiting on a link when one opens.
-    opened: Notify,
+    opened: Arc<Notify>,
 }
 
 impl Links {
@@ -134,6 +134,12 @@ impl Links {
     /// checking [`Links::state`]: an opening in between still wakes it.
     pub(crate) fn next_opening(&self) -> Notified<'_> {
         self.opened.notified()
+    }
+
+    /// [`Links::next_opening`] that a poll fn can keep (a TLS handshake's
+    /// writes, `tls/writev.rs`).
+    pub(crate) fn next_opening_owned(&self) -> OwnedNotified {
+        self.opened.clone().notified_owned()
     }
 
     /// A TCP-like partition between `a` and `b` starts.

@@ -9,7 +9,7 @@ use super::socket::Socket;
 use super::SimConn;
 use crate::recorder::event::{EventKind, TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
 use crate::recorder::Recorder;
-use crate::tls::{Sink, TlsEnd};
+use crate::tls::{Gate, Sink, TlsEnd};
 
 /// Runs `tls`'s handshake on `stream` (the TCP stream `opened` was opened
 /// on), records how it ended at this end's host, and wraps the TLS stream;
@@ -44,7 +44,12 @@ pub(super) async fn handshake(
         peer: (&end.peer).into(),
         side: tls.side(),
     };
-    let (done, outcome) = tls.handshake(stream, sink).await;
+    let gate = Gate::new(
+        end.wiring.tap.links.clone(),
+        end.me.clone(),
+        end.peer.clone(),
+    );
+    let (done, outcome) = tls.handshake(stream, sink, gate).await;
     record.push(outcome);
     Ok(opened.finish(Socket::Tls(Box::new(done?))))
 }

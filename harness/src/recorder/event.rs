@@ -27,7 +27,9 @@ pub use super::payloads::{
     PolicyReset, RetryAttempt, RetryDecision, ServerTimeout, ServerTimer, ShutdownStillDraining,
 };
 pub use super::resolution::{Resolution, ResolutionOutcome};
-pub use super::tls::{alert_name, suite_name, TlsFailure, TlsHandshake, TlsOutcome, TlsSide};
+pub use super::tls::{
+    alert_name, suite_name, version_name, TlsFailure, TlsHandshake, TlsOutcome, TlsSide,
+};
 pub use super::tls_message::{
     CertificateFields, ClientHelloFields, HelloProblem, ServerHelloFields, TlsMessage,
     TlsMessageKind, UnreadableHello,

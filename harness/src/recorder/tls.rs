@@ -39,6 +39,10 @@ pub enum TlsSide {
 pub enum TlsOutcome {
     /// Both ends have keys: application data (HTTP/2) flows.
     Done {
+        /// The protocol version agreed, its code point (`0x0304` TLS 1.3,
+        /// `0x0303` TLS 1.2; [`version_name`]). JSON: its name.
+        #[serde(serialize_with = "named_version")]
+        version: u16,
         /// The TLS cipher suite, its IANA code point (RFC 8446 §B.4:
         /// `0x1301` is TLS_AES_128_GCM_SHA256; [`suite_name`]). JSON: its
         /// name.
@@ -102,9 +106,11 @@ pub enum TlsFailure {
     /// The peer speaks TLS but sent a message this end cannot decode
     /// (another `Error::InvalidMessage`).
     Undecodable,
-    /// The peer speaks TLS, but not TLS 1.3, the only version the harness
-    /// offers (`Error::PeerIncompatible` of a version: no
-    /// `supported_versions`, TLS 1.2 only).
+    /// The peer speaks TLS, but no version this end accepts (TLS 1.3
+    /// only unless `tls_versions` says otherwise;
+    /// `Error::PeerIncompatible` of a version: no `supported_versions`,
+    /// TLS 1.2 only, or TLS 1.3 only at a TLS 1.2 end). The name is from
+    /// when TLS 1.3 was the only version.
     NotTls13,
     /// The peer speaks TLS 1.3 but has nothing in common with this end
     /// that it requires: cipher suites, key exchange groups, signature
@@ -121,14 +127,40 @@ pub enum TlsFailure {
     Other,
 }
 
-/// The IANA name of a TLS 1.3 cipher suite (RFC 8446 §B.4).
+/// The IANA name of a cipher suite rustls's ring provider has: TLS 1.3's
+/// (RFC 8446 §B.4), TLS 1.2's ECDHE AEAD suites (RFC 5289 §3.2, RFC 7905
+/// §2) and the renegotiation SCSV a TLS 1.2 ClientHello lists (RFC 5746
+/// §3.3).
 pub fn suite_name(code: u16) -> String {
+    let name = match code {
+        0x1301 => "TLS_AES_128_GCM_SHA256",
+        0x1302 => "TLS_AES_256_GCM_SHA384",
+        0x1303 => "TLS_CHACHA20_POLY1305_SHA256",
+        0xc02b => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        0xc02c => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        0xc02f => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        0xc030 => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        0xcca8 => "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        0xcca9 => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        0x00ff => "TLS_EMPTY_RENEGOTIATION_INFO_SCSV",
+        other => return format!("cipher suite {other:#06x}"),
+    };
+    name.to_owned()
+}
+
+/// A protocol version's name (RFC 8446 §4.2.1, and its predecessors').
+pub fn version_name(code: u16) -> String {
     match code {
-        0x1301 => "TLS_AES_128_GCM_SHA256".to_owned(),
-        0x1302 => "TLS_AES_256_GCM_SHA384".to_owned(),
-        0x1303 => "TLS_CHACHA20_POLY1305_SHA256".to_owned(),
-        other => format!("cipher suite {other:#06x}"),
+        0x0304 => "TLS 1.3".to_owned(),
+        0x0303 => "TLS 1.2".to_owned(),
+        0x0302 => "TLS 1.1".to_owned(),
+        0x0301 => "TLS 1.0".to_owned(),
+        other => format!("version {other:#06x}"),
     }
+}
+
+fn named_version<S: serde::Serializer>(code: &u16, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&version_name(*code))
 }
 
 /// An alert's name as RFC 8446 §6 writes it (the alert registry,

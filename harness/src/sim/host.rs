@@ -87,7 +87,7 @@ impl Host {
         configure: impl FnOnce(Endpoint) -> Endpoint,
     ) -> Channel {
         let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
-        let end = match tls.end(&clock, to) {
+        let end = match tls.end(&clock, to, self.shared.seed) {
             Ok(end) => end,
             Err(why) => {
                 self.shared.misconfigured(format!(
@@ -312,7 +312,7 @@ impl Host {
             None => None,
             Some(tls) => {
                 let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
-                match tls.end(&clock, set) {
+                match tls.end(&clock, set, self.shared.seed) {
                     Ok(end) => Some(end),
                     Err(why) => {
                         self.shared.misconfigured(format!(
@@ -551,7 +551,7 @@ impl Host {
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg));
         }
         let clock = crate::tls::clock::SimClock(self.shared.recorder.clone());
-        let end = tls.end(&clock, to).map_err(|why| {
+        let end = tls.end(&clock, to, self.shared.seed).map_err(|why| {
             let msg = format!("{context}: {why}");
             std::io::Error::new(std::io::ErrorKind::InvalidInput, msg)
         })?;

@@ -224,9 +224,12 @@ fn register_server(
                     Some(tls) => {
                         let clock = crate::tls::clock::SimClock(shared.recorder.clone());
                         match tls.config(&clock) {
-                            Ok((config, chosen)) => {
-                                Some(crate::tls::TlsEnd::server(config, chosen, tls.stall))
-                            }
+                            Ok((config, chosen)) => Some(crate::tls::TlsEnd::server(
+                                config,
+                                chosen,
+                                tls.stall,
+                                shared.seed,
+                            )),
                             Err(why) => {
                                 let why = format!("ServerHost::tls on host `{host}`: {why}");
                                 shared.misconfigured(why.clone());

@@ -24,7 +24,8 @@ pub(crate) const ALPN_H2: &[u8] = b"h2";
 /// tonic's `ServerTlsConfig`: the identity it presents, and optionally the
 /// CA whose client certificates it requires (mTLS).
 ///
-/// The handshake is TLS 1.3 (RFC 8446), rustls with the ring provider,
+/// The handshake is TLS 1.3 (RFC 8446; TLS 1.2 too with
+/// `tls_versions`), rustls with the ring provider,
 /// ALPN `h2`, certificates checked against *simulated* time. Defaults:
 /// no client certificate asked for; with [`ServerTls::client_ca_root`],
 /// one is required unless [`ServerTls::client_auth_optional`].
@@ -37,6 +38,7 @@ pub struct ServerTls {
     pub(crate) client_auth_optional: bool,
     pub(crate) alpn: Option<Vec<Vec<u8>>>,
     pub(crate) stall: Duration,
+    pub(crate) versions: Option<Vec<TlsVersion>>,
 }
 
 impl ServerTls {
@@ -50,6 +52,7 @@ impl ServerTls {
             client_auth_optional: false,
             alpn: None,
             stall: Duration::ZERO,
+            versions: None,
         }
     }
 
@@ -86,6 +89,17 @@ impl ServerTls {
     /// later reject such a connection, grpc-go #7535).
     pub fn alpn_protocols(mut self, protocols: &[&str]) -> Self {
         self.alpn = Some(protocols.iter().map(|p| p.as_bytes().to_vec()).collect());
+        self
+    }
+
+    /// The TLS versions the server accepts; default `[TlsVersion::Tls13]`
+    /// (TLS 1.3 only, RFC 8446). With both, a client that offers TLS 1.3
+    /// gets it (rustls prefers it, `server/hs.rs`). A client that offers
+    /// none of them fails the handshake: the server sends
+    /// `protocol_version` (RFC 8446 §4.2.1, RFC 5246 §E.1). An empty
+    /// list is a misconfiguration of the host, reported by the run.
+    pub fn tls_versions(mut self, versions: &[TlsVersion]) -> Self {
+        self.versions = Some(versions.to_vec());
         self
     }
 
@@ -138,11 +152,13 @@ impl ServerTls {
         verifier.build().map(Some).map_err(|e| e.to_string())
     }
 
-    /// The rustls config: TLS 1.3, ALPN `h2`, the simulated clock.
+    /// The rustls config: its versions (default TLS 1.3), ALPN `h2`, the
+    /// simulated clock.
     pub(crate) fn config(&self, clock: &SimClock) -> Result<(Arc<ServerConfig>, Chosen), String> {
-        let provider = provider();
+        let versions = rustls_versions(self.versions.as_deref())?;
+        let provider = provider(&versions);
         let builder = ServerConfig::builder_with_details(provider.clone(), Arc::new(clock.clone()))
-            .with_protocol_versions(&[&rustls::version::TLS13])
+            .with_protocol_versions(&versions)
             .map_err(|e| e.to_string())?;
         let mut periods = vec![(
             Duration::ZERO,
@@ -177,7 +193,8 @@ impl ServerTls {
 /// the server's certificate, and optionally the identity it presents
 /// (mTLS).
 ///
-/// The handshake is TLS 1.3 (RFC 8446), rustls with the ring provider,
+/// The handshake is TLS 1.3 (RFC 8446; TLS 1.2 too with
+/// `tls_versions`), rustls with the ring provider,
 /// ALPN `h2`, the server's certificate checked by rustls-webpki against
 /// *simulated* time. Defaults: no CA trusted (every server is then
 /// rejected: `unknown_ca`), the name is the host dialled, no client
@@ -191,6 +208,7 @@ pub struct ClientTls {
     pub(crate) domain: Option<String>,
     pub(crate) identity: Option<Identity>,
     pub(crate) alpn: Option<Vec<Vec<u8>>>,
+    pub(crate) versions: Option<Vec<TlsVersion>>,
 }
 
 impl ClientTls {
@@ -232,12 +250,25 @@ impl ClientTls {
         self
     }
 
+    /// The TLS versions the client offers; default `[TlsVersion::Tls13]`
+    /// (TLS 1.3 only). A TLS 1.2-only client's ClientHello still lists
+    /// TLS 1.2 in `supported_versions` (rustls sends it; RFC 8446 §4.2.1
+    /// lets a TLS 1.2 server ignore it). At a server that accepts none of them the handshake
+    /// fails: the client receives `protocol_version`. An empty list is a
+    /// misconfiguration of the channel, reported by the run.
+    pub fn tls_versions(mut self, versions: &[TlsVersion]) -> Self {
+        self.versions = Some(versions.to_vec());
+        self
+    }
+
     /// The client end of a channel to `host`: its rustls config, the
     /// server name, and where its identity's resolver leaves the
     /// certificate it sends (for the trace's `certificate sent`).
-    pub(crate) fn end(&self, clock: &SimClock, host: &str) -> Result<TlsEnd, String> {
+    /// `seed` is the run's: the end's random bytes come from it
+    /// ([`super::seeded`]).
+    pub(crate) fn end(&self, clock: &SimClock, host: &str, seed: u64) -> Result<TlsEnd, String> {
         let (config, name, chosen) = self.build(clock, host)?;
-        Ok(TlsEnd::client(config, name, chosen))
+        Ok(TlsEnd::client(config, name, chosen, seed))
     }
 
     /// The rustls config and the server name, for a channel to `host`.
@@ -259,14 +290,16 @@ impl ClientTls {
         let name = self.domain.as_deref().unwrap_or(host);
         let name = ServerName::try_from(name.to_owned())
             .map_err(|e| format!("`{name}` is not a server name ({e}); give a DNS name"))?;
-        let builder = ClientConfig::builder_with_details(provider(), Arc::new(clock.clone()))
-            .with_protocol_versions(&[&rustls::version::TLS13])
+        let versions = rustls_versions(self.versions.as_deref())?;
+        let provider = provider(&versions);
+        let builder = ClientConfig::builder_with_details(provider.clone(), Arc::new(clock.clone()))
+            .with_protocol_versions(&versions)
             .map_err(|e| e.to_string())?
             .with_root_certificates(roots(&self.cas)?);
         let chosen = Chosen::default();
         let mut config = match &self.identity {
             Some(id) => {
-                let identity = ClientIdentity::new(id, &provider(), chosen.clone())?;
+                let identity = ClientIdentity::new(id, &provider, chosen.clone())?;
                 builder.with_client_cert_resolver(Arc::new(identity))
             }
             None => builder.with_no_client_auth(),
@@ -276,10 +309,49 @@ impl ClientTls {
     }
 }
 
-/// rustls's ring provider, whole (its cipher suites, key exchange groups
-/// and signature algorithms; rustls 0.23 `crypto/ring/mod.rs`).
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+/// A TLS version an end may negotiate ([`ServerTls::tls_versions`],
+/// [`ClientTls::tls_versions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TlsVersion {
+    /// TLS 1.2 (RFC 5246), with ECDHE key exchange, AEAD cipher suites
+    /// and extended master secret (RFC 7627) only, as rustls has it.
+    Tls12,
+    /// TLS 1.3 (RFC 8446).
+    Tls13,
+}
+
+impl TlsVersion {
+    fn rustls(self) -> &'static rustls::SupportedProtocolVersion {
+        match self {
+            Self::Tls12 => &rustls::version::TLS12,
+            Self::Tls13 => &rustls::version::TLS13,
+        }
+    }
+}
+
+/// rustls's versions for `versions` (`None`: TLS 1.3 only).
+fn rustls_versions(
+    versions: Option<&[TlsVersion]>,
+) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
+    match versions {
+        None => Ok(vec![&rustls::version::TLS13]),
+        Some([]) => Err("no TLS version: give `TlsVersion::Tls13`, `Tls12` or both".to_owned()),
+        Some(v) => Ok(v.iter().map(|v| v.rustls()).collect()),
+    }
+}
+
+/// rustls's ring provider with every random byte from the run's seed
+/// ([`super::seeded::provider`]), with the cipher suites of `versions`
+/// only: rustls offers every suite of its provider in a ClientHello
+/// (rustls 0.23 `client/hs.rs`), so a TLS 1.3-only end would offer TLS
+/// 1.2's suites too.
+fn provider(versions: &[&'static rustls::SupportedProtocolVersion]) -> Arc<CryptoProvider> {
+    let mut provider = super::seeded::provider();
+    provider
+        .cipher_suites
+        .retain(|s| versions.contains(&s.version()));
+    Arc::new(provider)
 }
 
 fn roots(cas: &[Certificate]) -> Result<RootCertStore, String> {

@@ -15,8 +15,9 @@ use turmoil::net::TcpStream;
 
 use super::cert_fields::certificate_fields;
 use super::rotation::Chosen;
+use super::seeded::{Seeded, Stream};
 use super::watch::{Sink, Watch};
-use super::writev::Writev;
+use super::writev::{Gate, Writev};
 use crate::recorder::event::{TlsFailure, TlsMessageKind, TlsOutcome, TlsSide};
 
 /// A TLS connection over turmoil's TCP (with gathering writes, see
@@ -33,6 +34,8 @@ pub(crate) enum TlsEnd {
         name: ServerName<'static>,
         /// Where its identity's resolver leaves the certificate it sends.
         chosen: Chosen,
+        /// The run's seed, which its random bytes come from.
+        seed: u64,
     },
     Server {
         acceptor: TlsAcceptor,
@@ -40,6 +43,8 @@ pub(crate) enum TlsEnd {
         chosen: Chosen,
         /// How long the server holds its first flight, *simulated* time.
         stall: Duration,
+        /// The run's seed, which its random bytes come from.
+        seed: u64,
     },
 }
 
@@ -48,11 +53,13 @@ impl TlsEnd {
         config: Arc<rustls::ClientConfig>,
         name: ServerName<'static>,
         chosen: Chosen,
+        seed: u64,
     ) -> Self {
         Self::Client {
             connector: TlsConnector::from(config),
             name,
             chosen,
+            seed,
         }
     }
 
@@ -60,11 +67,13 @@ impl TlsEnd {
         config: Arc<rustls::ServerConfig>,
         chosen: Chosen,
         stall: Duration,
+        seed: u64,
     ) -> Self {
         Self::Server {
             acceptor: TlsAcceptor::from(config),
             chosen,
             stall,
+            seed,
         }
     }
 
@@ -80,10 +89,13 @@ impl TlsEnd {
     /// the error (tokio-rustls's `io::Error`, rustls's `Error` inside) and
     /// how it failed. Its hellos, the certificates sent and received, and
     /// octets that are not a hello are recorded to `sink` as they cross.
+    /// Its writes wait while `gate`'s link holds bytes (a partition, a
+    /// pause).
     pub(crate) async fn handshake(
         &self,
         stream: TcpStream,
         sink: Sink,
+        gate: Gate,
     ) -> (Result<TlsStream, io::Error>, TlsOutcome) {
         let recorder = &sink.recorder;
         if let Self::Server { stall, .. } = self {
@@ -96,24 +108,34 @@ impl TlsEnd {
                 tokio::time::sleep(*stall).await;
             }
         }
-        let chosen = match self {
-            Self::Server { chosen, .. } | Self::Client { chosen, .. } => chosen.clone(),
+        let (chosen, seed) = match self {
+            Self::Server { chosen, seed, .. } | Self::Client { chosen, seed, .. } => {
+                (chosen.clone(), *seed)
+            }
         };
-        let stream = Writev::new(stream, Watch::new(sink, chosen));
-        let done = match self {
-            Self::Client {
-                connector, name, ..
-            } => connector
-                .connect(name.clone(), stream)
-                .await
-                .map(tokio_rustls::TlsStream::Client),
-            Self::Server { acceptor, .. } => acceptor
-                .accept(stream)
-                .await
-                .map(tokio_rustls::TlsStream::Server),
-        };
+        // This end's random bytes: drawn while rustls runs the handshake
+        // (its hello, key share, session id, tickets), from its own stream.
+        let random = Stream::new(seed, &sink.host, sink.side, sink.conn);
+        let stream = Writev::new(stream, Watch::new(sink, chosen), gate);
+        let done = Seeded::new(random, async {
+            match self {
+                Self::Client {
+                    connector, name, ..
+                } => connector
+                    .connect(name.clone(), stream)
+                    .await
+                    .map(tokio_rustls::TlsStream::Client),
+                Self::Server { acceptor, .. } => acceptor
+                    .accept(stream)
+                    .await
+                    .map(tokio_rustls::TlsStream::Server),
+            }
+        })
+        .await;
         match done {
             Ok(mut tls) => {
+                // From here the wire tap holds the connection's frames.
+                tls.get_mut().0.gate = None;
                 let outcome = done_outcome(tls.get_ref().1, self.side());
                 if let Some(watch) = tls.get_mut().0.watch.take() {
                     certificate_received(tls.get_ref().1, &outcome, watch.sink());
@@ -130,6 +152,7 @@ impl TlsEnd {
 
 fn done_outcome(state: &CommonState, side: TlsSide) -> TlsOutcome {
     TlsOutcome::Done {
+        version: state.protocol_version().map_or(0, u16::from),
         cipher_suite: state
             .negotiated_cipher_suite()
             .map_or(0, |s| u16::from(s.suite())),

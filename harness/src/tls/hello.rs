@@ -63,6 +63,10 @@ pub(crate) struct Flight {
     octets: u32,
     hellos: u32,
     done: bool,
+    /// A ServerHello chose TLS 1.2: every record after this direction's
+    /// ChangeCipherSpec is encrypted, its Finished a handshake record
+    /// too (RFC 5246 §7.1), so reading ends there.
+    tls12: bool,
 }
 
 impl Flight {
@@ -85,7 +89,14 @@ impl Flight {
             octets: 0,
             hellos: 0,
             done: false,
+            tls12: false,
         }
+    }
+
+    /// The connection is TLS 1.2: the other direction read a ServerHello
+    /// that chose it (a client's sending side learns it so).
+    pub(crate) fn tls12(&mut self) {
+        self.tls12 = true;
     }
 
     /// Reads `bytes`, the next octets of this direction.
@@ -126,14 +137,18 @@ impl Flight {
     }
 
     /// The next whole handshake record's fragment; skips a
-    /// ChangeCipherSpec (middlebox compatibility, §D.4); ends reading at
-    /// an alert or an encrypted record.
+    /// ChangeCipherSpec (middlebox compatibility, §D.4), or ends reading
+    /// at it in TLS 1.2; ends reading at an alert or an encrypted record.
     fn next_record(&mut self) -> Result<Option<Vec<u8>>, HelloProblem> {
         loop {
             let Some(&content_type) = self.records.first() else {
                 return Ok(None);
             };
             match content_type {
+                CHANGE_CIPHER_SPEC if self.tls12 => {
+                    self.done = true;
+                    return Ok(None);
+                }
                 HANDSHAKE | CHANGE_CIPHER_SPEC => {}
                 ALERT | APPLICATION_DATA => {
                     self.done = true;
@@ -176,6 +191,7 @@ impl Flight {
                 }
                 (_, Ok(Some(hello))) => {
                     self.hellos += 1;
+                    self.tls12 |= chooses_tls12(&hello);
                     found.push(Found::Hello(hello));
                     // A reader checks the first message only.
                     self.done |= self.expect.is_some();
@@ -186,6 +202,13 @@ impl Flight {
             }
         }
     }
+}
+
+/// A ServerHello without `supported_versions` whose legacy_version is
+/// TLS 1.2: a TLS 1.2 handshake (RFC 8446 §4.1.3, §4.2.1).
+pub(crate) fn chooses_tls12(hello: &TlsMessageKind) -> bool {
+    matches!(hello, TlsMessageKind::ServerHello(h)
+        if h.selected_version.is_none() && h.legacy_version == 0x0303)
 }
 
 /// A hello's fields, `None` for another message type, or where in the

@@ -8,8 +8,10 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, ServerConnection};
 
 use super::*;
+use crate::recorder::event::TlsSide;
 use crate::recorder::Recorder;
 use crate::tls::clock::SimClock;
+use crate::tls::seeded::{with_stream, Stream};
 use crate::tls::{Ca, ClientTls, ServerTls};
 
 /// A ClientHello rustls writes with the harness's client config, and the
@@ -26,12 +28,15 @@ fn flights() -> (Vec<u8>, Vec<u8>) {
         .config(&clock, "store")
         .unwrap();
     let name = ServerName::try_from("store").unwrap();
-    let mut c = ClientConnection::new(client, name).unwrap();
+    // Each end's random bytes from its seeded stream, as in a run.
+    let mut client_random = Some(Stream::new(3, "player", TlsSide::Client, 1));
+    let mut server_random = Some(Stream::new(3, "store", TlsSide::Server, 1));
+    let mut c = with_stream(&mut client_random, || ClientConnection::new(client, name)).unwrap();
     let mut hello = Vec::new();
     c.write_tls(&mut hello).unwrap();
     let mut s = ServerConnection::new(server).unwrap();
     s.read_tls(&mut hello.as_slice()).unwrap();
-    s.process_new_packets().unwrap();
+    with_stream(&mut server_random, || s.process_new_packets()).unwrap();
     let mut answer = Vec::new();
     while s.wants_write() {
         s.write_tls(&mut answer).unwrap();
@@ -208,4 +213,81 @@ fn a_second_client_hello_is_read_too() {
     both.extend_from_slice(&hello);
     let found = Flight::sent().feed(&both);
     assert_eq!(hellos(&found).len(), 2, "{found:?}");
+}
+
+/// A whole TLS 1.2 handshake in memory between the harness's configs (both
+/// ends set to TLS 1.2 only): every octet each end wrote, in order.
+fn tls12_handshake() -> (Vec<u8>, Vec<u8>) {
+    use crate::tls::TlsVersion;
+    let ca = Ca::new(3);
+    let clock = SimClock(Arc::new(Recorder::default()));
+    let (server, _) = ServerTls::new(ca.leaf("store").identity().unwrap())
+        .tls_versions(&[TlsVersion::Tls12])
+        .config(&clock)
+        .unwrap();
+    let (client, _) = ClientTls::new()
+        .ca_certificate(ca.certificate())
+        .tls_versions(&[TlsVersion::Tls12])
+        .config(&clock, "store")
+        .unwrap();
+    let mut client_random = Some(Stream::new(3, "player", TlsSide::Client, 1));
+    let mut server_random = Some(Stream::new(3, "store", TlsSide::Server, 1));
+    let name = ServerName::try_from("store").unwrap();
+    let mut c = with_stream(&mut client_random, || ClientConnection::new(client, name)).unwrap();
+    let mut s = ServerConnection::new(server).unwrap();
+    let (mut by_client, mut by_server) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let start = by_client.len();
+        while c.wants_write() {
+            c.write_tls(&mut by_client).unwrap();
+        }
+        s.read_tls(&mut &by_client[start..]).unwrap();
+        with_stream(&mut server_random, || s.process_new_packets()).unwrap();
+        let start = by_server.len();
+        while s.wants_write() {
+            s.write_tls(&mut by_server).unwrap();
+        }
+        c.read_tls(&mut &by_server[start..]).unwrap();
+        with_stream(&mut client_random, || c.process_new_packets()).unwrap();
+        if !c.is_handshaking() && !s.is_handshaking() {
+            break;
+        }
+    }
+    assert!(!c.is_handshaking() && !s.is_handshaking());
+    (by_client, by_server)
+}
+
+#[test]
+fn a_tls12_handshake_reads_as_its_hellos_and_stops_at_each_change_cipher_spec() {
+    let (by_client, by_server) = tls12_handshake();
+    // The server's flight: ServerHello, Certificate, ServerKeyExchange,
+    // ServerHelloDone in plaintext, then ChangeCipherSpec and its
+    // encrypted Finished, a handshake record too (RFC 5246 §7.1).
+    let mut server = Flight::sent();
+    let found = server.feed(&by_server);
+    let [TlsMessageKind::ServerHello(sh)] = hellos(&found)[..] else {
+        panic!("{found:?}");
+    };
+    assert_eq!((sh.legacy_version, sh.selected_version), (0x0303, None));
+    assert_eq!(sh.cipher_suite, 0xc02c);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(server.done && server.tls12);
+    // The client's: its ClientHello; then, once its reader has seen the
+    // TLS 1.2 ServerHello, ClientKeyExchange, ChangeCipherSpec, Finished.
+    let mut client = Flight::sent();
+    let hello_end = 5 + usize::from(u16::from_be_bytes([by_client[3], by_client[4]]));
+    let found = client.feed(&by_client[..hello_end]);
+    let [TlsMessageKind::ClientHello(ch)] = hellos(&found)[..] else {
+        panic!("{found:?}");
+    };
+    assert_eq!(ch.supported_versions, vec![0x0303]);
+    let mut reader = Flight::received(false);
+    let seen = reader.feed(&by_server);
+    assert!(
+        matches!(hellos(&seen)[..], [h] if chooses_tls12(h)),
+        "{seen:?}"
+    );
+    client.tls12();
+    assert_eq!(client.feed(&by_client[hello_end..]), Vec::new());
+    assert!(client.done);
 }

@@ -54,15 +54,21 @@
 //! # What the handshake does here (read, and measured by the tests in
 //! `tests/tests/server/tls/`)
 //!
-//! - TLS 1.3 only (RFC 8446), rustls 0.23 with its ring provider; both
+//! - TLS 1.3 only (RFC 8446) unless an end's `tls_versions` adds TLS 1.2
+//!   (RFC 5246; [`TlsVersion`]), rustls 0.23 with its ring provider; both
 //!   ends offer ALPN `h2` only (RFC 9113 §3.2).
 //! - Certificate validity is checked by rustls-webpki against the
 //!   simulated clock: the sim's epoch (2026-01-01T00:00:00Z) plus the
 //!   simulated time, in whole seconds.
 //! - The handshake runs when the TCP connection is up, before the
 //!   connection is handed to tonic: its bytes bypass the wire tap, so
-//!   frame rules, link faults (partitions, pauses) and connection
-//!   policies do not act on them; a handshake that fails is never handed
+//!   frame rules and connection policies do not act on them. Link faults
+//!   do: while a partition or a pause holds the link, the handshake's
+//!   writes wait at their sender and leave when it opens, as the tap's
+//!   frames do (`tls/writev.rs`, `Gate`); a black hole loses them
+//!   (turmoil's own partition). A partition's `reset_after` does not
+//!   reset a handshake: the caller's connect timeout gives it up. A
+//!   handshake that fails is never handed
 //!   to tonic (on the server the connection is dropped, on the client the
 //!   connector returns the error, which tonic reports for the call).
 //! - Each end records [`EventKind::TlsHandshake`](crate::recorder::event::EventKind::TlsHandshake):
@@ -74,10 +80,20 @@
 //!   (subject, issuer, serial, validity in simulated seconds), and octets
 //!   read where a hello should be that
 //!   are not one. Never key material, random bytes or ciphertext.
-//! - Random bytes (the ClientHello random, key shares, session ids) come
-//!   from ring's system RNG: the ciphertext differs between runs, its
-//!   length does not, so the simulation, and the trace, are the same for
-//!   a seed.
+//! - Every random byte rustls draws comes from the run's seed, none from
+//!   the system RNG or the wall clock: the provider is ring's with its
+//!   `secure_random` replaced (the hello randoms, session ids, GREASE,
+//!   ticket nonces, ids and `age_add`) and X25519, its one key exchange
+//!   group, made from the same bytes (x25519-dalek; ring's own takes only
+//!   its system RNG, so P-256 and P-384 are not offered). Each connection
+//!   end draws from its own stream, keyed by the seed, its host, its side
+//!   and the connection's id, so the ciphertext on the simulated TCP is
+//!   byte-identical for a seed, whatever order handshakes at one instant
+//!   run in. The harness's certificates are Ed25519, whose signatures
+//!   take no random; a PEM identity with an ECDSA or RSA key signs with
+//!   ring's system RNG (ring's signing takes no other), so its
+//!   CertificateVerify differs between runs. The keys are predictable from
+//!   the seed by design: this TLS protects nothing.
 //! - What speaks TLS: [`Host::channel_tls`](crate::Host::channel_tls),
 //!   [`Host::balanced_channel_tls`](crate::Host::balanced_channel_tls)
 //!   and any balanced channel whose config has
@@ -101,14 +117,16 @@ mod handshake;
 mod hello;
 mod pem;
 mod rotation;
+mod seeded;
 #[cfg(test)]
 mod tests;
 mod watch;
 mod writev;
 
 pub use ca::{Ca, Leaf, DEFAULT_VALID_AFTER, DEFAULT_VALID_BEFORE};
-pub use config::{ClientTls, ServerTls};
+pub use config::{ClientTls, ServerTls, TlsVersion};
 pub use error::TlsError;
 pub(crate) use handshake::{TlsEnd, TlsStream};
 pub use pem::{Certificate, Identity};
 pub(crate) use watch::Sink;
+pub(crate) use writev::Gate;

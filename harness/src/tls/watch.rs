@@ -95,8 +95,12 @@ impl Watch {
             TlsSide::Client => TlsSide::Server,
         };
         for found in found {
-            if let Found::Problem(problem, octets) = found {
-                self.unreadable(expected, problem, octets);
+            match found {
+                Found::Problem(problem, octets) => self.unreadable(expected, problem, octets),
+                // The client's next flight is TLS 1.2's: its Finished is
+                // encrypted, behind its ChangeCipherSpec.
+                Found::Hello(hello) if super::hello::chooses_tls12(&hello) => self.sent.tls12(),
+                Found::Hello(_) => {}
             }
         }
     }

@@ -14,14 +14,19 @@
 //! same configs over `tokio::io::duplex`, whose writes gather, and over
 //! turmoil with the records written by hand, deliver the alert).
 
+use std::future::Future;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use tokio::sync::futures::OwnedNotified;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use turmoil::net::TcpStream;
 
 use super::watch::Watch;
+use crate::fault::Links;
 
 /// A turmoil TCP stream whose vectored writes write every buffer that
 /// fits, in order, as one `writev` would; during the handshake, its
@@ -30,19 +35,89 @@ use super::watch::Watch;
 pub(crate) struct Writev {
     tcp: TcpStream,
     pub(crate) watch: Option<Box<Watch>>,
+    /// During the handshake: the link its writes wait for.
+    pub(crate) gate: Option<Gate>,
 }
 
 impl Writev {
-    pub(crate) fn new(tcp: TcpStream, watch: Watch) -> Self {
+    pub(crate) fn new(tcp: TcpStream, watch: Watch, gate: Gate) -> Self {
         Self {
             tcp,
             watch: Some(Box::new(watch)),
+            gate: Some(gate),
+        }
+    }
+
+    /// Ready once the handshake's writes may leave.
+    fn poll_gate(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut self.gate {
+            Some(gate) => gate.poll_open(cx),
+            None => Poll::Ready(()),
         }
     }
 
     fn wrote(&mut self, bytes: &[u8]) {
+        #[cfg(test)]
+        WRITTEN.with(|w| w.borrow_mut().extend_from_slice(bytes));
         if let Some(watch) = &mut self.watch {
             watch.wrote(bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Every octet written to turmoil's TCP by a TLS end on this thread,
+    /// in order: the ciphertext below rustls, for the determinism test.
+    static WRITTEN: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The octets written since the last call (see `WRITTEN`).
+#[cfg(test)]
+pub(crate) fn take_written() -> Vec<u8> {
+    WRITTEN.with(|w| std::mem::take(&mut *w.borrow_mut()))
+}
+
+/// The link between a handshake's two hosts. The handshake's octets do not
+/// cross the wire tap, whose writer task holds frames while a partition or
+/// a pause holds the link (`net/tap/writer.rs`): a handshake write waits
+/// here instead, at its sender, and leaves when the link opens, as TCP
+/// retransmits until the repair. A partition's `reset_after` does not act
+/// here: the connect timeout of the caller, or the end of the run, ends a
+/// handshake that waits for ever.
+pub(crate) struct Gate {
+    links: Arc<Links>,
+    me: Arc<str>,
+    peer: Arc<str>,
+    /// Taken before the state is read, so an opening in between wakes it.
+    opening: Option<Pin<Box<OwnedNotified>>>,
+}
+
+impl Gate {
+    pub(crate) fn new(links: Arc<Links>, me: Arc<str>, peer: Arc<str>) -> Self {
+        Self {
+            links,
+            me,
+            peer,
+            opening: None,
+        }
+    }
+
+    fn poll_open(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.links.active() {
+            return Poll::Ready(());
+        }
+        loop {
+            let links = &self.links;
+            let opening = self
+                .opening
+                .get_or_insert_with(|| Box::pin(links.next_opening_owned()));
+            if !links.state(&self.me, &self.peer).holds() {
+                self.opening = None;
+                return Poll::Ready(());
+            }
+            ready!(opening.as_mut().poll(cx));
+            self.opening = None;
         }
     }
 }
@@ -79,6 +154,7 @@ impl AsyncWrite for Writev {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        ready!(self.poll_gate(cx));
         let polled = Pin::new(&mut self.tcp).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = polled {
             self.wrote(&buf[..n]);
@@ -91,6 +167,7 @@ impl AsyncWrite for Writev {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        ready!(self.poll_gate(cx));
         let mut written = 0;
         for buf in bufs.iter().filter(|b| !b.is_empty()) {
             match Pin::new(&mut self.tcp).poll_write(cx, buf) {

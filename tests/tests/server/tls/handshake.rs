@@ -96,9 +96,9 @@ fn tls_trace_probe() {
 
 #[test]
 fn a_tls_trace_is_byte_identical_across_processes() -> grpc_chaos::Result {
-    // Another process: other ring randomness (keys, ClientHello random,
-    // session ids), another std HashMap seed; the same ciphertext
-    // lengths, so the same run.
+    // Another process: another std HashMap seed, and no state shared;
+    // TLS's random bytes come from the seed (`tls/seeded.rs`), so the same
+    // ciphertext and the same run.
     let out = grpc_chaos_tests::rerun(module_path!(), "tls_trace_probe")
         .arg("--nocapture")
         .env("GRPC_CHAOS_ARTIFACTS", "0")

@@ -9,6 +9,8 @@ mod alpn;
 mod balanced;
 mod certificate_faults;
 mod handshake;
+mod link_faults;
 mod retry_raw;
 mod rotation;
 mod stall;
+mod versions;

@@ -5,7 +5,7 @@
 
 use super::tls_message;
 use crate::recorder::event::{
-    alert_name, suite_name, Event, EventKind, TlsFailure, TlsOutcome, TlsSide,
+    alert_name, suite_name, version_name, Event, EventKind, TlsFailure, TlsOutcome, TlsSide,
 };
 
 /// The `where` column and text of a TLS event; `None` for any other.
@@ -19,13 +19,15 @@ pub(super) fn line(e: &Event) -> Option<(String, String)> {
     let side = side_name(h.side);
     let text = match &h.outcome {
         TlsOutcome::Done {
+            version,
             cipher_suite,
             h2,
             resumed,
             client_certificate,
         } => format!(
-            "c{} TLS handshake done ({side}): TLS 1.3 {}, ALPN {}{}{}",
+            "c{} TLS handshake done ({side}): {} {}, ALPN {}{}{}",
             h.conn,
+            version_name(*version),
             suite_name(*cipher_suite),
             if *h2 { "h2" } else { "none" },
             if *resumed { ", resumed" } else { "" },
@@ -77,9 +79,9 @@ fn failure_words(f: TlsFailure) -> &'static str {
         TlsFailure::AlertReceived => "the peer refused the handshake",
         TlsFailure::NotTls => "the peer's octets are not TLS records: it does not speak TLS",
         TlsFailure::Undecodable => "the peer sent a TLS message this end cannot decode",
-        TlsFailure::NotTls13 => "the peer speaks TLS, but not TLS 1.3",
+        TlsFailure::NotTls13 => "the peer speaks TLS, but no version this end accepts",
         TlsFailure::Incompatible => {
-            "the peer speaks TLS 1.3, but offers nothing this end accepts (cipher suites, key exchange groups, signature schemes or a required extension)"
+            "the peer speaks TLS, but offers nothing this end accepts (cipher suites, key exchange groups, signature schemes or a required extension)"
         }
         TlsFailure::Closed => "the connection closed during the handshake",
         TlsFailure::Abandoned => {

@@ -24,15 +24,8 @@ pub(super) fn text(m: &TlsMessage) -> String {
     format!("c{} TLS {what} ({side}): {body}", m.conn)
 }
 
-/// A protocol version's name (RFC 8446 §4.2.1, and its predecessors').
 fn version(v: u16) -> String {
-    match v {
-        0x0304 => "TLS 1.3".to_owned(),
-        0x0303 => "TLS 1.2".to_owned(),
-        0x0302 => "TLS 1.1".to_owned(),
-        0x0301 => "TLS 1.0".to_owned(),
-        other => format!("version {other:#06x}"),
-    }
+    crate::recorder::event::version_name(v)
 }
 
 fn list(items: impl Iterator<Item = String>) -> String {
