@@ -551,7 +551,10 @@ impl Fault {
 
     /// Writes a frame into every connection from `from` to `to` at a time
     /// ([`InjectAt::at`]) or after a frame ([`InjectAt::after`]), as if
-    /// `from` had sent it.
+    /// `from` had sent it. It goes onto the connection past its connection
+    /// policies: a [`Middlebox`](crate::policy::Middlebox) or a policy of
+    /// your own is not shown it (its `on_frame` is not called), so a box
+    /// cannot answer or rewrite an injected frame (`net/tap/inject.rs`).
     pub fn inject(from: impl Into<String>, to: impl Into<String>) -> Inject {
         Inject::new(from.into(), to.into())
     }
