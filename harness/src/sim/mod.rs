@@ -11,6 +11,8 @@ mod run;
 mod serve_host;
 mod shared;
 mod shutdown;
+#[cfg(test)]
+mod tls_tests;
 mod validate;
 
 use std::future::Future;

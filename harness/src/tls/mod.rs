@@ -122,6 +122,8 @@ mod seeded;
 mod tests;
 mod watch;
 mod writev;
+#[cfg(test)]
+pub(crate) use writev::take_written;
 
 pub use ca::{Ca, Leaf, DEFAULT_VALID_AFTER, DEFAULT_VALID_BEFORE};
 pub use config::{ClientTls, ServerTls, TlsVersion};

@@ -9,14 +9,12 @@
 //! | [`stale_release`] | reservations in tasks of their own: a request a healed partition releases late is committed after its caller gave up |
 //! | [`deadline_retry`] | a gateway propagates its caller's deadline, but its retry builds a fresh request: the retried call has no deadline |
 //! | [`upload_stall`] | an archive stops reading an upload while its own call to the store hangs; the uploader set no deadline: its sends wait on the stream window forever |
-//! | [`shutdown_drop`] | a graceful shutdown whose handlers take the signal as their cue to give up: the calls in flight fail instead of draining |
 //!
 //! Where each is known from in the field is its [`Bug::source`].
 
 pub mod cancel_unsafe;
 pub mod deadline_retry;
 pub mod retry_two_hops;
-pub mod shutdown_drop;
 pub mod stale_release;
 pub mod upload_stall;
 
@@ -165,7 +163,6 @@ pub fn all() -> Vec<Bug> {
         stale_release::BUG,
         deadline_retry::BUG,
         upload_stall::BUG,
-        shutdown_drop::BUG,
     ]
 }
 

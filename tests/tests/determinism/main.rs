@@ -16,6 +16,5 @@ mod wall_clock;
 mod zoo;
 mod zoo_deadline;
 mod zoo_retry;
-mod zoo_shutdown;
 mod zoo_stale;
 mod zoo_upload;
