@@ -8,6 +8,8 @@ use std::task::{Context, Poll, Waker};
 
 use tonic::body::Body;
 
+use crate::error::{Error, Kind};
+
 /// The `:path` (`/package.Service/Method`) that a call of a tonic
 /// generated client sends, read from the generated code: `call` is given
 /// a [`PathProbe`] to build the client on and makes one call through it,
@@ -21,8 +23,9 @@ use tonic::body::Body;
 ///
 /// let save = method_path(|c| async move {
 ///     StoreClient::new(c).save(SaveRequest::default()).await
-/// });
+/// })?;
 /// assert_eq!(save, "/tt.v1.Store/Save");
+/// # Ok::<(), grpc_chaos::Error>(())
 /// ```
 ///
 /// A streaming method takes a stream (`ScoreboardClient::new(c)
@@ -31,14 +34,15 @@ use tonic::body::Body;
 /// runtime, and dropped. The request message is never encoded (tonic
 /// encodes it as the body is read, and the probe reads none).
 ///
-/// # Panics
-/// If `call`'s future does not send a request through the probe on its
-/// first poll (it awaits something else first, or calls nothing): the
-/// message names what to change.
+/// # Errors
+/// [`Error::is_misconfigured`](crate::Error::is_misconfigured) if `call`'s
+/// future does not send a request through the probe on its first poll
+/// (it awaits something else first, or calls nothing): the message names
+/// what to change.
 ///
 /// [`HandlerFault::method`]: crate::fault::HandlerFault::method
 /// [`Trace::attempts`]: crate::Trace::attempts
-pub fn method_path<F, Fut>(call: F) -> String
+pub fn method_path<F, Fut>(call: F) -> Result<String, Error>
 where
     F: FnOnce(PathProbe) -> Fut,
     Fut: Future,
@@ -49,12 +53,15 @@ where
     // Ready or pending, the request went out on the first poll or never.
     let _ = pin!(call(probe)).poll(&mut cx);
     let path = seen.lock().map(|mut p| p.take()).unwrap_or_default();
-    path.expect(
-        "method_path: the closure made no call through the probe on its first poll; \
-         build the generated client on the probe it is given and return the call's future \
-         (`|c| async move { FooClient::new(c).bar(Req::default()).await }`), awaiting \
-         nothing before it",
-    )
+    path.ok_or_else(|| {
+        Error::new(Kind::Misconfigured(
+            "method_path: the closure made no call through the probe on its first poll; \
+             build the generated client on the probe it is given and return the call's future \
+             (`|c| async move { FooClient::new(c).bar(Req::default()).await }`), awaiting \
+             nothing before it"
+                .to_owned(),
+        ))
+    })
 }
 
 /// The transport [`method_path`] hands its closure: a

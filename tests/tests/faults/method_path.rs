@@ -13,33 +13,34 @@ use grpc_chaos_scenarios::services::pb::{Rally, SaveRequest, WatchRequest};
 use grpc_chaos_scenarios::services::{Store, HIT, SAVE, UPLOAD, WATCH};
 
 #[test]
-fn every_kind_of_method_gives_the_path_its_call_sends() {
-    let hit = method_path(|c| async move { ScoreboardClient::new(c).hit(Rally::default()).await });
+fn every_kind_of_method_gives_the_path_its_call_sends() -> grpc_chaos::Result {
+    let hit = method_path(|c| async move { ScoreboardClient::new(c).hit(Rally::default()).await })?;
     let watch = method_path(|c| async move {
         ScoreboardClient::new(c)
             .watch(WatchRequest::default())
             .await
-    });
+    })?;
     let upload = method_path(|c| async move {
         ScoreboardClient::new(c)
             .upload(futures_util::stream::empty::<Rally>())
             .await
-    });
+    })?;
     let rally = method_path(|c| async move {
         ScoreboardClient::new(c)
             .rally(futures_util::stream::empty::<Rally>())
             .await
-    });
+    })?;
     assert_eq!(
         [hit.as_str(), &watch, &upload, &rally],
         [HIT, WATCH, UPLOAD, "/tt.v1.Scoreboard/Rally"]
     );
+    Ok(())
 }
 
 #[test]
-fn a_fault_aimed_with_it_fires() {
+fn a_fault_aimed_with_it_fires() -> grpc_chaos::Result {
     let save =
-        method_path(|c| async move { StoreClient::new(c).save(SaveRequest::default()).await });
+        method_path(|c| async move { StoreClient::new(c).save(SaveRequest::default()).await })?;
     let mut sim = Sim::builder().seed(3).build();
     sim.server("store", |s| s.add_service(Store::default().into_server()));
     sim.fault(
@@ -61,10 +62,16 @@ fn a_fault_aimed_with_it_fires() {
         .collect();
     assert_eq!(fired.len(), 1, "{}", trace.render());
     assert_eq!(trace.attempts("store", SAVE), 1);
+    Ok(())
 }
 
 #[test]
-#[should_panic(expected = "made no call through the probe on its first poll")]
 fn a_closure_that_calls_nothing_is_told_what_to_change() {
-    method_path(|_probe| async {});
+    let err = method_path(|_probe| async {}).unwrap_err();
+    assert!(err.is_misconfigured(), "{err}");
+    assert!(
+        err.to_string()
+            .contains("made no call through the probe on its first poll"),
+        "{err}"
+    );
 }
