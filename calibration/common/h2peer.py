@@ -56,6 +56,21 @@ ERROR_NAMES = {
 }
 
 
+
+def recv_logged(sock, log):
+    """One read from `sock`, fed to `log`: the octets, or None once the peer
+    reset the connection or closed it (which `log` records)."""
+    try:
+        data = sock.recv(65536)
+    except ConnectionResetError:
+        log.closed("reset")
+        return None
+    if not data:
+        log.closed("fin")
+        return None
+    log.feed(data)
+    return data
+
 class Clock:
     """The origin every recorded time is relative to (the request)."""
 
@@ -229,15 +244,9 @@ class Client:
             readable, _, _ = select.select([self.sock], [], [], max(0.0, nxt - now))
             if not readable:
                 continue
-            try:
-                data = self.sock.recv(65536)
-            except ConnectionResetError:
-                self.log.closed("reset")
+            data = recv_logged(self.sock, self.log)
+            if data is None:
                 return
-            if not data:
-                self.log.closed("fin")
-                return
-            self.log.feed(data)
             self.events(data)
             if stop_after_end_s is not None and done_at is None and self.all_ended():
                 done_at = self.clock.ms() / 1000 + stop_after_end_s
@@ -373,15 +382,9 @@ class BackendConn:
             readable, _, _ = select.select([self.sock], [], [], wait)
             if not readable:
                 continue
-            try:
-                data = self.sock.recv(65536)
-            except ConnectionResetError:
-                self.log.closed("reset")
+            data = recv_logged(self.sock, self.log)
+            if data is None:
                 break
-            if not data:
-                self.log.closed("fin")
-                break
-            self.log.feed(data)
             try:
                 events = self.conn.receive_data(data)
             except h2.exceptions.H2Error:
